@@ -1,0 +1,51 @@
+//! Named fail points for rollback and crash tests.
+//!
+//! Compiled to nothing unless the `failpoints` feature is on. The binaries read
+//! `TEAM_FAILPOINTS` (`name=error` or `name=exit`, comma-separated) and pass it to [`configure`].
+//! `error` makes [`hit`] return [`Error::FailPoint`]; `exit` ends the process abruptly at once
+//! (like a crash: no destructors, no unlocking but the kernel's).
+
+#[cfg(feature = "failpoints")]
+use crate::error::Error;
+use crate::error::Result;
+
+#[cfg(feature = "failpoints")]
+static SPEC: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+
+/// Configures the fail points from a spec string. A no-op without the `failpoints` feature.
+pub fn configure(spec: Option<&str>) {
+    #[cfg(feature = "failpoints")]
+    {
+        let parsed = spec
+            .unwrap_or("")
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .filter_map(|s| {
+                let (n, a) = s.split_once('=').unwrap_or((s, "error"));
+                Some((n.trim().to_string(), a.trim().to_string()))
+            })
+            .collect();
+        let _ = SPEC.set(parsed);
+    }
+    #[cfg(not(feature = "failpoints"))]
+    let _ = spec;
+}
+
+/// Passes the fail point `name`: returns an error, or exits the process, when configured to.
+#[inline]
+pub fn hit(name: &str) -> Result<()> {
+    #[cfg(feature = "failpoints")]
+    if let Some(spec) = SPEC.get() {
+        for (n, action) in spec {
+            if n == name {
+                if action == "exit" {
+                    // An abrupt end, as in a crash: skip destructors and buffered output.
+                    std::process::exit(137);
+                }
+                return Err(Error::FailPoint(name.to_string()));
+            }
+        }
+    }
+    let _ = name;
+    Ok(())
+}

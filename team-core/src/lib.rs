@@ -1,0 +1,12 @@
+//! `team-core`: the library under the team tools.
+//!
+//! It owns state files, locks, the redo journal, the tmux layer, pane and process proofs, and the
+//! audit writer. It never prints, never exits, and never reads environment variables: the
+//! binaries read what they need and pass it in.
+
+pub mod error;
+pub mod failpoint;
+pub mod fsutil;
+pub mod paths;
+
+pub use error::{Error, ExitClass, Result};
