@@ -10,3 +10,7 @@ pub mod fsutil;
 pub mod paths;
 
 pub use error::{Error, ExitClass, Result};
+pub mod journal;
+pub mod lock;
+pub mod model;
+pub mod store;
