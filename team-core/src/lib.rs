@@ -13,4 +13,8 @@ pub use error::{Error, ExitClass, Result};
 pub mod journal;
 pub mod lock;
 pub mod model;
+pub mod process;
+pub mod proof;
 pub mod store;
+pub mod tmux;
+pub mod view;

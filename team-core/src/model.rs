@@ -303,7 +303,7 @@ impl Team {
         let mut protected_ids: Vec<&str> = vec![self.leader.pane.pane_id.as_str()];
         protected_ids.extend(self.protected.iter().map(|p| p.pane_id.as_str()));
         for p in std::iter::once(&self.leader.pane).chain(self.protected.iter()) {
-            p.validate_shape().or_else(|m| bad(m))?;
+            p.validate_shape().or_else(&bad)?;
         }
         for w in &self.workers {
             if !names.insert(w.name.as_str()) {

@@ -303,6 +303,21 @@ pub fn check_local_fs(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The private socket of a workspace:
+/// `<tmux_tmpdir>/tmux-<uid>/team-<12 hex of SHA-256 of the canonical workspace path>`.
+/// `tmux_tmpdir` is `$TMUX_TMPDIR` or `/tmp`, read by the binary.
+pub fn private_endpoint(tmux_tmpdir: &Path, workspace: &Path) -> PathBuf {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::ffi::OsStrExt;
+    let h = hex::encode(Sha256::digest(workspace.as_os_str().as_bytes()));
+    tmux_socket_dir(tmux_tmpdir).join(format!("team-{}", &h[..12]))
+}
+
+/// The user's tmux socket directory: `<tmux_tmpdir>/tmux-<uid>`.
+pub fn tmux_socket_dir(tmux_tmpdir: &Path) -> PathBuf {
+    tmux_tmpdir.join(format!("tmux-{}", rustix::process::getuid().as_raw()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

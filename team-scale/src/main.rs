@@ -1,1 +1,20 @@
-fn main() {}
+//! `team-scale`: create or adopt a team, add and remove workers, shut down, reconcile, status.
+
+mod cli;
+mod cmd;
+mod ctx;
+mod error;
+mod out;
+
+use clap::Parser;
+
+fn main() {
+    let cli = cli::Cli::parse();
+    error::init_tracing(cli.global.verbose);
+    team_core::failpoint::configure(std::env::var("TEAM_FAILPOINTS").ok().as_deref());
+    let code = match cmd::run(cli) {
+        Ok(code) => code,
+        Err(e) => error::report(&e),
+    };
+    std::process::exit(code);
+}

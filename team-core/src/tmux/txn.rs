@@ -1,0 +1,375 @@
+//! The authority transaction: check and effect inside the tmux server in one step.
+//!
+//! ```text
+//! if-shell -F -t <pane> <condition on the full incarnation + tags>
+//!          '<effect> ; display-message -p <receipt>'  'display-message -p <reject>'
+//! ```
+//!
+//! tmux expands the condition and runs the chosen command list in the same pass of its command
+//! queue, so nothing can change the pane between check and effect. Success counts only when
+//! the exact random receipt comes back; no receipt means "unknown", never "done". Commands
+//! inside the string are separated by a plain ` ; ` (an escaped `\;` would reach tmux as a
+//! literal argument). Several transactions can share one tmux invocation.
+
+use crate::error::{Error, Result};
+use crate::model::{PaneIncarnation, is_tmux_id};
+
+use super::Tmux;
+use super::quote::{check_literal_text, is_format_safe, quote};
+
+/// A condition that must hold, evaluated by tmux against a target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Guard {
+    target: String,
+    conds: Vec<String>,
+}
+
+fn eq(var: &str, val: &str) -> Result<String> {
+    if !is_format_safe(val) {
+        return Err(Error::Internal(format!(
+            "value {val:?} for {var} cannot be embedded in a tmux condition"
+        )));
+    }
+    Ok(format!("#{{==:#{{{var}}},{val}}}"))
+}
+
+impl Guard {
+    /// A guard on a pane's full incarnation and on tag values (`("@team_owner", id)`, ...).
+    /// With `alive`, the pane's process must also still run (`pane_dead` is 0).
+    pub fn pane(inc: &PaneIncarnation, tags: &[(&str, &str)], alive: bool) -> Result<Guard> {
+        inc.validate_shape().map_err(Error::Internal)?;
+        let mut conds = vec![
+            eq("pane_id", &inc.pane_id)?,
+            eq("pane_pid", &inc.pane_pid.to_string())?,
+            eq("session_id", &inc.session_id)?,
+            eq("window_id", &inc.window_id)?,
+            eq("pid", &inc.server_pid.to_string())?,
+            eq("start_time", &inc.server_start.to_string())?,
+        ];
+        if alive {
+            conds.push(eq("pane_dead", "0")?);
+        }
+        for (k, v) in tags {
+            conds.push(eq(k, v)?);
+        }
+        Ok(Guard {
+            target: inc.pane_id.clone(),
+            conds,
+        })
+    }
+
+    /// A guard on a session: its id, the server's identity and its session owner tag.
+    pub fn session(
+        session_id: &str,
+        server_pid: u32,
+        server_start: u64,
+        session_owner: &str,
+    ) -> Result<Guard> {
+        if !is_tmux_id(session_id, '$') {
+            return Err(Error::Internal(format!("bad session id {session_id:?}")));
+        }
+        Ok(Guard {
+            target: session_id.to_string(),
+            conds: vec![
+                eq("session_id", session_id)?,
+                eq("pid", &server_pid.to_string())?,
+                eq("start_time", &server_start.to_string())?,
+                eq("@team_session_owner", session_owner)?,
+            ],
+        })
+    }
+
+    /// The tmux format that is "1" exactly when every condition holds.
+    pub fn condition(&self) -> String {
+        let mut it = self.conds.iter().rev();
+        let mut acc = it.next().cloned().unwrap_or_else(|| "0".into());
+        for c in it {
+            acc = format!("#{{&&:{c},{acc}}}");
+        }
+        acc
+    }
+
+    /// The target the guard is evaluated against.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+}
+
+/// One transaction: a guard and the commands to run when it holds.
+#[derive(Debug, Clone)]
+pub struct Txn {
+    guard: Guard,
+    commands: Vec<String>,
+    receipt: String,
+    reject: String,
+}
+
+/// What came back for one transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxnOutcome {
+    /// The receipt came back: the effect ran. Holds the output lines the effect printed.
+    Done(Vec<String>),
+    /// The guard did not hold: nothing ran.
+    Refused,
+    /// Neither came back: the effect may or may not have run.
+    Unknown(String),
+}
+
+/// What a new pane is started with.
+#[derive(Debug, Clone)]
+pub struct NewPane {
+    /// The shell command the pane runs.
+    pub command: String,
+    /// Environment for the pane's process (`-e`).
+    pub env: Vec<(String, String)>,
+    /// Tags set on the new pane in the same step (pane options).
+    pub tags: Vec<(String, String)>,
+    /// Split side by side (`-h`) instead of stacked.
+    pub horizontal: bool,
+}
+
+/// The `-P -F` format that reports a new pane's incarnation.
+pub(crate) const NEW_PANE_FORMAT: &str =
+    "new-pane\t#{pane_id}\t#{pane_pid}\t#{session_id}\t#{window_id}\t#{pid}\t#{start_time}";
+
+impl Txn {
+    fn new(guard: Guard, commands: Vec<String>) -> Txn {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        Txn {
+            guard,
+            commands,
+            receipt: format!("team-ok-{id}"),
+            reject: format!("team-no-{id}"),
+        }
+    }
+
+    /// Kills the guarded pane.
+    pub fn kill_pane(guard: Guard) -> Txn {
+        let t = quote(&guard.target);
+        Txn::new(guard, vec![format!("kill-pane -t {t}")])
+    }
+
+    /// Types `text` literally into the guarded pane, then presses Enter.
+    pub fn send_text(guard: Guard, text: &str) -> Result<Txn> {
+        check_literal_text(text).map_err(Error::Usage)?;
+        let t = quote(&guard.target);
+        Ok(Txn::new(
+            guard,
+            vec![
+                format!("send-keys -t {t} -l -- {}", quote(text)),
+                format!("send-keys -t {t} Enter"),
+            ],
+        ))
+    }
+
+    /// Sets pane options (tags) on the guarded pane.
+    pub fn set_tags(guard: Guard, tags: &[(String, String)]) -> Result<Txn> {
+        let t = quote(&guard.target);
+        let mut cmds = Vec::new();
+        for (k, v) in tags {
+            check_option_name(k)?;
+            cmds.push(format!("set-option -p -t {t} {k} {}", quote(v)));
+        }
+        Ok(Txn::new(guard, cmds))
+    }
+
+    /// Sets session options on the guarded session.
+    pub fn set_session_tags(guard: Guard, tags: &[(String, String)]) -> Result<Txn> {
+        let t = quote(&guard.target);
+        let mut cmds = Vec::new();
+        for (k, v) in tags {
+            check_option_name(k)?;
+            cmds.push(format!("set-option -t {t} {k} {}", quote(v)));
+        }
+        Ok(Txn::new(guard, cmds))
+    }
+
+    /// Splits a new pane from the guarded pane and tags it in the same step. The split makes
+    /// the new pane current, so the tags land on it; `last-pane` gives focus back.
+    pub fn split(guard: Guard, p: &NewPane) -> Result<Txn> {
+        let t = quote(&guard.target);
+        let mut split = format!("split-window -t {t}");
+        if p.horizontal {
+            split.push_str(" -h");
+        }
+        split.push_str(&format!(" -P -F {}", quote(NEW_PANE_FORMAT)));
+        for (k, v) in &p.env {
+            split.push_str(&format!(" -e {}", quote(&format!("{k}={v}"))));
+        }
+        split.push(' ');
+        split.push_str(&quote(&p.command));
+        let mut cmds = vec![split];
+        for (k, v) in &p.tags {
+            check_option_name(k)?;
+            cmds.push(format!("set-option -p {k} {}", quote(v)));
+        }
+        cmds.push("last-pane".into());
+        Ok(Txn::new(guard, cmds))
+    }
+
+    /// Opens a new window in the guarded session with the pane `p`, tagged in the same step.
+    pub fn new_window(guard: Guard, p: &NewPane) -> Result<Txn> {
+        let t = quote(&format!("{}:", guard.target));
+        let mut nw = format!("new-window -t {t} -P -F {}", quote(NEW_PANE_FORMAT));
+        for (k, v) in &p.env {
+            nw.push_str(&format!(" -e {}", quote(&format!("{k}={v}"))));
+        }
+        nw.push(' ');
+        nw.push_str(&quote(&p.command));
+        let mut cmds = vec![nw];
+        for (k, v) in &p.tags {
+            check_option_name(k)?;
+            cmds.push(format!("set-option -p {k} {}", quote(v)));
+        }
+        cmds.push("last-window".into());
+        Ok(Txn::new(guard, cmds))
+    }
+
+    /// The tmux argv of this transaction.
+    fn argv(&self) -> Vec<String> {
+        let mut body = self.commands.join(" ; ");
+        body.push_str(" ; display-message -p ");
+        body.push_str(&self.receipt);
+        vec![
+            "if-shell".into(),
+            "-F".into(),
+            "-t".into(),
+            self.guard.target.clone(),
+            self.guard.condition(),
+            body,
+            format!("display-message -p {}", self.reject),
+        ]
+    }
+}
+
+fn check_option_name(k: &str) -> Result<()> {
+    let ok = k.starts_with('@')
+        && k.len() > 1
+        && k[1..].bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Internal(format!("bad option name {k:?}")))
+    }
+}
+
+/// Runs `txns` in one tmux invocation and reads each outcome from its receipt.
+pub fn run(tmux: &Tmux, txns: &[Txn]) -> Result<Vec<TxnOutcome>> {
+    if txns.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut argv: Vec<String> = Vec::new();
+    for (i, t) in txns.iter().enumerate() {
+        if i > 0 {
+            argv.push(";".into());
+        }
+        argv.extend(t.argv());
+    }
+    let out = tmux.run(&argv)?;
+    Ok(read_outcomes(txns, &out.stdout, &out.stderr))
+}
+
+/// Matches output lines to receipts (pure).
+pub fn read_outcomes(txns: &[Txn], stdout: &str, stderr: &str) -> Vec<TxnOutcome> {
+    let mut outcomes: Vec<Option<TxnOutcome>> = vec![None; txns.len()];
+    let mut pending_lines = Vec::new();
+    for line in stdout.lines() {
+        if let Some(i) = txns.iter().position(|t| t.receipt == line) {
+            outcomes[i] = Some(TxnOutcome::Done(std::mem::take(&mut pending_lines)));
+        } else if let Some(i) = txns.iter().position(|t| t.reject == line) {
+            outcomes[i] = Some(TxnOutcome::Refused);
+            pending_lines.clear();
+        } else {
+            pending_lines.push(line.to_string());
+        }
+    }
+    outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or_else(|| TxnOutcome::Unknown(stderr.trim().to_string())))
+        .collect()
+}
+
+/// Reads the incarnation of a pane made by [`Txn::split`] or [`Txn::new_window`].
+pub fn parse_new_pane(lines: &[String]) -> Result<PaneIncarnation> {
+    let line = lines
+        .iter()
+        .find(|l| l.starts_with("new-pane\t"))
+        .ok_or_else(|| Error::TmuxProtocol("no new-pane line in the split's output".into()))?;
+    let f: Vec<&str> = line.split('\t').collect();
+    let bad = || Error::TmuxProtocol(format!("malformed new-pane line {line:?}"));
+    if f.len() != 7 {
+        return Err(bad());
+    }
+    let inc = PaneIncarnation {
+        pane_id: f[1].to_string(),
+        pane_pid: f[2].parse().map_err(|_| bad())?,
+        session_id: f[3].to_string(),
+        window_id: f[4].to_string(),
+        server_pid: f[5].parse().map_err(|_| bad())?,
+        server_start: f[6].parse().map_err(|_| bad())?,
+        process_start: None,
+    };
+    inc.validate_shape().map_err(|_| bad())?;
+    Ok(inc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inc() -> PaneIncarnation {
+        PaneIncarnation {
+            server_pid: 10,
+            server_start: 20,
+            pane_id: "%3".into(),
+            pane_pid: 30,
+            session_id: "$1".into(),
+            window_id: "@2".into(),
+            process_start: None,
+        }
+    }
+
+    #[test]
+    fn condition_covers_the_full_incarnation() {
+        let g = Guard::pane(&inc(), &[("@team_owner", "abc")], true).unwrap();
+        let c = g.condition();
+        for part in [
+            "#{==:#{pane_id},%3}",
+            "#{==:#{pane_pid},30}",
+            "#{==:#{session_id},$1}",
+            "#{==:#{window_id},@2}",
+            "#{==:#{pid},10}",
+            "#{==:#{start_time},20}",
+            "#{==:#{pane_dead},0}",
+            "#{==:#{@team_owner},abc}",
+        ] {
+            assert!(c.contains(part), "{part} missing from {c}");
+        }
+    }
+
+    #[test]
+    fn hostile_values_are_refused() {
+        assert!(Guard::pane(&inc(), &[("@team_owner", "x},1}")], true).is_err());
+        let mut i = inc();
+        i.pane_id = "%3 ; kill-server".into();
+        assert!(Guard::pane(&i, &[], true).is_err());
+    }
+
+    #[test]
+    fn outcomes_need_the_exact_receipt() {
+        let g = Guard::pane(&inc(), &[], false).unwrap();
+        let a = Txn::kill_pane(g.clone());
+        let b = Txn::kill_pane(g);
+        let txns = [a.clone(), b.clone()];
+        let out = read_outcomes(&txns, &format!("x\n{}\n{}\n", a.receipt, b.reject), "");
+        assert_eq!(out[0], TxnOutcome::Done(vec!["x".into()]));
+        assert_eq!(out[1], TxnOutcome::Refused);
+        // A receipt of another transaction, or a near miss, is not this one's.
+        let out = read_outcomes(
+            &txns[..1],
+            &format!("{} \n{}\n", a.receipt, b.receipt),
+            "err",
+        );
+        assert_eq!(out[0], TxnOutcome::Unknown("err".into()));
+    }
+}

@@ -1,0 +1,97 @@
+//! A team as seen through one snapshot: every recorded pane with its proof.
+
+use crate::model::{PaneIncarnation, Team, Worker};
+use crate::proof::{self, PaneProof};
+use crate::tmux::Listing;
+
+/// Whether a pid runs (for the "no server answers" case of a proof).
+pub fn pid_alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// The tags a worker's pane must carry.
+pub fn worker_tags(team: &Team, w: &Worker) -> Vec<(&'static str, String)> {
+    vec![
+        ("@team_owner", team.owner_id.to_string()),
+        ("@team_incarnation", w.incarnation.to_string()),
+        ("@team_worker", w.name.to_string()),
+    ]
+}
+
+/// The tags the leader pane must carry.
+pub fn leader_tags(team: &Team) -> Vec<(&'static str, String)> {
+    vec![
+        ("@team_owner", team.owner_id.to_string()),
+        ("@team_role", "leader".to_string()),
+    ]
+}
+
+fn as_refs<'a>(v: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    v.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+/// Proves a worker's recorded pane.
+pub fn prove_worker(team: &Team, w: &Worker, listing: &Listing) -> Option<PaneProof> {
+    let p = w.pane.as_ref()?;
+    Some(proof::prove(
+        listing,
+        p,
+        &as_refs(&worker_tags(team, w)),
+        pid_alive,
+    ))
+}
+
+/// Proves the leader pane.
+pub fn prove_leader(team: &Team, listing: &Listing) -> PaneProof {
+    proof::prove(
+        listing,
+        &team.leader.pane,
+        &as_refs(&leader_tags(team)),
+        pid_alive,
+    )
+}
+
+/// Whether the team's recorded session exists in the listing: `Some(true/false)`, or `None`
+/// when the listing cannot say.
+pub fn session_present(team: &Team, listing: &Listing) -> Option<bool> {
+    match listing {
+        Listing::Panes(s) => Some(s.rows.iter().any(|r| {
+            r.session_id == team.session.id
+                && (r.server_pid, r.server_start)
+                    == (team.leader.pane.server_pid, team.leader.pane.server_start)
+        })),
+        Listing::NoServer => Some(false),
+        Listing::Failed(_) => None,
+    }
+}
+
+/// When the recorded session is gone but exactly one other session on the endpoint carries
+/// this team's session owner tag (re-created or renamed by the tools), that session's id and
+/// name.
+pub fn rebound_session(team: &Team, listing: &Listing) -> Option<(String, String)> {
+    let Listing::Panes(s) = listing else {
+        return None;
+    };
+    let owner = team.owner_id.to_string();
+    let mut found: Vec<(String, String)> = s
+        .rows
+        .iter()
+        .filter(|r| r.tags.session_owner == owner && r.session_id != team.session.id)
+        .map(|r| (r.session_id.clone(), r.session_name.clone()))
+        .collect();
+    found.sort();
+    found.dedup();
+    if found.len() == 1 { found.pop() } else { None }
+}
+
+/// A pane's recorded incarnation as JSON fields.
+pub fn pane_json(p: &PaneIncarnation) -> serde_json::Value {
+    serde_json::json!({
+        "pane_id": p.pane_id,
+        "pane_pid": p.pane_pid,
+        "session_id": p.session_id,
+        "window_id": p.window_id,
+        "server_pid": p.server_pid,
+        "server_start": p.server_start,
+    })
+}

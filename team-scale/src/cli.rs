@@ -1,0 +1,97 @@
+//! The command line, declared with clap.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const AFTER_HELP: &str = concat!(
+    "Examples:\n",
+    "  team-scale init demo --private --max-workers 4 --worker-cmd 'codex'\n",
+    "  team-scale status demo --json\n",
+    "\n"
+);
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "team-scale",
+    version,
+    about = "Create, grow, shrink and inspect a team of agents running in tmux panes",
+    after_help = format!("{AFTER_HELP}{}", team_core::ExitClass::TABLE)
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub cmd: Command,
+}
+
+/// Options every subcommand takes.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// The workspace (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Where team state lives (default: <workspace>/.team).
+    #[arg(long, global = true, env = "TEAM_STATE_DIR", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// How long to wait for a busy lock before giving up with exit 75.
+    #[arg(long, global = true, default_value = "30s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub wait: std::time::Duration,
+    /// Print JSON lines on stdout instead of human lines.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// More log output on stderr (-v, -vv); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create a team: adopt the caller's tmux pane as leader, or start a private server.
+    Init(InitArgs),
+    /// Show a team's workers with live proof, pending operations, cleanup debt and lock holder.
+    Status(StatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The team name ([a-z0-9][a-z0-9_-]{0,39}).
+    pub team: String,
+    /// Start a detached session on a private socket derived from the workspace path
+    /// (always so outside tmux).
+    #[arg(long)]
+    pub private: bool,
+    /// The most workers the team may have.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub max_workers: u32,
+    /// The command each worker runs (through `sh -c`).
+    #[arg(long, default_value = "exec \"${SHELL:-/bin/sh}\"")]
+    pub worker_cmd: String,
+    /// The leader pane's command, for a private session (default: $SHELL).
+    #[arg(long)]
+    pub leader_cmd: Option<String>,
+    /// Git worktrees for workers: off, detached, or branch:<prefix>.
+    #[arg(long, default_value = "off")]
+    pub worktree: String,
+    /// Text whose appearance in a new worker's pane means it is ready.
+    #[arg(long)]
+    pub ready_pattern: Option<String>,
+    /// Text typed into a new worker once it is ready ({inbox} and {worker} are replaced).
+    #[arg(long)]
+    pub trigger: Option<String>,
+    /// A pane no command may ever kill or type into (a HUD); repeatable.
+    #[arg(long, value_name = "PANE")]
+    pub protect: Vec<String>,
+    /// Create the team with scaling switched off.
+    #[arg(long)]
+    pub no_scaling: bool,
+    /// Size of a private session, WIDTHxHEIGHT.
+    #[arg(long, default_value = "200x50")]
+    pub size: String,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The team name.
+    pub team: String,
+}

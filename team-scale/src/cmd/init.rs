@@ -1,0 +1,326 @@
+//! `team-scale init`: create a team on a private server, or adopt the caller's pane.
+
+use serde_json::json;
+use team_core::model::{
+    Leader, PaneIncarnation, SCHEMA_VERSION, SessionRecord, Settings, Team, TeamState, WorktreeMode,
+};
+use team_core::paths::{TeamName, private_endpoint};
+use team_core::tmux::txn::NewPane;
+use team_core::tmux::{Guard, Listing, Txn, TxnOutcome};
+use team_core::{Error, fsutil};
+use uuid::Uuid;
+
+use crate::cli::InitArgs;
+use crate::ctx::Ctx;
+use crate::error::CliResult;
+use crate::out::Out;
+
+/// Parses `--worktree`.
+pub fn parse_worktree(s: &str) -> Result<WorktreeMode, Error> {
+    match s {
+        "off" => Ok(WorktreeMode::Off),
+        "detached" => Ok(WorktreeMode::Detached),
+        _ => match s.strip_prefix("branch:") {
+            Some(p)
+                if !p.is_empty()
+                    && p.split('/').all(|c| !c.is_empty() && c != "." && c != "..")
+                    && p.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"/_-.".contains(&b)) =>
+            {
+                Ok(WorktreeMode::Branch(p.to_string()))
+            }
+            _ => Err(Error::Usage(format!(
+                "--worktree {s:?}: expected off, detached or branch:<prefix> (prefix of [A-Za-z0-9/_.-])"
+            ))),
+        },
+    }
+}
+
+fn parse_size(s: &str) -> Result<(u16, u16), Error> {
+    let bad = || Error::Usage(format!("--size {s:?}: expected WIDTHxHEIGHT, e.g. 200x50"));
+    let (w, h) = s.split_once('x').ok_or_else(bad)?;
+    let (w, h) = (
+        w.parse::<u16>().map_err(|_| bad())?,
+        h.parse::<u16>().map_err(|_| bad())?,
+    );
+    if !(10..=1000).contains(&w) || !(5..=1000).contains(&h) {
+        return Err(bad());
+    }
+    Ok((w, h))
+}
+
+pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
+    // Validate everything before any effect.
+    let team = TeamName::new(&a.team)?;
+    let worktree = parse_worktree(&a.worktree)?;
+    let size = parse_size(&a.size)?;
+    if a.worker_cmd.trim().is_empty() {
+        return Err(Error::Usage("--worker-cmd is empty".into()).into());
+    }
+    if let Some(t) = &a.trigger {
+        team_core::tmux::quote::check_literal_text(t)
+            .map_err(|m| Error::Usage(format!("--trigger: {m}")))?;
+    }
+    for p in &a.protect {
+        if !team_core::model::is_tmux_id(p, '%') {
+            return Err(
+                Error::Usage(format!("--protect {p:?}: expected a pane id like %3")).into(),
+            );
+        }
+    }
+    let private = a.private || ctx.tmux_env.is_none();
+    let settings = Settings {
+        max_workers: a.max_workers,
+        worker_cmd: a.worker_cmd.clone(),
+        worktree,
+        ready_pattern: a.ready_pattern.clone(),
+        trigger: a.trigger.clone(),
+        scaling: !a.no_scaling,
+    };
+    let store = ctx.store(&team);
+    ctx.root.ensure()?;
+    let _scale = store.lock_scale("init")?;
+    if store.exists() {
+        let old = store.load()?;
+        if old.state != TeamState::Stopped {
+            return Err(Error::Refused(format!(
+                "team {team} already exists (owner {}, endpoint {}); `team-scale shutdown {team}` first to re-create it",
+                old.owner_id,
+                old.endpoint.display()
+            ))
+            .into());
+        }
+    }
+    let owner = Uuid::new_v4();
+    let ws = ctx.workspace.to_string_lossy().to_string();
+    let (endpoint, session, leader, protected) = if private {
+        init_private(ctx, &team, owner, &ws, &a, size)?
+    } else {
+        adopt(ctx, &team, owner, &ws, &a)?
+    };
+    let t = Team {
+        schema_version: SCHEMA_VERSION,
+        name: team.clone(),
+        owner_id: owner,
+        generation: 1,
+        created_at: fsutil::now_rfc3339(),
+        workspace: ctx.workspace.clone(),
+        state: TeamState::Active,
+        endpoint: endpoint.clone(),
+        private_server: private,
+        session,
+        leader,
+        protected,
+        settings,
+        next_worker_index: 1,
+        next_task_id: 1,
+        workers: Vec::new(),
+    };
+    store.create(&t)?;
+    store.append_event(
+        &t,
+        "initialized",
+        json!({"owner_id": owner, "endpoint": endpoint, "private": private}),
+    )?;
+    let mut out = Out::new(ctx.json);
+    out.record(&json!({
+        "type": "team", "team": team, "owner_id": owner, "endpoint": endpoint,
+        "session": t.session.name, "session_id": t.session.id,
+        "leader_pane_id": t.leader.pane.pane_id, "private": private,
+    }))?;
+    out.record(&json!({"type": "summary", "team": team, "action": "init", "ok": true}))?;
+    out.line(&format!(
+        "team {team} created: session {} on {}, leader pane {}",
+        t.session.name,
+        endpoint.display(),
+        t.leader.pane.pane_id
+    ))?;
+    out.flush()?;
+    Ok(0)
+}
+
+type Placed = (
+    std::path::PathBuf,
+    SessionRecord,
+    Leader,
+    Vec<PaneIncarnation>,
+);
+
+fn init_private(
+    ctx: &Ctx,
+    team: &TeamName,
+    owner: Uuid,
+    ws: &str,
+    a: &InitArgs,
+    (w, h): (u16, u16),
+) -> CliResult<Placed> {
+    let endpoint = private_endpoint(&ctx.tmux_tmpdir, &ctx.workspace);
+    if let Some(dir) = endpoint.parent() {
+        fsutil::create_private_dir(dir)?;
+    }
+    let tmux = ctx.tmux(&endpoint);
+    let name = team.to_string();
+    if tmux.server_answers() && tmux.has_session(&name)? {
+        return Err(Error::Refused(format!(
+            "a session named {name} already exists on {}",
+            endpoint.display()
+        ))
+        .into());
+    }
+    let o = owner.to_string();
+    let leader_cmd = a
+        .leader_cmd
+        .clone()
+        .unwrap_or_else(|| format!("exec {}", team_core::tmux::quote::sh_quote(&ctx.shell)));
+    let inc = tmux.new_session(&team_core::tmux::NewSession {
+        name: name.clone(),
+        width: w,
+        height: h,
+        pane: NewPane {
+            command: leader_cmd,
+            env: vec![
+                ("TEAM_OWNER".into(), o.clone()),
+                ("TEAM_NAME".into(), name.clone()),
+                ("TEAM_ROLE".into(), "leader".into()),
+            ],
+            tags: vec![
+                ("@team_owner".into(), o.clone()),
+                ("@team_role".into(), "leader".into()),
+                ("@team_workspace".into(), ws.to_string()),
+                ("@team_name".into(), name.clone()),
+            ],
+            horizontal: false,
+        },
+        session_tags: vec![
+            ("@team_owner".into(), o.clone()),
+            ("@team_session_owner".into(), o.clone()),
+            ("@team_workspace".into(), ws.to_string()),
+            ("@team_name".into(), name.clone()),
+        ],
+    })?;
+    let mut leader = inc;
+    leader.process_start = team_core::process::start_time(leader.pane_pid)
+        .ok()
+        .flatten();
+    let session = SessionRecord {
+        id: leader.session_id.clone(),
+        name,
+        created_by_tools: true,
+    };
+    let protected = prove_protected(&tmux, &a.protect)?;
+    Ok((
+        endpoint,
+        session,
+        Leader {
+            pane: leader,
+            created_by_tools: true,
+        },
+        protected,
+    ))
+}
+
+fn adopt(ctx: &Ctx, team: &TeamName, owner: Uuid, ws: &str, a: &InitArgs) -> CliResult<Placed> {
+    let (endpoint, pane) = ctx
+        .tmux_env
+        .clone()
+        .ok_or_else(|| Error::Usage("not inside tmux: use --private".into()))?;
+    let tmux = ctx.tmux(&endpoint);
+    let Listing::Panes(snap) = tmux.list() else {
+        return Err(Error::TmuxUnavailable {
+            endpoint,
+            msg: "cannot list the caller's server".into(),
+        }
+        .into());
+    };
+    let row = snap.pane(&pane).ok_or_else(|| Error::TmuxUnavailable {
+        endpoint: endpoint.clone(),
+        msg: format!("the caller's pane {pane} ($TMUX_PANE) is not on this server"),
+    })?;
+    if row.tags.pane_tagged() {
+        return Err(Error::Refused(format!(
+            "pane {pane} already belongs to team {:?} (owner {})",
+            row.tags.name, row.tags.owner
+        ))
+        .into());
+    }
+    let mut inc = PaneIncarnation {
+        server_pid: row.server_pid,
+        server_start: row.server_start,
+        pane_id: row.pane_id.clone(),
+        pane_pid: row.pane_pid,
+        session_id: row.session_id.clone(),
+        window_id: row.window_id.clone(),
+        process_start: None,
+    };
+    inc.process_start = team_core::process::start_time(inc.pane_pid).ok().flatten();
+    let o = owner.to_string();
+    let txn = Txn::set_tags(
+        Guard::pane(&inc, &[], false)?,
+        &[
+            ("@team_owner".into(), o),
+            ("@team_role".into(), "leader".into()),
+            ("@team_workspace".into(), ws.to_string()),
+            ("@team_name".into(), team.to_string()),
+        ],
+    )?;
+    match tmux.run_txns(&[txn])?.remove(0) {
+        TxnOutcome::Done(_) => {}
+        other => {
+            return Err(Error::Refused(format!(
+                "could not tag the leader pane {pane} with proof: {other:?}"
+            ))
+            .into());
+        }
+    }
+    let session = SessionRecord {
+        id: row.session_id.clone(),
+        name: row.session_name.clone(),
+        created_by_tools: false,
+    };
+    let protected = prove_protected(&tmux, &a.protect)?;
+    Ok((
+        endpoint,
+        session,
+        Leader {
+            pane: inc,
+            created_by_tools: false,
+        },
+        protected,
+    ))
+}
+
+/// Records the incarnation of each `--protect` pane from one snapshot.
+fn prove_protected(
+    tmux: &team_core::tmux::Tmux,
+    panes: &[String],
+) -> CliResult<Vec<PaneIncarnation>> {
+    if panes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Listing::Panes(snap) = tmux.list() else {
+        return Err(Error::TmuxUnavailable {
+            endpoint: tmux.endpoint().to_path_buf(),
+            msg: "cannot list panes to record --protect".into(),
+        }
+        .into());
+    };
+    let mut out = Vec::new();
+    for p in panes {
+        let r = snap.pane(p).ok_or_else(|| {
+            Error::Usage(format!(
+                "--protect {p}: no such pane on {}",
+                tmux.endpoint().display()
+            ))
+        })?;
+        out.push(PaneIncarnation {
+            server_pid: r.server_pid,
+            server_start: r.server_start,
+            pane_id: r.pane_id.clone(),
+            pane_pid: r.pane_pid,
+            session_id: r.session_id.clone(),
+            window_id: r.window_id.clone(),
+            process_start: team_core::process::start_time(r.pane_pid).ok().flatten(),
+        });
+    }
+    Ok(out)
+}

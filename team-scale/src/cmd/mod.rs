@@ -1,0 +1,17 @@
+//! One file per subcommand.
+
+mod init;
+mod status;
+
+use crate::cli::{Cli, Command};
+use crate::ctx::Ctx;
+use crate::error::CliResult;
+
+/// Runs the chosen subcommand; returns the exit status.
+pub fn run(cli: Cli) -> CliResult<i32> {
+    let ctx = Ctx::from_env(&cli.global)?;
+    match cli.cmd {
+        Command::Init(a) => init::run(&ctx, a),
+        Command::Status(a) => status::run(&ctx, a),
+    }
+}

@@ -1,0 +1,140 @@
+//! `team-scale status`: workers with live proof from one snapshot, lifecycle, pending
+//! operations, cleanup debt and the lock holder.
+
+use serde_json::json;
+use team_core::model::{Lifecycle, TeamState};
+use team_core::paths::TeamName;
+use team_core::proof::PaneProof;
+use team_core::view;
+
+use crate::cli::StatusArgs;
+use crate::ctx::Ctx;
+use crate::error::CliResult;
+use crate::out::Out;
+
+pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
+    let team_name = TeamName::new(&a.team)?;
+    let store = ctx.store(&team_name);
+    let mut team = store.load()?;
+    let tmux = ctx.tmux(&team.endpoint);
+    let listing = tmux.list();
+
+    // The team follows its session when the tools re-created or renamed it.
+    let mut session_state = match view::session_present(&team, &listing) {
+        Some(true) => "present",
+        Some(false) => "session_missing",
+        None => "unverifiable",
+    };
+    if session_state == "session_missing"
+        && let Some((id, name)) = view::rebound_session(&team, &listing)
+    {
+        let (t, ()) = store.transact("status", |t, _| {
+            t.session.id = id.clone();
+            t.session.name = name.clone();
+            Ok(())
+        })?;
+        store.append_event(
+            &t,
+            "session_rebound",
+            json!({"session_id": id, "session": name}),
+        )?;
+        team = t;
+        session_state = "present";
+    }
+
+    let leader = view::prove_leader(&team, &listing);
+    let holder = store.scale_holder()?;
+    let mut out = Out::new(ctx.json);
+    out.line(&format!(
+        "team {} ({}) on {}  session {} [{}]  leader {} [{}]",
+        team.name,
+        match team.state {
+            TeamState::Active => "active",
+            TeamState::Stopped => "stopped",
+        },
+        team.endpoint.display(),
+        team.session.name,
+        session_state,
+        team.leader.pane.pane_id,
+        leader.liveness(),
+    ))?;
+    for w in &team.workers {
+        let proof = view::prove_worker(&team, w, &listing);
+        let liveness = proof.as_ref().map_or("none", PaneProof::liveness);
+        let status = store.status(&w.name).ok().flatten();
+        let lifecycle = lifecycle_word(w.lifecycle);
+        out.record(&json!({
+            "type": "worker",
+            "name": w.name,
+            "index": w.index,
+            "role": w.role,
+            "lifecycle": lifecycle,
+            "pane_id": w.pane.as_ref().map(|p| p.pane_id.clone()),
+            "pane_pid": w.pane.as_ref().map(|p| p.pane_pid),
+            "liveness": liveness,
+            "reason": proof.as_ref().and_then(PaneProof::reason),
+            "status": status.as_ref().map(|s| s.state),
+            "note": status.as_ref().and_then(|s| s.note.clone()),
+            "incarnation": w.incarnation,
+            "op_id": w.op_id,
+            "removal_reasons": w.removal_reasons,
+        }))?;
+        out.line(&format!(
+            "  {:<10} {:<9} {:<5} {:<12} {}{}",
+            w.name.as_str(),
+            lifecycle,
+            w.pane.as_ref().map_or("-", |p| p.pane_id.as_str()),
+            liveness,
+            status
+                .as_ref()
+                .map_or("-".to_string(), |s| format!("{:?}", s.state).to_lowercase()),
+            if w.removal_reasons.is_empty() {
+                String::new()
+            } else {
+                format!("  ({})", w.removal_reasons.join("; "))
+            }
+        ))?;
+    }
+    let active = team.in_state(Lifecycle::Active).count();
+    let pending: Vec<_> = team.in_state(Lifecycle::Pending).collect();
+    let removing = team.in_state(Lifecycle::Removing).count();
+    let mut ops: Vec<String> = pending.iter().map(|w| w.op_id.to_string()).collect();
+    ops.sort();
+    ops.dedup();
+    out.record(&json!({
+        "type": "summary",
+        "team": team.name,
+        "owner_id": team.owner_id,
+        "state": match team.state { TeamState::Active => "active", TeamState::Stopped => "stopped" },
+        "generation": team.generation,
+        "endpoint": team.endpoint,
+        "session": team.session.name,
+        "session_id": team.session.id,
+        "session_state": session_state,
+        "leader_pane_id": team.leader.pane.pane_id,
+        "leader_liveness": leader.liveness(),
+        "workers": active,
+        "pending": pending.len(),
+        "pending_ops": ops,
+        "removing": removing,
+        "max_workers": team.settings.max_workers,
+        "scaling": team.settings.scaling,
+        "lock_holder": holder.as_ref().map(|h| json!({"pid": h.pid, "op": h.op, "since": h.since})),
+    }))?;
+    out.line(&format!(
+        "{active} active, {} pending, {removing} removing (cleanup debt), max {}{}",
+        pending.len(),
+        team.settings.max_workers,
+        holder.map_or(String::new(), |h| format!("; scale lock held by {h}"))
+    ))?;
+    out.flush()?;
+    Ok(0)
+}
+
+pub fn lifecycle_word(l: Lifecycle) -> &'static str {
+    match l {
+        Lifecycle::Pending => "pending",
+        Lifecycle::Active => "active",
+        Lifecycle::Removing => "removing",
+    }
+}

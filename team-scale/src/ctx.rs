@@ -1,0 +1,78 @@
+//! What a command knows about its surroundings: read once here from the environment and the
+//! global options, then passed to the library.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use team_core::paths::{StateRoot, TeamName};
+use team_core::store::Store;
+use team_core::tmux::Tmux;
+use team_core::{Error, Result};
+
+use crate::cli::Global;
+
+/// The environment of one command.
+#[derive(Debug)]
+pub struct Ctx {
+    pub workspace: PathBuf,
+    pub root: StateRoot,
+    pub wait: Duration,
+    pub json: bool,
+    pub tmux_bin: PathBuf,
+    /// `-f` for servers the tools start (`TEAM_TMUX_CONFIG`); tmux's default when unset.
+    pub tmux_config: Option<PathBuf>,
+    /// `$TMUX` and `$TMUX_PANE` of the caller, when inside tmux.
+    pub tmux_env: Option<(PathBuf, String)>,
+    /// `$TMUX_TMPDIR`, else /tmp.
+    pub tmux_tmpdir: PathBuf,
+    pub shell: String,
+}
+
+impl Ctx {
+    pub fn from_env(g: &Global) -> Result<Ctx> {
+        let ws = match &g.workspace {
+            Some(w) => w.clone(),
+            None => {
+                std::env::current_dir().map_err(|e| Error::io("read", "current directory", e))?
+            }
+        };
+        let workspace = ws
+            .canonicalize()
+            .map_err(|e| Error::io("resolve workspace", &ws, e))?;
+        let root = StateRoot::resolve(&workspace, g.state_dir.as_deref())?;
+        let tmux_bin = which::which("tmux").unwrap_or_else(|_| PathBuf::from("tmux"));
+        let tmux_env = match (std::env::var("TMUX"), std::env::var("TMUX_PANE")) {
+            (Ok(t), Ok(p)) if !t.is_empty() && !p.is_empty() => t
+                .split(',')
+                .next()
+                .filter(|s| s.starts_with('/'))
+                .map(|s| (PathBuf::from(s), p)),
+            _ => None,
+        };
+        Ok(Ctx {
+            workspace,
+            root,
+            wait: g.wait,
+            json: g.json,
+            tmux_bin,
+            tmux_config: std::env::var_os("TEAM_TMUX_CONFIG").map(PathBuf::from),
+            tmux_env,
+            tmux_tmpdir: std::env::var_os("TMUX_TMPDIR")
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/tmp")),
+            shell: std::env::var("SHELL")
+                .ok()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "/bin/sh".into()),
+        })
+    }
+
+    pub fn store(&self, team: &TeamName) -> Store {
+        Store::new(self.root.clone(), team.clone(), self.wait)
+    }
+
+    pub fn tmux(&self, endpoint: impl Into<PathBuf>) -> Tmux {
+        Tmux::new(&self.tmux_bin, endpoint).with_config(self.tmux_config.clone())
+    }
+}
