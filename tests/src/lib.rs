@@ -1,1 +1,237 @@
-//! Test harness.
+//! The integration-test harness: real binaries, real tmux, private servers only.
+//!
+//! - [`bin`] builds the three binaries once per test run (with fail points compiled in) into
+//!   `target/it`, since `cargo test` does not build other packages' binaries.
+//! - [`TmuxServer`] is a tmux server on a socket in its own temp dir, started with
+//!   `-f /dev/null`, and killed on drop (also on panic).
+//! - [`Sandbox`] is a workspace plus a private `TMUX_TMPDIR`; every command it makes has
+//!   `TMUX`/`TMUX_PANE` cleared, and on drop it kills every server whose socket lies in it.
+//!
+//! Nothing here ever talks to a tmux server it did not start.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// The path of a binary of the workspace (`team-scale`, `team-reap`, `team-audit`), built
+/// once per test process with fail points.
+pub fn bin(name: &str) -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    let dir = BUILT.get_or_init(|| {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| workspace_root().join("target"))
+            .join("it");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .current_dir(workspace_root())
+            .args([
+                "build",
+                "--quiet",
+                "--bins",
+                "-p",
+                "team-scale",
+                "-p",
+                "team-reap",
+                "-p",
+                "team-audit",
+                "--features",
+                "team-core/failpoints",
+                "--target-dir",
+            ])
+            .arg(&target)
+            .status()
+            .expect("run cargo build for the test binaries");
+        assert!(status.success(), "building the binaries failed");
+        target.join("debug")
+    });
+    let p = dir.join(name);
+    assert!(p.exists(), "{} was not built", p.display());
+    p
+}
+
+/// The tmux binary.
+pub fn tmux_bin() -> PathBuf {
+    PathBuf::from("tmux")
+}
+
+/// Runs tmux on `sock` with `args`, with `TMUX`/`TMUX_PANE` cleared.
+pub fn tmux_at(sock: &Path, args: &[&str]) -> Output {
+    Command::new(tmux_bin())
+        .arg("-S")
+        .arg(sock)
+        .args(args)
+        .env_remove("TMUX")
+        .env_remove("TMUX_PANE")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run tmux")
+}
+
+/// Kills the server on `sock` (explicit socket only).
+pub fn kill_server(sock: &Path) {
+    let _ = tmux_at(sock, &["kill-server"]);
+}
+
+/// A private tmux server for one test.
+pub struct TmuxServer {
+    pub dir: tempfile::TempDir,
+    pub sock: PathBuf,
+}
+
+impl TmuxServer {
+    /// Starts a server with one session `base` (a long `sleep` in its pane).
+    pub fn start() -> TmuxServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let sock = dir.path().join("sock");
+        let s = TmuxServer { dir, sock };
+        s.start_again();
+        s
+    }
+
+    /// Starts a (new) server on the same socket.
+    pub fn start_again(&self) {
+        let o = Command::new(tmux_bin())
+            .arg("-S")
+            .arg(&self.sock)
+            .args(["-f", "/dev/null", "new-session", "-d", "-s", "base", "-x", "200", "-y", "50", "sleep 100000"])
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .output()
+            .expect("start tmux");
+        assert!(o.status.success(), "tmux start: {}", String::from_utf8_lossy(&o.stderr));
+    }
+
+    /// Runs tmux on this server; panics unless it succeeds; returns stdout.
+    pub fn tmux(&self, args: &[&str]) -> String {
+        let o = tmux_at(&self.sock, args);
+        assert!(
+            o.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// A `team-core` handle on this server.
+    pub fn core(&self) -> team_core::tmux::Tmux {
+        team_core::tmux::Tmux::new(tmux_bin(), &self.sock)
+    }
+
+    /// Kills the server now.
+    pub fn kill(&self) {
+        kill_server(&self.sock);
+    }
+}
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A workspace and a private `TMUX_TMPDIR` for running the binaries.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+    pub ws: PathBuf,
+    pub tt: PathBuf,
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let ws = dir.path().join("ws");
+        let tt = dir.path().join("tt");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&tt).unwrap();
+        let ws = ws.canonicalize().unwrap();
+        Sandbox { dir, ws, tt }
+    }
+
+    /// A command for one of our binaries, in the workspace, with a clean environment.
+    pub fn cmd(&self, name: &str) -> Command {
+        let mut c = Command::new(bin(name));
+        c.current_dir(&self.ws)
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .env_remove("TEAM_STATE_DIR")
+            .env_remove("TEAM_AUDIT_LOG")
+            .env_remove("TEAM_FAILPOINTS")
+            .env_remove("TEAM_SCALING")
+            .env_remove("TEAM_NAME")
+            .env_remove("TEAM_WORKER")
+            .env_remove("TEAM_INCARNATION")
+            .env_remove("RUST_LOG")
+            .env("TMUX_TMPDIR", &self.tt)
+            .env("TEAM_TMUX_CONFIG", "/dev/null")
+            .env("SHELL", "/bin/sh")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs `name args...` and returns its output.
+    pub fn run(&self, name: &str, args: &[&str]) -> Output {
+        self.cmd(name).args(args).output().expect("run binary")
+    }
+
+    /// The private socket `team-scale init --private` uses for this workspace.
+    pub fn private_sock(&self) -> PathBuf {
+        team_core::paths::private_endpoint(&self.tt, &self.ws)
+    }
+
+    /// The state root.
+    pub fn root(&self) -> team_core::paths::StateRoot {
+        team_core::paths::StateRoot::resolve(&self.ws, None).unwrap()
+    }
+
+    /// Every socket in this sandbox's tmux socket directory.
+    pub fn sockets(&self) -> Vec<PathBuf> {
+        let dir = team_core::paths::tmux_socket_dir(&self.tt);
+        std::fs::read_dir(dir)
+            .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        for s in self.sockets() {
+            kill_server(&s);
+        }
+    }
+}
+
+/// Parses JSON lines.
+pub fn json_lines(out: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}")))
+        .collect()
+}
+
+/// Asserts an exit status, showing stderr when it differs.
+#[track_caller]
+pub fn assert_code(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "expected exit {code}; stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
