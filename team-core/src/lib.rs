@@ -8,5 +8,6 @@ pub mod error;
 pub mod failpoint;
 pub mod fsutil;
 pub mod paths;
+pub mod process;
 
 pub use error::{Error, ExitClass, Result};
