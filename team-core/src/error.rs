@@ -164,6 +164,16 @@ pub enum Error {
         source: io::Error,
     },
 
+    /// A process could not be inspected or signalled.
+    #[error("{op} {what} of process {pid}: {source}")]
+    Process {
+        op: &'static str,
+        pid: u32,
+        what: String,
+        #[source]
+        source: io::Error,
+    },
+
     /// A fail point fired (test builds only).
     #[error("fail point {0} fired")]
     FailPoint(String),
@@ -201,7 +211,7 @@ impl Error {
             Error::Busy { .. } | Error::TimedOut(_) => ExitClass::TempFail,
             Error::NonLocalFs { .. } => ExitClass::CantCreate,
             Error::Audit { .. } => ExitClass::IoErr,
-            Error::Io { source, .. } => match source.kind() {
+            Error::Io { source, .. } | Error::Process { source, .. } => match source.kind() {
                 io::ErrorKind::PermissionDenied => ExitClass::NoPerm,
                 io::ErrorKind::ReadOnlyFilesystem
                 | io::ErrorKind::StorageFull
