@@ -58,3 +58,20 @@ pub fn init_tracing(verbose: u8) {
         .without_time()
         .try_init();
 }
+
+/// Parses the command line; usage errors exit 64 (help and version exit 0).
+pub fn parse_or_exit<T>(r: Result<T, clap::Error>) -> T {
+    match r {
+        Ok(t) => t,
+        Err(e) => {
+            let code = match e.kind() {
+                clap::error::ErrorKind::DisplayHelp
+                | clap::error::ErrorKind::DisplayVersion
+                | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => 0,
+                _ => team_core::ExitClass::Usage.code(),
+            };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    }
+}

@@ -9,7 +9,7 @@ mod out;
 use clap::Parser;
 
 fn main() {
-    let cli = cli::Cli::parse();
+    let cli = error::parse_or_exit(cli::Cli::try_parse());
     error::init_tracing(cli.global.verbose);
     team_core::failpoint::configure(std::env::var("TEAM_FAILPOINTS").ok().as_deref());
     let code = match cmd::run(cli) {

@@ -1,1 +1,6 @@
-//! Integration tests.
+//! Integration tests: the real binaries against real tmux servers that the tests start.
+
+mod init_status;
+mod locks;
+mod proofs;
+mod quoting;

@@ -99,15 +99,36 @@ impl TmuxServer {
 
     /// Starts a (new) server on the same socket.
     pub fn start_again(&self) {
-        let o = Command::new(tmux_bin())
-            .arg("-S")
-            .arg(&self.sock)
-            .args(["-f", "/dev/null", "new-session", "-d", "-s", "base", "-x", "200", "-y", "50", "sleep 100000"])
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .output()
-            .expect("start tmux");
-        assert!(o.status.success(), "tmux start: {}", String::from_utf8_lossy(&o.stderr));
+        // A server that was just killed may still be exiting: retry briefly.
+        let mut last = String::new();
+        for _ in 0..50 {
+            let o = Command::new(tmux_bin())
+                .arg("-S")
+                .arg(&self.sock)
+                .args([
+                    "-f",
+                    "/dev/null",
+                    "new-session",
+                    "-d",
+                    "-s",
+                    "base",
+                    "-x",
+                    "200",
+                    "-y",
+                    "50",
+                    "sleep 100000",
+                ])
+                .env_remove("TMUX")
+                .env_remove("TMUX_PANE")
+                .output()
+                .expect("start tmux");
+            if o.status.success() {
+                return;
+            }
+            last = String::from_utf8_lossy(&o.stderr).into_owned();
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("tmux start: {last}");
     }
 
     /// Runs tmux on this server; panics unless it succeeds; returns stdout.

@@ -1,0 +1,182 @@
+//! `team-scale init` and `team-scale status` end to end.
+
+use serde_json::Value;
+use tests::{Sandbox, assert_code, json_lines, tmux_at};
+
+fn init(sb: &Sandbox) -> Vec<Value> {
+    let o = sb.run(
+        "team-scale",
+        &["init", "demo", "--private", "--json", "--max-workers", "4"],
+    );
+    assert_code(&o, 0);
+    json_lines(&o.stdout)
+}
+
+fn status(sb: &Sandbox) -> Vec<Value> {
+    let o = sb.run("team-scale", &["status", "demo", "--json"]);
+    assert_code(&o, 0);
+    json_lines(&o.stdout)
+}
+
+fn snapshot_state(sb: &Sandbox) -> Vec<(String, Vec<u8>)> {
+    let mut v = Vec::new();
+    let mut stack = vec![sb.ws.join(".team")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                v.push((p.display().to_string(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+#[test]
+fn init_private_then_status() {
+    let sb = Sandbox::new();
+    let lines = init(&sb);
+    let sock = sb.private_sock();
+    assert!(sock.exists(), "the private socket is in TMUX_TMPDIR");
+    assert!(sock.starts_with(&sb.tt));
+    assert_eq!(lines[0]["type"], "team");
+    assert_eq!(lines.last().unwrap()["type"], "summary");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join(".team/.gitignore")).unwrap(),
+        "*\n"
+    );
+
+    let st = status(&sb);
+    let sum = st.last().unwrap();
+    assert_eq!(sum["type"], "summary");
+    assert_eq!(sum["team"], "demo");
+    assert_eq!(sum["workers"], 0);
+    assert_eq!(sum["session_state"], "present");
+    assert_eq!(sum["leader_liveness"], "live");
+    assert_eq!(sum["endpoint"], sock.display().to_string());
+    assert_eq!(sum["owner_id"], lines[0]["owner_id"]);
+
+    // The session and the leader pane carry the tags.
+    let o = tmux_at(
+        &sock,
+        &[
+            "list-panes",
+            "-a",
+            "-F",
+            "#{pane_id} #{@team_owner} #{@team_role} #{@team_session_owner} #{@team_name}",
+        ],
+    );
+    let listing = String::from_utf8_lossy(&o.stdout).to_string();
+    let owner = lines[0]["owner_id"].as_str().unwrap();
+    assert_eq!(listing.trim(), format!("%0 {owner} leader {owner} demo"));
+}
+
+#[test]
+fn init_of_a_live_team_refuses_and_changes_nothing() {
+    let sb = Sandbox::new();
+    init(&sb);
+    let before = snapshot_state(&sb);
+    let o = sb.run("team-scale", &["init", "demo", "--private"]);
+    assert_code(&o, 1);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("already exists"));
+    // The lock files may be rewritten; everything else is byte for byte the same.
+    let strip = |v: Vec<(String, Vec<u8>)>| -> Vec<(String, Vec<u8>)> {
+        v.into_iter()
+            .filter(|(p, _)| !p.contains("/locks/"))
+            .collect()
+    };
+    assert_eq!(strip(snapshot_state(&sb)), strip(before));
+}
+
+#[test]
+fn bad_input_is_refused_before_any_effect() {
+    let sb = Sandbox::new();
+    for (args, code) in [
+        (vec!["init", "Bad Name", "--private"], 64),
+        (
+            vec!["init", "demo", "--private", "--worktree", "branch:../x"],
+            64,
+        ),
+        (vec!["init", "demo", "--private", "--size", "axb"], 64),
+        (vec!["init", "demo", "--private", "--max-workers", "0"], 2),
+        (vec!["status", "nope"], 66),
+    ] {
+        let o = sb.run("team-scale", &args);
+        // clap reports its own usage errors with 2; we map them to 64 in main.
+        let code = if code == 2 { 64 } else { code };
+        assert_code(&o, code);
+        assert!(!o.stderr.is_empty(), "{args:?} said nothing");
+    }
+    assert!(
+        !sb.ws.join(".team/teams").exists(),
+        "no team state was made"
+    );
+    assert!(sb.sockets().is_empty(), "no server was started");
+}
+
+#[test]
+fn unknown_schema_version_is_refused_with_65() {
+    let sb = Sandbox::new();
+    init(&sb);
+    let p = sb.ws.join(".team/teams/demo/team.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    v["schema_version"] = 2.into();
+    std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+    let o = sb.run("team-scale", &["status", "demo"]);
+    assert_code(&o, 65);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("schema_version"));
+}
+
+#[test]
+fn a_lost_session_is_reported_and_state_kept_then_followed_when_re_created() {
+    let sb = Sandbox::new();
+    let lines = init(&sb);
+    let owner = lines[0]["owner_id"].as_str().unwrap().to_string();
+    let sock = sb.private_sock();
+    // Another session keeps the server alive; the team's session goes away.
+    assert!(
+        tmux_at(&sock, &["new-session", "-d", "-s", "other", "sleep 100000"])
+            .status
+            .success()
+    );
+    assert!(
+        tmux_at(&sock, &["kill-session", "-t", "=demo"])
+            .status
+            .success()
+    );
+    let sum = status(&sb).pop().unwrap();
+    assert_eq!(sum["session_state"], "session_missing");
+    assert_eq!(sum["leader_liveness"], "missing");
+    assert!(
+        sb.ws.join(".team/teams/demo/team.json").exists(),
+        "state is never deleted for it"
+    );
+
+    // The tools re-create the session (same owner tag): the team follows it.
+    assert!(
+        tmux_at(
+            &sock,
+            &[
+                "new-session",
+                "-d",
+                "-s",
+                "demo2",
+                "sleep 100000",
+                ";",
+                "set-option",
+                "@team_session_owner",
+                &owner
+            ]
+        )
+        .status
+        .success()
+    );
+    let sum = status(&sb).pop().unwrap();
+    assert_eq!(sum["session_state"], "present");
+    assert_eq!(sum["session"], "demo2");
+    let events = std::fs::read_to_string(sb.ws.join(".team/teams/demo/events.jsonl")).unwrap();
+    assert!(events.contains("session_rebound"));
+}
