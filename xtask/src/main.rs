@@ -1,1 +1,40 @@
-fn main() {}
+//! See <https://github.com/matklad/cargo-xtask/>: the developer's tasks, as `cargo xtask <task>`.
+//!
+//! - `ci`: fmt check, clippy `-D warnings`, the whole test suite.
+//! - `demo`: a real team on a private tmux server, narrated.
+//! - `bench`: benchmarks against the physical floor, written to `target/bench/`.
+
+mod ci;
+mod demo;
+
+use std::path::{Path, PathBuf};
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = project_root();
+    std::env::set_current_dir(&root)?;
+    match args.first().map(String::as_str) {
+        Some("ci") => ci::run(&root),
+        Some("demo") => demo::run(&root, &args[1..]),
+        Some("-h" | "--help") | None => {
+            println!("{HELP}");
+            Ok(())
+        }
+        Some(other) => anyhow::bail!("unknown task {other:?}\n\n{HELP}"),
+    }
+}
+
+const HELP: &str = "\
+cargo xtask <task>
+
+Tasks:
+  ci      cargo fmt --check, cargo clippy --all-targets -D warnings, cargo test --workspace
+  demo    run a real team on a private tmux server and narrate it (--keep to leave it up)";
+
+/// The workspace root (the parent of this crate's manifest dir).
+pub fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
+}
