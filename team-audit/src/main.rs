@@ -15,6 +15,8 @@ fn main() -> ExitCode {
     let code = match cli::parse() {
         Ok(cli) => {
             cli::init_tracing(cli.global.verbose);
+            // A no-op unless built with the `failpoints` feature (tests only).
+            team_core::failpoint::configure(std::env::var("TEAM_FAILPOINTS").ok().as_deref());
             cmd::run(cli).unwrap_or_else(error::report)
         }
         Err(code) => code,
