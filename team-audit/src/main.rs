@@ -1,1 +1,25 @@
-fn main() {}
+//! `team-audit`: the durable, tamper-evident log of destructive tmux actions; a pipeline
+//! filter that records before it forwards; a hook for agent tool calls.
+
+mod cli;
+mod cmd;
+mod error;
+mod logpath;
+mod oracle;
+mod out;
+mod shell;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let code = match cli::parse() {
+        Ok(cli) => {
+            cli::init_tracing(cli.global.verbose);
+            // A no-op unless built with the `failpoints` feature (tests only).
+            team_core::failpoint::configure(std::env::var("TEAM_FAILPOINTS").ok().as_deref());
+            cmd::run(cli).unwrap_or_else(error::report)
+        }
+        Err(code) => code,
+    };
+    ExitCode::from(u8::try_from(code).unwrap_or(70))
+}

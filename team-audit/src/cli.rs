@@ -1,0 +1,122 @@
+//! Command-line definition.
+
+use std::path::PathBuf;
+
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use team_core::ExitClass;
+
+use crate::cmd;
+
+/// Durable, hash-chained audit log of destructive tmux actions.
+#[derive(Debug, Parser)]
+#[command(name = "team-audit", version)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub cmd: Command,
+}
+
+/// Options every subcommand takes.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// The audit log [default: <state-dir>/audit.jsonl, else <workspace>/.team/audit.jsonl]
+    #[arg(long, global = true, env = "TEAM_AUDIT_LOG", value_name = "PATH")]
+    pub log: Option<PathBuf>,
+    /// The team state directory (the log is <state-dir>/audit.jsonl)
+    #[arg(long, global = true, env = "TEAM_STATE_DIR", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// The workspace [default: the current directory; for `hook`, the payload's cwd].
+    /// `record` also writes it into the record
+    #[arg(long, global = true, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// More logging on stderr (-v, -vv); RUST_LOG overrides
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Append one record; prints its audit_id once it is durable
+    Record(cmd::record::RecordArgs),
+    /// Pipeline filter: record each JSON line of stdin as an intent, then forward it unchanged
+    Pass(cmd::pass::PassArgs),
+    /// Walk the hash chain; exit 1 at the first broken, missing or reordered record
+    Verify(cmd::verify::VerifyArgs),
+    /// Show records filtered by time, team, action, target, caller, stage
+    Query(cmd::query::QueryArgs),
+    /// Claude Code PreToolUse hook: record (and with --guard, deny) destructive tmux commands
+    Hook(cmd::hook::HookArgs),
+}
+
+fn after_help() -> String {
+    format!(
+        "\
+Examples:
+  team-audit record --caller me --action kill-pane --target %3 -- tmux kill-pane -t %3 \\
+      && tmux kill-pane -t %3
+  team-reap scan --json | team-audit pass | team-reap kill --from -
+  team-audit verify || echo \"audit log damaged\"
+  team-audit query --since 1h --action kill-pane --json
+  hook (settings.json, PreToolUse, matcher Bash): team-audit hook --guard
+
+Log path: --log, else $TEAM_AUDIT_LOG, else <--state-dir|$TEAM_STATE_DIR>/audit.jsonl,
+else <workspace>/.team/audit.jsonl.
+
+{}
+  2   (hook only) the tool call is denied; the reason is on stderr",
+        ExitClass::TABLE
+    )
+}
+
+/// Parses the command line. On help/version prints and returns `Err(0)`; on a usage error
+/// prints it and returns `Err(64)`.
+pub fn parse() -> Result<Cli, i32> {
+    let help = after_help();
+    let command = Cli::command()
+        .after_help(help.clone())
+        .after_long_help(help);
+    let matches = command
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m));
+    match matches {
+        Ok(cli) => Ok(cli),
+        Err(e) => {
+            use clap::error::ErrorKind;
+            match e.kind() {
+                ErrorKind::DisplayHelp
+                | ErrorKind::DisplayVersion
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    let _ = e.print();
+                    Err(
+                        if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                            ExitClass::Usage.code()
+                        } else {
+                            0
+                        },
+                    )
+                }
+                _ => {
+                    eprint!("team-audit: {}", e.render());
+                    Err(ExitClass::Usage.code())
+                }
+            }
+        }
+    }
+}
+
+/// Sends `tracing` logs to stderr, filtered by RUST_LOG or -v.
+pub fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .try_init();
+}

@@ -1,0 +1,22 @@
+//! One module per subcommand. Each `run` returns the exit code of a normal end, or an error
+//! that `error::report` turns into a message and a code.
+
+pub mod hook;
+pub mod pass;
+pub mod query;
+pub mod record;
+pub mod verify;
+
+use crate::cli::{Cli, Command};
+use crate::error::AppError;
+
+pub fn run(cli: Cli) -> Result<i32, AppError> {
+    let g = &cli.global;
+    match cli.cmd {
+        Command::Record(a) => record::run(g, a),
+        Command::Pass(a) => pass::run(g, a),
+        Command::Verify(a) => verify::run(g, a),
+        Command::Query(a) => query::run(g, a),
+        Command::Hook(a) => hook::run(g, a, &crate::oracle::Unwired),
+    }
+}

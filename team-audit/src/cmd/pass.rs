@@ -1,0 +1,157 @@
+//! `team-audit pass`: a pipeline filter. Each JSON line of stdin is recorded as an intent and
+//! only then written, byte for byte, to stdout.
+//!
+//! Group commit: a reader thread hands lines over as they arrive; a batch is whatever has
+//! arrived by the time the previous batch is durable (no line waits for more input), recorded
+//! with one lock and one fdatasync, and released only after that. A line that is not JSON
+//! stops the flow (exit 65): the lines before it are recorded and forwarded, it and later ones
+//! are not. A batch that cannot be recorded stops the flow (exit 74) with nothing of it
+//! forwarded. Blank lines carry nothing to audit: they are forwarded without a record.
+
+use std::io::{self, BufRead, Read};
+use std::sync::mpsc;
+
+use clap::Args;
+use serde_json::Value;
+use team_core::ExitClass;
+use team_core::audit::{AuditLog, Entry, Stage};
+
+use crate::cli::Global;
+use crate::error::AppError;
+use crate::logpath;
+use crate::out::Out;
+
+/// Longest line accepted (bytes, without the newline).
+const MAX_LINE: usize = 1 << 20;
+/// Most lines in one group commit.
+const MAX_BATCH: usize = 4096;
+
+#[derive(Debug, Args)]
+pub struct PassArgs {
+    /// The caller written into each record
+    #[arg(long, default_value = "pipeline")]
+    pub caller: String,
+}
+
+enum Msg {
+    Line(Vec<u8>),
+    TooLong,
+    Err(io::Error),
+}
+
+fn reader(tx: mpsc::SyncSender<Msg>) {
+    let stdin = io::stdin();
+    let mut input = stdin.lock();
+    loop {
+        let mut buf = Vec::new();
+        let r = input
+            .by_ref()
+            .take(MAX_LINE as u64 + 2)
+            .read_until(b'\n', &mut buf);
+        let msg = match r {
+            Ok(0) => return,
+            Ok(_) if buf.len() > MAX_LINE + 1 => Msg::TooLong,
+            Ok(_) => Msg::Line(buf),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => Msg::Err(e),
+        };
+        let stop = !matches!(msg, Msg::Line(_));
+        if tx.send(msg).is_err() || stop {
+            return;
+        }
+    }
+}
+
+fn entry_for(caller: &str, v: Value) -> Entry {
+    let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+    Entry {
+        caller: caller.to_string(),
+        action: s("action")
+            .or_else(|| s("type"))
+            .unwrap_or_else(|| "pipeline".into()),
+        endpoint: s("endpoint").or_else(|| s("socket")),
+        team: s("team"),
+        generation: v.get("generation").and_then(Value::as_u64),
+        targets: vec![v],
+        ..Entry::default()
+    }
+}
+
+pub fn run(g: &Global, a: PassArgs) -> Result<i32, AppError> {
+    let log = AuditLog::new(logpath::resolve(g, None, true)?);
+    let (tx, rx) = mpsc::sync_channel::<Msg>(MAX_BATCH);
+    std::thread::spawn(move || reader(tx));
+    let mut out = Out::new();
+    let mut line_no = 0u64;
+    let mut stop: Option<AppError> = None;
+    while stop.is_none() {
+        let Ok(first) = rx.recv() else { break };
+        let mut msgs = vec![first];
+        while msgs.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(m) => msgs.push(m),
+                Err(_) => break,
+            }
+        }
+        let mut lines: Vec<Vec<u8>> = Vec::with_capacity(msgs.len());
+        let mut items = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            line_no += 1;
+            let line = match m {
+                Msg::Line(l) => l,
+                Msg::TooLong => {
+                    stop = Some(AppError::fail(
+                        ExitClass::DataErr,
+                        format!("line {line_no} is longer than {MAX_LINE} bytes"),
+                    ));
+                    break;
+                }
+                Msg::Err(e) => {
+                    stop = Some(team_core::Error::io("read", "stdin", e).into());
+                    break;
+                }
+            };
+            let body = line.strip_suffix(b"\n").unwrap_or(&line);
+            if body.iter().all(u8::is_ascii_whitespace) {
+                lines.push(line);
+                continue;
+            }
+            match serde_json::from_slice::<Value>(body) {
+                Ok(v) => {
+                    items.push((Stage::Intent, None, entry_for(&a.caller, v)));
+                    lines.push(line);
+                }
+                Err(e) => {
+                    stop = Some(
+                        AppError::fail(
+                            ExitClass::DataErr,
+                            format!("line {line_no} is not JSON: {e}"),
+                        )
+                        .with_hint("the lines before it were recorded and forwarded; it and the rest were not"),
+                    );
+                    break;
+                }
+            }
+        }
+        if let Err(e) = log.append_batch(&items) {
+            return Err(no_forward(e));
+        }
+        for l in &lines {
+            out.bytes(l)?;
+        }
+        out.flush()?;
+    }
+    match stop {
+        Some(e) => Err(e),
+        None => Ok(0),
+    }
+}
+
+/// The error for a batch that could not be recorded: nothing of it went out.
+fn no_forward(e: team_core::Error) -> AppError {
+    AppError::Fail {
+        class: ExitClass::IoErr,
+        msg: format!("cannot record: {e}"),
+        hint: Some("nothing unrecorded was forwarded; the flow stops here".into()),
+    }
+}

@@ -1,0 +1,49 @@
+//! Where the audit log is: `--log`, else `TEAM_AUDIT_LOG` (both read by clap), else
+//! `<state-dir>/audit.jsonl` (`--state-dir` / `TEAM_STATE_DIR`), else
+//! `<workspace>/.team/audit.jsonl`.
+
+use std::path::{Path, PathBuf};
+
+use team_core::paths::StateRoot;
+
+use crate::cli::Global;
+use crate::error::AppError;
+
+/// The current directory, as an error the user can act on when it is gone.
+pub fn cwd() -> Result<PathBuf, AppError> {
+    std::env::current_dir()
+        .map_err(|e| team_core::Error::io("read current directory", ".", e).into())
+}
+
+/// The workspace: `--workspace`, else `fallback` (the payload's cwd for `hook`), else the
+/// current directory. Always absolute.
+pub fn workspace(g: &Global, fallback: Option<&Path>) -> Result<PathBuf, AppError> {
+    let ws = match (&g.workspace, fallback) {
+        (Some(w), _) => w.clone(),
+        (None, Some(f)) => f.to_path_buf(),
+        (None, None) => cwd()?,
+    };
+    Ok(if ws.is_absolute() {
+        ws
+    } else {
+        cwd()?.join(ws)
+    })
+}
+
+/// The log path. `for_writing` makes the state root (with its `.gitignore`) when the log lives
+/// in it, so a first record does not leave an untracked `.team/` in `git status`.
+pub fn resolve(
+    g: &Global,
+    fallback: Option<&Path>,
+    for_writing: bool,
+) -> Result<PathBuf, AppError> {
+    if let Some(p) = &g.log {
+        return Ok(p.clone());
+    }
+    let ws = workspace(g, fallback)?;
+    let root = StateRoot::resolve(&ws, g.state_dir.as_deref())?;
+    if for_writing {
+        root.ensure()?;
+    }
+    Ok(root.audit_log())
+}

@@ -1,0 +1,313 @@
+//! `record`, `verify`, `query`: round trips, exit codes, and tampering found at the right seq.
+
+mod common;
+
+use std::fs;
+
+use common::*;
+use serde_json::Value;
+
+fn make_log(dir: &std::path::Path, n: usize) -> std::path::PathBuf {
+    let log = dir.join("audit.jsonl");
+    let input: String = (1..=n)
+        .map(|i| format!("{{\"type\":\"candidate\",\"pane_id\":\"%{i}\",\"team\":\"demo\"}}\n"))
+        .collect();
+    let o = run_with_input(with_log(&log, &["pass"]), input.as_bytes());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(records(&log).len(), n);
+    log
+}
+
+#[test]
+fn record_prints_the_id_and_the_log_verifies() {
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("a/b/audit.jsonl");
+    let o = run(with_log(
+        &log,
+        &[
+            "record",
+            "--caller",
+            "me",
+            "--action",
+            "kill-pane",
+            "--target",
+            "%3",
+            "--team",
+            "demo",
+            "--reason",
+            "test",
+            "--",
+            "tmux",
+            "kill-pane",
+            "-t",
+            "%3",
+        ],
+    ));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let id = stdout(&o).trim().to_string();
+    uuid::Uuid::parse_str(&id).expect("stdout is not an audit_id");
+    let o = run(with_log(
+        &log,
+        &[
+            "record",
+            "--caller",
+            "me",
+            "--action",
+            "kill-pane",
+            "--stage",
+            "complete",
+            "--audit-id",
+            &id,
+            "--outcome",
+            "killed",
+            "--json",
+        ],
+    ));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["type"], "record");
+    assert_eq!(v["seq"], 2);
+    assert_eq!(v["audit_id"], id.as_str());
+    let rs = records(&log);
+    assert_eq!(
+        rs[0]["argv"],
+        serde_json::json!(["tmux", "kill-pane", "-t", "%3"])
+    );
+    assert_eq!(rs[0]["stage"], "intent");
+    assert_eq!(rs[0]["targets"], serde_json::json!(["%3"]));
+    assert_eq!(rs[1]["stage"], "complete");
+    assert_eq!(rs[1]["outcome"], "killed");
+    assert_eq!(rs[1]["prev"], rs[0]["hash"]);
+    let o = run(with_log(&log, &["verify"]));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("ok: 2 records"), "{}", stdout(&o));
+}
+
+#[test]
+fn usage_errors_and_missing_logs() {
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("audit.jsonl");
+    let o = run(with_log(
+        &log,
+        &[
+            "record", "--caller", "x", "--action", "y", "--stage", "failed",
+        ],
+    ));
+    assert_eq!(code(&o), 64);
+    assert!(stderr(&o).contains("team-audit: error:"), "{}", stderr(&o));
+    assert!(!log.exists());
+    let o = run(with_log(&log, &["record", "--action", "y"]));
+    assert_eq!(code(&o), 64);
+    let o = run(with_log(&log, &["verify"]));
+    assert_eq!(code(&o), 66, "{}", stderr(&o));
+    let o = run(with_log(&log, &["query"]));
+    assert_eq!(code(&o), 66);
+    let o = run(with_log(&log, &["query", "--since", "yesterday-ish"]));
+    assert_eq!(code(&o), 64);
+}
+
+#[test]
+fn help_documents_exit_codes_and_examples() {
+    let o = run({
+        let mut c = cmd();
+        c.arg("--help");
+        c
+    });
+    assert_eq!(code(&o), 0);
+    let h = stdout(&o);
+    for needle in [
+        "Exit status:",
+        "64  usage error",
+        "75  busy",
+        "Examples:",
+        "team-audit pass",
+    ] {
+        assert!(h.contains(needle), "--help lacks {needle:?}");
+    }
+}
+
+#[test]
+fn log_path_resolution() {
+    let d = tempfile::tempdir().unwrap();
+    let ws = d.path().join("ws");
+    fs::create_dir(&ws).unwrap();
+    let rec = |c: &mut std::process::Command| {
+        c.args(["record", "--caller", "c", "--action", "a"]);
+    };
+    // Default: <cwd>/.team/audit.jsonl, with the state root's .gitignore.
+    let mut c = cmd();
+    rec(&mut c);
+    c.current_dir(&ws);
+    assert_eq!(code(&run(c)), 0);
+    assert_eq!(records(&ws.join(".team/audit.jsonl")).len(), 1);
+    assert_eq!(fs::read(ws.join(".team/.gitignore")).unwrap(), b"*\n");
+    // TEAM_STATE_DIR.
+    let sd = d.path().join("state");
+    let mut c = cmd();
+    rec(&mut c);
+    c.current_dir(&ws).env("TEAM_STATE_DIR", &sd);
+    assert_eq!(code(&run(c)), 0);
+    assert_eq!(records(&sd.join("audit.jsonl")).len(), 1);
+    // TEAM_AUDIT_LOG beats TEAM_STATE_DIR; --log beats both.
+    let env_log = d.path().join("env.jsonl");
+    let flag_log = d.path().join("flag.jsonl");
+    let mut c = cmd();
+    rec(&mut c);
+    c.current_dir(&ws)
+        .env("TEAM_STATE_DIR", &sd)
+        .env("TEAM_AUDIT_LOG", &env_log);
+    assert_eq!(code(&run(c)), 0);
+    let mut c = cmd();
+    c.arg("--log").arg(&flag_log);
+    rec(&mut c);
+    c.current_dir(&ws).env("TEAM_AUDIT_LOG", &env_log);
+    assert_eq!(code(&run(c)), 0);
+    assert_eq!(records(&env_log).len(), 1);
+    assert_eq!(records(&flag_log).len(), 1);
+    assert_eq!(records(&sd.join("audit.jsonl")).len(), 1);
+}
+
+fn lines(log: &std::path::Path) -> Vec<Vec<u8>> {
+    fs::read(log)
+        .unwrap()
+        .split_inclusive(|&b| b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+fn assert_problem(log: &std::path::Path, kind: &str, seq: u64) {
+    let (c, p) = verify(log);
+    assert_eq!(c, 1, "verify passed a tampered log ({kind})");
+    let p = p.expect("no problem record");
+    assert_eq!(p["kind"], kind, "{p}");
+    assert_eq!(p["seq"], seq, "{p}");
+}
+
+#[test]
+fn tampering_is_detected_at_the_right_seq() {
+    let d = tempfile::tempdir().unwrap();
+    let log = make_log(d.path(), 8);
+    let orig = lines(&log);
+    assert_eq!(verify(&log).0, 0);
+
+    // Edit a field.
+    let mut ls = orig.clone();
+    ls[4] = String::from_utf8(ls[4].clone())
+        .unwrap()
+        .replace("pipeline", "nobody")
+        .into_bytes();
+    fs::write(&log, ls.concat()).unwrap();
+    assert_problem(&log, "edited_field", 5);
+
+    // Delete a line.
+    let mut ls = orig.clone();
+    ls.remove(2);
+    fs::write(&log, ls.concat()).unwrap();
+    assert_problem(&log, "gap", 3);
+
+    // Swap two lines.
+    let mut ls = orig.clone();
+    ls.swap(5, 6);
+    fs::write(&log, ls.concat()).unwrap();
+    assert_problem(&log, "reorder", 6);
+
+    // Truncate mid-line.
+    let all = orig.concat();
+    let cut = all.len() - orig[7].len() / 2;
+    fs::write(&log, &all[..cut]).unwrap();
+    assert_problem(&log, "torn_line", 8);
+
+    // Append a forged line: a recomputed hash, but the wrong prev.
+    fs::write(&log, orig.concat()).unwrap();
+    let mut forged: Value = serde_json::from_slice(&orig[7]).unwrap();
+    forged["seq"] = 9.into();
+    forged["prev"] = "f".repeat(64).into();
+    let mut r: team_core::audit::Record = serde_json::from_value(forged).unwrap();
+    r.hash = team_core::audit::canonical::compute_hash(&r);
+    let mut bytes = orig.concat();
+    bytes.extend(team_core::audit::canonical::render_line(&r));
+    fs::write(&log, bytes).unwrap();
+    assert_problem(&log, "bad_prev", 9);
+
+    // Human output names the seq too.
+    let o = run(with_log(&log, &["verify"]));
+    assert_eq!(code(&o), 1);
+    assert!(stdout(&o).contains("seq 9 (bad_prev)"), "{}", stdout(&o));
+    assert!(stderr(&o).contains("broken at seq 9"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_torn_tail_fails_verify_until_the_next_record_acknowledges_it() {
+    let d = tempfile::tempdir().unwrap();
+    let log = make_log(d.path(), 3);
+    let mut bytes = fs::read(&log).unwrap();
+    bytes.extend_from_slice(b"{\"v\":1,\"seq\":4,\"ts\":\"2025");
+    fs::write(&log, &bytes).unwrap();
+    assert_problem(&log, "torn_line", 4);
+    let o = run(with_log(
+        &log,
+        &["record", "--caller", "c", "--action", "a", "--json"],
+    ));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["seq"], 5);
+    let o = run(with_log(&log, &["verify", "--json"]));
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    let out: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(out[0]["type"], "warning");
+    assert_eq!(out[0]["kind"], "torn_line");
+    assert_eq!(out.last().unwrap()["type"], "summary");
+    assert_eq!(out.last().unwrap()["last_seq"], 5);
+}
+
+#[test]
+fn query_filters_and_ends_json_with_a_summary() {
+    let d = tempfile::tempdir().unwrap();
+    let log = make_log(d.path(), 4);
+    let o = run(with_log(
+        &log,
+        &[
+            "record",
+            "--caller",
+            "boss",
+            "--action",
+            "kill-session",
+            "--target",
+            "s1",
+        ],
+    ));
+    assert_eq!(code(&o), 0);
+    let o = run(with_log(&log, &["query", "--json", "--target", "%2"]));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0]["type"], "record");
+    assert_eq!(out[0]["seq"], 2);
+    assert_eq!(
+        out[1],
+        serde_json::json!({"type":"summary","matched":1,"records":5,"skipped_lines":0})
+    );
+    let o = run(with_log(
+        &log,
+        &[
+            "query", "--caller", "boss", "--since", "1h", "--stage", "intent",
+        ],
+    ));
+    let text = stdout(&o);
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(
+        text.lines().nth(1).unwrap().contains("kill-session"),
+        "{text}"
+    );
+    let o = run(with_log(
+        &log,
+        &["query", "--json", "--until", "2000-01-01T00:00:00Z"],
+    ));
+    assert!(stdout(&o).contains("\"matched\":0"), "{}", stdout(&o));
+}
