@@ -20,9 +20,9 @@ pub fn configure(spec: Option<&str>) {
             .unwrap_or("")
             .split(',')
             .filter(|s| !s.is_empty())
-            .filter_map(|s| {
+            .map(|s| {
                 let (n, a) = s.split_once('=').unwrap_or((s, "error"));
-                Some((n.trim().to_string(), a.trim().to_string()))
+                (n.trim().to_string(), a.trim().to_string())
             })
             .collect();
         let _ = SPEC.set(parsed);

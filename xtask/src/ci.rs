@@ -12,9 +12,18 @@ pub fn run(root: &Path) -> anyhow::Result<()> {
     eprintln!("xtask ci: cargo fmt --check");
     cmd!(&cargo, "fmt", "--all", "--check").dir(root).run()?;
     eprintln!("xtask ci: cargo clippy --all-targets --all-features -- -D warnings");
-    cmd!(&cargo, "clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings")
-        .dir(root)
-        .run()?;
+    cmd!(
+        &cargo,
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--all-features",
+        "--",
+        "-D",
+        "warnings"
+    )
+    .dir(root)
+    .run()?;
     eprintln!("xtask ci: cargo {}", TEST_ARGS.join(" "));
     cmd(&cargo, TEST_ARGS).dir(root).run()?;
     Ok(())

@@ -32,7 +32,10 @@ impl Demo {
     /// Runs a step, echoing the command and its output; fails the demo on an unexpected code.
     fn step(&self, tool: &str, args: &[&str], expect: i32) -> anyhow::Result<Output> {
         println!("\n$ {tool} {}", args.join(" "));
-        let o = self.cmd(tool, args).output().with_context(|| format!("run {tool}"))?;
+        let o = self
+            .cmd(tool, args)
+            .output()
+            .with_context(|| format!("run {tool}"))?;
         print!("{}", String::from_utf8_lossy(&o.stdout));
         eprint!("{}", String::from_utf8_lossy(&o.stderr));
         let code = o.status.code().unwrap_or(-1);
@@ -52,9 +55,15 @@ impl Demo {
 }
 
 fn uid() -> String {
-    String::from_utf8_lossy(&Command::new("id").arg("-u").output().map(|o| o.stdout).unwrap_or_default())
-        .trim()
-        .to_string()
+    String::from_utf8_lossy(
+        &Command::new("id")
+            .arg("-u")
+            .output()
+            .map(|o| o.stdout)
+            .unwrap_or_default(),
+    )
+    .trim()
+    .to_string()
 }
 
 pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
@@ -62,9 +71,20 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     which::which("tmux").context("tmux is not installed (apt-get install -y tmux)")?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     eprintln!("xtask demo: building the binaries");
-    duct::cmd!(&cargo, "build", "--quiet", "--bins", "-p", "team-scale", "-p", "team-reap", "-p", "team-audit")
-        .dir(root)
-        .run()?;
+    duct::cmd!(
+        &cargo,
+        "build",
+        "--quiet",
+        "--bins",
+        "-p",
+        "team-scale",
+        "-p",
+        "team-reap",
+        "-p",
+        "team-audit"
+    )
+    .dir(root)
+    .run()?;
     let base = std::env::temp_dir().join(format!("team-demo-{}", std::process::id()));
     let d = Demo {
         bin: root.join("target/debug"),
@@ -75,10 +95,19 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     std::fs::create_dir_all(&d.tt)?;
     let result = script(&d);
     if keep {
-        println!("\nThe demo team is still up: TMUX_TMPDIR={} and workspace {}", d.tt.display(), d.ws.display());
+        println!(
+            "\nThe demo team is still up: TMUX_TMPDIR={} and workspace {}",
+            d.tt.display(),
+            d.ws.display()
+        );
     } else {
         for s in d.sockets() {
-            let _ = Command::new("tmux").arg("-S").arg(&s).arg("kill-server").env_remove("TMUX").output();
+            let _ = Command::new("tmux")
+                .arg("-S")
+                .arg(&s)
+                .arg("kill-server")
+                .env_remove("TMUX")
+                .output();
         }
         let _ = std::fs::remove_dir_all(&base);
     }
@@ -86,8 +115,23 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
 }
 
 fn script(d: &Demo) -> anyhow::Result<()> {
-    println!("# A team on a private tmux server, in a scratch workspace {}", d.ws.display());
-    d.step("team-scale", &["init", "demo", "--private", "--max-workers", "4", "--worker-cmd", "sh"], 0)?;
+    println!(
+        "# A team on a private tmux server, in a scratch workspace {}",
+        d.ws.display()
+    );
+    d.step(
+        "team-scale",
+        &[
+            "init",
+            "demo",
+            "--private",
+            "--max-workers",
+            "4",
+            "--worker-cmd",
+            "sh",
+        ],
+        0,
+    )?;
     d.step("team-scale", &["status", "demo"], 0)?;
     d.step("team-scale", &["status", "demo", "--json"], 0)?;
     println!("\n# Re-running init for a live team refuses and changes nothing (exit 1):");
