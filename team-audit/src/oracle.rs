@@ -1,9 +1,10 @@
 //! The boundary between the hook's `--guard` and the proof that a tmux target is a live team
 //! member in the workspace.
 //!
-//! PENDING: the real proof lives in the tmux and state layers of `team-core` (being built in
-//! parallel). Until it is wired here, [`Unwired`] proves nothing, so `--guard` denies every
-//! kill. That is the fail-closed direction: a guard that cannot prove must not allow.
+//! [`StateOracle`] is the real proof: the target must be `%N`, the pane of an `active` worker
+//! of a live team in the workspace's state root, proven live from a fresh listing of the
+//! addressed server (`team_core::view::is_proven_member`). [`Unwired`] proves nothing; the
+//! unit tests use it to check that the guard denies whatever is not proven.
 
 use std::path::{Path, PathBuf};
 
@@ -42,11 +43,48 @@ pub trait MembershipOracle {
     ) -> team_core::Result<bool>;
 }
 
-/// The oracle until the real one is wired: proves nothing, so the guard denies every kill.
+/// An oracle that proves nothing (tests: the guard must deny whatever is not proven).
+#[cfg(test)]
 pub struct Unwired;
 
+#[cfg(test)]
 impl MembershipOracle for Unwired {
     fn is_proven_member(&self, _: &Path, _: &Server, _: &str) -> team_core::Result<bool> {
         Ok(false)
+    }
+}
+
+/// The real oracle: team state in `<workspace>/.team` (or the `TEAM_STATE_DIR` the binary
+/// read) and a fresh listing of the addressed server.
+pub struct StateOracle {
+    pub tmux_bin: PathBuf,
+    /// `$TMUX_TMPDIR` or `/tmp`: where `-L name` and the default socket live.
+    pub tmux_tmpdir: PathBuf,
+    /// The socket of `$TMUX`, for commands without -L/-S run inside tmux.
+    pub ambient: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
+}
+
+impl StateOracle {
+    fn endpoint(&self, server: &Server) -> PathBuf {
+        let dir = team_core::paths::tmux_socket_dir(&self.tmux_tmpdir);
+        match server {
+            Server::Socket(p) => p.clone(),
+            Server::Name(n) => dir.join(n),
+            Server::Default => self.ambient.clone().unwrap_or_else(|| dir.join("default")),
+        }
+    }
+}
+
+impl MembershipOracle for StateOracle {
+    fn is_proven_member(
+        &self,
+        workspace: &Path,
+        server: &Server,
+        target: &str,
+    ) -> team_core::Result<bool> {
+        let root = team_core::paths::StateRoot::resolve(workspace, self.state_dir.as_deref())?;
+        let tmux = team_core::tmux::Tmux::new(&self.tmux_bin, self.endpoint(server));
+        team_core::view::is_proven_member(&root, &tmux, target, std::time::Duration::from_secs(2))
     }
 }

@@ -95,3 +95,41 @@ pub fn pane_json(p: &PaneIncarnation) -> serde_json::Value {
         "server_start": p.server_start,
     })
 }
+
+/// Whether `pane_id` on the server at `tmux` is proven (from one fresh listing) to be the pane
+/// of an `active` worker of a live (not stopped) team in the state root `root`. The leader and
+/// protected panes are not members. Unreadable state or listing is an error, never "no".
+pub fn is_proven_member(
+    root: &crate::paths::StateRoot,
+    tmux: &crate::tmux::Tmux,
+    pane_id: &str,
+    wait: std::time::Duration,
+) -> crate::Result<bool> {
+    if !crate::model::is_tmux_id(pane_id, '%') {
+        return Ok(false);
+    }
+    let mut listing = None;
+    for name in crate::store::list_teams(root)? {
+        let store = crate::store::Store::new(root.clone(), name, wait);
+        let team = store.load()?;
+        if team.state != crate::model::TeamState::Active || team.endpoint != tmux.endpoint() {
+            continue;
+        }
+        let Some(w) = team.workers.iter().find(|w| {
+            w.lifecycle == crate::model::Lifecycle::Active
+                && w.pane.as_ref().is_some_and(|p| p.pane_id == pane_id)
+        }) else {
+            continue;
+        };
+        let listing = listing.get_or_insert_with(|| tmux.list());
+        return match prove_worker(&team, w, listing) {
+            Some(PaneProof::Live(_)) | Some(PaneProof::Dead(_)) => Ok(true),
+            Some(PaneProof::Unverifiable(why)) => Err(crate::Error::TmuxUnavailable {
+                endpoint: tmux.endpoint().to_path_buf(),
+                msg: why,
+            }),
+            _ => Ok(false),
+        };
+    }
+    Ok(false)
+}

@@ -9,7 +9,7 @@
 //!   allow anyway (unless `--fail-closed`).
 //! - With `--guard`: `kill-server` is always denied; any other kill is denied unless every one
 //!   of its targets is proven a member of a live team in the payload's workspace (see
-//!   [`crate::oracle`]: that proof is not wired yet, so today every kill is denied). A kill
+//!   [`crate::oracle`]: the state oracle proves it from team state and a fresh listing). A kill
 //!   whose record cannot be written is denied too.
 //! - A payload that is not JSON (or a Bash payload without a command) is recorded as
 //!   `hook.malformed` and allowed, unless `--fail-closed`, which denies it.

@@ -17,6 +17,20 @@ pub fn run(cli: Cli) -> Result<i32, AppError> {
         Command::Pass(a) => pass::run(g, a),
         Command::Verify(a) => verify::run(g, a),
         Command::Query(a) => query::run(g, a),
-        Command::Hook(a) => hook::run(g, a, &crate::oracle::Unwired),
+        Command::Hook(a) => {
+            let oracle = crate::oracle::StateOracle {
+                tmux_bin: which::which("tmux").unwrap_or_else(|_| "tmux".into()),
+                tmux_tmpdir: std::env::var_os("TMUX_TMPDIR")
+                    .filter(|s| !s.is_empty())
+                    .map(Into::into)
+                    .unwrap_or_else(|| "/tmp".into()),
+                ambient: std::env::var("TMUX")
+                    .ok()
+                    .and_then(|t| t.split(',').next().map(Into::into))
+                    .filter(|p: &std::path::PathBuf| p.is_absolute()),
+                state_dir: std::env::var_os("TEAM_STATE_DIR").map(Into::into),
+            };
+            hook::run(g, a, &oracle)
+        }
     }
 }
