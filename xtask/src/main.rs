@@ -4,6 +4,7 @@
 //! - `demo`: a real team on a private tmux server, narrated.
 //! - `bench`: benchmarks against the physical floor, written to `target/bench/`.
 
+mod bench;
 mod ci;
 mod demo;
 
@@ -16,6 +17,7 @@ fn main() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci::run(&root),
         Some("demo") => demo::run(&root, &args[1..]),
+        Some("bench") => bench::run(&root, &args[1..]),
         Some("-h" | "--help") | None => {
             println!("{HELP}");
             Ok(())
@@ -29,7 +31,8 @@ cargo xtask <task>
 
 Tasks:
   ci      cargo fmt --check, cargo clippy --all-targets -D warnings, cargo test --workspace
-  demo    run a real team on a private tmux server and narrate it (--keep to leave it up)";
+  demo    run a real team on a private tmux server and narrate it (--keep to leave it up)
+  bench   every benchmark next to its floor; writes target/bench/report.{json,md}";
 
 /// The workspace root (the parent of this crate's manifest dir).
 pub fn project_root() -> PathBuf {

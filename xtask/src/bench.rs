@@ -1,0 +1,583 @@
+//! `cargo xtask bench`: every benchmark in one run, each next to its physical floor measured in
+//! the same run on the same machine (these machines are noisy, so only ratios travel).
+//!
+//! Writes `target/bench/report.json` and `target/bench/report.md`, prints the table, and exits
+//! non-zero when a stated target is missed. Builds the binaries in release mode.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::json;
+
+/// One measured figure and how it compares with its floor.
+pub struct Figure {
+    pub name: String,
+    pub value: f64,
+    pub unit: &'static str,
+    pub floor_name: String,
+    pub floor: f64,
+    /// `value / floor` for times (lower is better), `floor / value`... no: always value/floor.
+    pub ratio: f64,
+    /// The target, as text, and whether it was met.
+    pub target: Option<(String, bool)>,
+}
+
+pub struct Bench {
+    pub bin: PathBuf,
+    pub dir: PathBuf,
+    pub figures: Vec<Figure>,
+}
+
+impl Bench {
+    pub fn tool(&self, name: &str) -> Command {
+        let mut c = Command::new(self.bin.join(name));
+        c.env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .env_remove("TEAM_STATE_DIR")
+            .env_remove("TEAM_AUDIT_LOG")
+            .env("TEAM_TMUX_CONFIG", "/dev/null")
+            .env("SHELL", "/bin/sh");
+        c
+    }
+
+    /// Records a figure. `lower_is_better` decides how `max_ratio` applies.
+    #[allow(clippy::too_many_arguments)]
+    pub fn figure(
+        &mut self,
+        name: &str,
+        value: f64,
+        unit: &'static str,
+        floor_name: &str,
+        floor: f64,
+        target: Option<(String, bool)>,
+    ) {
+        let ratio = if floor > 0.0 { value / floor } else { f64::NAN };
+        println!(
+            "  {name:<46} {value:>12.2} {unit:<10} floor {floor_name} {floor:>10.2}  ratio {ratio:>6.2}{}",
+            match &target {
+                Some((t, ok)) => format!("  target {t}: {}", if *ok { "met" } else { "MISSED" }),
+                None => String::new(),
+            }
+        );
+        self.figures.push(Figure {
+            name: name.into(),
+            value,
+            unit,
+            floor_name: floor_name.into(),
+            floor,
+            ratio,
+            target,
+        });
+    }
+}
+
+/// Median of `n` timings of `f`, in milliseconds.
+pub fn median_ms(n: usize, mut f: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<f64> {
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        f()?;
+        v.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+    Ok(v[v.len() / 2])
+}
+
+/// A private tmux server for one benchmark, killed on drop (by socket).
+pub struct Server {
+    pub sock: PathBuf,
+}
+
+impl Server {
+    pub fn start(dir: &Path, name: &str) -> anyhow::Result<Server> {
+        let sock = dir.join(name);
+        let s = Server { sock };
+        s.tmux(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "base",
+            "-x",
+            "250",
+            "-y",
+            "80",
+            "sleep 100000",
+        ])?;
+        Ok(s)
+    }
+
+    pub fn tmux(&self, args: &[&str]) -> anyhow::Result<String> {
+        let o = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.sock)
+            .args(args)
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .stdin(Stdio::null())
+            .output()?;
+        if !o.status.success() {
+            bail!("tmux {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        }
+        Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.sock)
+            .arg("kill-server")
+            .env_remove("TMUX")
+            .output();
+    }
+}
+
+/// fdatasync calls per second on a file in `dir`.
+fn fdatasync_rate(dir: &Path) -> anyhow::Result<f64> {
+    let p = dir.join("fsync-floor");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&p)?;
+    let n = 300;
+    let t = Instant::now();
+    for _ in 0..n {
+        f.write_all(b"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n")?;
+        f.sync_data()?;
+    }
+    Ok(n as f64 / t.elapsed().as_secs_f64())
+}
+
+fn pass_lines(n: usize, tag: &str) -> Vec<u8> {
+    let mut v = Vec::new();
+    for i in 0..n {
+        v.extend_from_slice(
+            format!("{{\"type\":\"pane\",\"endpoint\":\"/tmp/x\",\"pane_id\":\"%{i}\",\"verdict\":\"orphan\",\"w\":\"{tag}\"}}\n").as_bytes(),
+        );
+    }
+    v
+}
+
+fn run_pass(b: &Bench, log: &Path, input: Vec<u8>) -> anyhow::Result<std::process::Child> {
+    let mut c = b
+        .tool("team-audit")
+        .args(["--log"])
+        .arg(log)
+        .arg("pass")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let mut stdin = c.stdin.take().context("stdin")?;
+    std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    Ok(c)
+}
+
+fn audit(b: &mut Bench) -> anyhow::Result<()> {
+    let fsync = fdatasync_rate(&b.dir)?;
+    println!("floor: fdatasync {fsync:.0}/s on {}", b.dir.display());
+
+    // One `team-audit record` process per record.
+    let log = b.dir.join("audit-record.jsonl");
+    let n = 100;
+    let t = Instant::now();
+    for i in 0..n {
+        let o = b
+            .tool("team-audit")
+            .arg("--log")
+            .arg(&log)
+            .args([
+                "record",
+                "--caller",
+                "bench",
+                "--action",
+                "kill-pane",
+                "--target",
+                &format!("%{i}"),
+            ])
+            .stdout(Stdio::null())
+            .status()?;
+        if !o.success() {
+            bail!("team-audit record failed");
+        }
+    }
+    let rate = n as f64 / t.elapsed().as_secs_f64();
+    b.figure(
+        "audit: record, one process per record",
+        rate,
+        "records/s",
+        "fdatasync/s",
+        fsync,
+        None,
+    );
+
+    // `pass` with 10,000 lines.
+    let log = b.dir.join("audit-pass.jsonl");
+    let lines = 10_000;
+    let t = Instant::now();
+    let st = run_pass(b, &log, pass_lines(lines, "a"))?.wait()?;
+    if !st.success() {
+        bail!("team-audit pass failed");
+    }
+    let rate = lines as f64 / t.elapsed().as_secs_f64();
+    let ok = rate >= 10_000.0 && rate >= fsync / 2.0;
+    b.figure(
+        "audit: pass, 10,000 lines",
+        rate,
+        "records/s",
+        "fdatasync/s",
+        fsync,
+        Some((">= 10,000/s and >= fdatasync/2".into(), ok)),
+    );
+
+    // 8 concurrent writers.
+    let log = b.dir.join("audit-8.jsonl");
+    let per = 1_250;
+    let t = Instant::now();
+    let kids: Vec<_> = (0..8)
+        .map(|i| run_pass(b, &log, pass_lines(per, &i.to_string())))
+        .collect::<anyhow::Result<_>>()?;
+    for mut k in kids {
+        if !k.wait()?.success() {
+            bail!("a concurrent pass failed");
+        }
+    }
+    let rate = (8 * per) as f64 / t.elapsed().as_secs_f64();
+    b.figure(
+        "audit: 8 concurrent pass writers",
+        rate,
+        "records/s",
+        "fdatasync/s",
+        fsync,
+        None,
+    );
+    let v = b
+        .tool("team-audit")
+        .arg("--log")
+        .arg(&log)
+        .arg("verify")
+        .stdout(Stdio::null())
+        .status()?;
+    if !v.success() {
+        bail!("the concurrently written log does not verify");
+    }
+    Ok(())
+}
+
+pub fn run(root: &Path, _args: &[String]) -> anyhow::Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    eprintln!("xtask bench: building the binaries (release)");
+    duct::cmd!(
+        &cargo,
+        "build",
+        "--quiet",
+        "--release",
+        "--bins",
+        "-p",
+        "team-scale",
+        "-p",
+        "team-reap",
+        "-p",
+        "team-audit"
+    )
+    .dir(root)
+    .run()?;
+    let out = root.join("target/bench");
+    let dir = out.join(format!("run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let mut b = Bench {
+        bin: root.join("target/release"),
+        dir: dir.clone(),
+        figures: Vec::new(),
+    };
+    let machine = machine();
+    println!("machine: {machine}");
+    let result = (|| -> anyhow::Result<()> {
+        audit(&mut b)?;
+        reap(&mut b)?;
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result?;
+    write_report(&out, &machine, &b.figures)?;
+    let missed: Vec<_> = b
+        .figures
+        .iter()
+        .filter(|f| matches!(f.target, Some((_, false))))
+        .map(|f| f.name.clone())
+        .collect();
+    if !missed.is_empty() {
+        bail!("targets missed: {}", missed.join("; "));
+    }
+    Ok(())
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown cpu".into());
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let tmux = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    format!("{cpu}, {cores} cores, {tmux}")
+}
+
+fn write_report(out: &Path, machine: &str, figures: &[Figure]) -> anyhow::Result<()> {
+    let rows: Vec<_> = figures
+        .iter()
+        .map(|f| {
+            json!({
+                "name": f.name, "value": f.value, "unit": f.unit, "floor_name": f.floor_name,
+                "floor": f.floor, "ratio": f.ratio,
+                "target": f.target.as_ref().map(|t| t.0.clone()),
+                "met": f.target.as_ref().map(|t| t.1),
+            })
+        })
+        .collect();
+    let report = json!({"machine": machine, "date": humantime_now(), "figures": rows});
+    std::fs::write(out.join("report.json"), serde_json::to_vec_pretty(&report)?)?;
+    let mut md = format!(
+        "Machine: {machine}\n\n| benchmark | value | floor (same run) | ratio | target |\n|---|---|---|---|---|\n"
+    );
+    for f in figures {
+        md.push_str(&format!(
+            "| {} | {:.2} {} | {} {:.2} | {:.2} | {} |\n",
+            f.name,
+            f.value,
+            f.unit,
+            f.floor_name,
+            f.floor,
+            f.ratio,
+            match &f.target {
+                Some((t, ok)) => format!("{t}: {}", if *ok { "met" } else { "**missed**" }),
+                None => "-".into(),
+            }
+        ));
+    }
+    std::fs::write(out.join("report.md"), &md)?;
+    println!("\n{md}");
+    println!(
+        "written: {} and report.md",
+        out.join("report.json").display()
+    );
+    Ok(())
+}
+
+fn humantime_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs();
+    format!("unix {secs}")
+}
+
+/// Builds `sessions` sessions of `per` single-pane windows on `s`, every pane running `sleep`.
+/// Returns the pane ids in creation order.
+pub fn populate(s: &Server, sessions: usize, per: usize) -> anyhow::Result<Vec<String>> {
+    let mut args: Vec<String> = Vec::new();
+    for i in 0..sessions {
+        if !args.is_empty() {
+            args.push(";".into());
+        }
+        args.extend(
+            ["new-session", "-d", "-s", &format!("s{i}"), "sleep 100000"].map(String::from),
+        );
+        for _ in 1..per {
+            args.extend(
+                [
+                    ";",
+                    "new-window",
+                    "-d",
+                    "-t",
+                    &format!("=s{i}:"),
+                    "sleep 100000",
+                ]
+                .map(String::from),
+            );
+        }
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    s.tmux(&refs)?;
+    let out = s.tmux(&["list-panes", "-a", "-F", "#{session_name} #{pane_id}"])?;
+    Ok(out
+        .lines()
+        .filter(|l| l.starts_with('s'))
+        .filter_map(|l| l.split(' ').nth(1).map(String::from))
+        .collect())
+}
+
+/// The reaper: `scan --json` over 1,000 panes next to one bare `list-panes -a -F` with the
+/// same format, and the reap of 500 orphans next to one bare invocation of 500 `kill-pane`s.
+pub fn reap(b: &mut Bench) -> anyhow::Result<()> {
+    let tt = b.dir.join("reap-tt");
+    let sockdir = tt.join(format!("tmux-{}", uid()));
+    std::fs::create_dir_all(&sockdir)?;
+    let ws = b.dir.join("reap-ws");
+    std::fs::create_dir_all(ws.join(".team"))?;
+    let owner = "00000000-0000-4000-8000-00000000dead";
+    let setup = |s: &Server| -> anyhow::Result<Vec<String>> {
+        let panes = populate(s, 50, 20)?;
+        let mut args: Vec<String> = Vec::new();
+        for (i, p) in panes.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
+            for (k, v) in [
+                ("@team_owner", owner.to_string()),
+                ("@team_worker", format!("worker-{i}")),
+                (
+                    "@team_incarnation",
+                    format!("00000000-0000-4000-8000-{i:012}"),
+                ),
+                ("@team_workspace", ws.display().to_string()),
+                ("@team_name", "gone".to_string()),
+            ] {
+                if !args.is_empty() {
+                    args.push(";".into());
+                }
+                args.extend([
+                    "set-option".into(),
+                    "-p".into(),
+                    "-t".into(),
+                    p.clone(),
+                    k.into(),
+                    v,
+                ]);
+            }
+        }
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        s.tmux(&refs)?;
+        Ok(panes)
+    };
+    let s = Server::start(&sockdir, "reap")?;
+    let panes = setup(&s)?;
+    let orphans: Vec<String> = panes.iter().step_by(2).cloned().collect();
+    let fmt = "n\t#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{session_id}\t#{window_id}\t#{pid}\t#{start_time}\t#{@team_owner}\t#{@team_worker}\t#{@team_incarnation}\t#{@team_workspace}\t#{@team_name}\t#{@team_role}\t#{@team_op}\t#{@team_session_owner}\t#{session_name}\tn";
+    let floor = median_ms(9, || s.tmux(&["list-panes", "-a", "-F", fmt]).map(|_| ()))?;
+    let sock = s.sock.display().to_string();
+    let scan = median_ms(9, || {
+        let o = b
+            .tool("team-reap")
+            .env("TMUX_TMPDIR", &tt)
+            .args(["scan", "--json", "--socket", &sock])
+            .stdout(Stdio::null())
+            .status()?;
+        // scan exits 0 (or 1 under --check); any other code is a failure.
+        if o.code() != Some(0) {
+            bail!("team-reap scan exited {o}");
+        }
+        Ok(())
+    })?;
+    b.figure(
+        "reap: scan --json, 1,000 panes / 50 sessions",
+        scan,
+        "ms",
+        "bare list-panes ms",
+        floor,
+        Some(("<= 3x".into(), scan <= 3.0 * floor)),
+    );
+    // The floor for the kill: one invocation of 500 plain kill-panes, on a fresh copy.
+    drop(s);
+    let s2 = Server::start(&sockdir, "floor")?;
+    let panes2 = setup(&s2)?;
+    let mut args: Vec<String> = Vec::new();
+    for p in panes2.iter().step_by(2) {
+        if !args.is_empty() {
+            args.push(";".into());
+        }
+        args.extend(["kill-pane".into(), "-t".into(), p.clone()]);
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let t = Instant::now();
+    s2.tmux(&refs)?;
+    let kill_floor = t.elapsed().as_secs_f64() * 1000.0;
+    drop(s2);
+    let s3 = Server::start(&sockdir, "reap3")?;
+    setup(&s3)?;
+    let sock3 = s3.sock.display().to_string();
+    let t = Instant::now();
+    let o = b
+        .tool("team-reap")
+        .env("TMUX_TMPDIR", &tt)
+        .env("TEAM_AUDIT_LOG", b.dir.join("reap-audit.jsonl"))
+        .args(["--json", "--socket", &sock3])
+        .output()?;
+    let reap_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let killed = lines
+        .iter()
+        .filter(|l| l["action"] == "killed" && l["type"] == "pane")
+        .count();
+    let invocations = lines
+        .iter()
+        .find(|l| l["type"] == "summary")
+        .and_then(|l| l["tmux_invocations"].as_u64())
+        .unwrap_or(u64::MAX);
+    if killed != orphans.len() {
+        bail!(
+            "team-reap killed {killed} panes, expected {} (exit {:?}): {}",
+            orphans.len(),
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let left = s3.tmux(&["list-panes", "-a", "-F", "#{@team_owner}"])?;
+    if left.lines().any(|l| l == owner) {
+        bail!("orphans survived the reap");
+    }
+    if left.lines().count() != 501 {
+        bail!(
+            "the reap killed untagged panes: {} left, expected 501",
+            left.lines().count()
+        );
+    }
+    b.figure(
+        "reap: kill 500 orphans (proven, audited)",
+        reap_ms,
+        "ms",
+        "bare 500 kill-pane ms",
+        kill_floor,
+        Some(("<= 3x".into(), reap_ms <= 3.0 * kill_floor)),
+    );
+    let per = invocations as f64 / killed as f64;
+    b.figure(
+        "reap: tmux invocations per killed pane",
+        per,
+        "calls",
+        "target",
+        1.0,
+        Some(("<= 1".into(), per <= 1.0)),
+    );
+    Ok(())
+}
+
+/// The real uid, from `id -u` (xtask stays free of libc bindings).
+pub fn uid() -> String {
+    String::from_utf8_lossy(
+        &Command::new("id")
+            .arg("-u")
+            .output()
+            .map(|o| o.stdout)
+            .unwrap_or_default(),
+    )
+    .trim()
+    .to_string()
+}
