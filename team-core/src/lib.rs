@@ -9,6 +9,7 @@ pub mod error;
 pub mod failpoint;
 pub mod fsutil;
 pub mod paths;
+pub mod process;
 
 pub use error::{Error, ExitClass, Result};
 pub mod journal;
