@@ -15,7 +15,7 @@ pub use error::{Error, ExitClass, Result};
 pub mod journal;
 pub mod lock;
 pub mod model;
-pub mod process;
+pub mod ops;
 pub mod proof;
 pub mod store;
 pub mod tmux;
