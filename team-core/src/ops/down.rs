@@ -368,11 +368,19 @@ pub fn shutdown(t: &Teardown) -> Result<ShutdownReport> {
                     .run_txns(&[txn])
                     .map(|mut v| v.remove(0))
                     .unwrap_or_else(|e| TxnOutcome::Unknown(e.to_string()));
-                let confirm = view::prove_leader(&team, &t.tmux.list());
+                let confirm = view::prove_leader(
+                    &team,
+                    &teardown::confirm_listing(t.tmux, team.leader.pane.server_pid),
+                );
                 let ok = matches!(confirm, PaneProof::Gone(_));
                 rep.leader = if ok { "killed".into() } else { "kept".into() };
                 if !ok {
-                    rep.leader_reason = Some(format!("kill-pane not confirmed: {out:?}"));
+                    rep.leader_reason = Some(format!(
+                        "kill-pane not confirmed ({out:?}): {}",
+                        confirm
+                            .reason()
+                            .unwrap_or_else(|| "the pane is still there".into())
+                    ));
                 }
                 e.outcome = Some(rep.leader.clone());
                 if let Err(err) = t.audit.outcome(id, ok, &e) {

@@ -430,7 +430,7 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
 
     // 5. Confirm with a fresh snapshot.
     if !txns.is_empty() {
-        listing = t.tmux.list();
+        listing = confirm_listing(t.tmux, team.leader.pane.server_pid);
     }
     let mut outcome_items = Vec::new();
     for p in plans.iter_mut() {
@@ -534,4 +534,25 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
     Ok(SettleReport {
         workers: plans.into_iter().map(|p| p.report).collect(),
     })
+}
+
+/// A fresh snapshot to confirm kills. A server that no longer answers but whose pid still runs
+/// (or answers that it has no session) is exiting (its last session just went): wait for the pid to go, polling, up to 2 s, so that
+/// the proof can say `gone` rather than `unverifiable`.
+pub fn confirm_listing(tmux: &Tmux, server_pid: u32) -> Listing {
+    let l = tmux.list();
+    let exiting = match &l {
+        Listing::NoServer => true,
+        // `list-panes -a` on a server whose last session just went.
+        Listing::Failed(e) => e.contains("no current target"),
+        Listing::Panes(_) => false,
+    };
+    if !exiting {
+        return l;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while view::pid_alive(server_pid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    tmux.list()
 }

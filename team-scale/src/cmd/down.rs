@@ -68,7 +68,10 @@ pub fn print_settle(out: &mut Out, r: &SettleReport) -> CliResult<()> {
         }
         if let Some(r) = res {
             if let Some(b) = &r.saved_branch {
-                out.line(&format!("  worktree state of {} saved on branch {b}", w.worker))?;
+                out.line(&format!(
+                    "  worktree state of {} saved on branch {b}",
+                    w.worker
+                ))?;
             }
             if let Some(b) = &r.kept_branch {
                 out.line(&format!(
@@ -121,7 +124,9 @@ pub fn run(ctx: &Ctx, a: DownArgs) -> CliResult<i32> {
         print_settle(&mut out, &rep.earlier)?;
     }
     for n in &rep.drain_timed_out {
-        out.line(&format!("{n} did not report idle within the drain timeout; removing it anyway"))?;
+        out.line(&format!(
+            "{n} did not report idle within the drain timeout; removing it anyway"
+        ))?;
     }
     print_settle(&mut out, &rep.settle)?;
     let removed = rep.settle.workers.iter().filter(|w| w.dropped).count();

@@ -35,7 +35,9 @@ pub fn run(ctx: &Ctx, a: ReconcileArgs) -> CliResult<i32> {
         out.line(&format!("{n}: drain of an uncommitted scale-down undone"))?;
     }
     for n in &rep.abandoned {
-        out.line(&format!("{n}: pending reservation of an abandoned operation, removing"))?;
+        out.line(&format!(
+            "{n}: pending reservation of an abandoned operation, removing"
+        ))?;
     }
     print_settle(&mut out, &rep.settle)?;
     let blocked = rep.settle.blocked();

@@ -20,8 +20,7 @@ pub fn run(ctx: &Ctx, a: WorkerStatusArgs) -> CliResult<i32> {
     })?)?;
     let incarnation = match a.incarnation.as_deref().filter(|s| !s.is_empty()) {
         Some(s) => Some(
-            Uuid::parse_str(s)
-                .map_err(|e| Error::Usage(format!("--incarnation {s:?}: {e}")))?,
+            Uuid::parse_str(s).map_err(|e| Error::Usage(format!("--incarnation {s:?}: {e}")))?,
         ),
         None => None,
     };
@@ -29,12 +28,16 @@ pub fn run(ctx: &Ctx, a: WorkerStatusArgs) -> CliResult<i32> {
         "idle" => WorkState::Idle,
         "busy" => WorkState::Busy,
         "done" => WorkState::Done,
-        s => return Err(Error::Usage(format!("--state {s:?}: expected idle, busy or done")).into()),
+        s => {
+            return Err(Error::Usage(format!("--state {s:?}: expected idle, busy or done")).into());
+        }
     };
     if let Some(n) = &a.note
         && (n.len() > 500 || n.chars().any(|c| c.is_control()))
     {
-        return Err(Error::Usage("--note: at most 500 characters, no control characters".into()).into());
+        return Err(
+            Error::Usage("--note: at most 500 characters, no control characters".into()).into(),
+        );
     }
     let store = ctx.store(&team);
     store.transact("worker-status", |t, changes| {
