@@ -505,7 +505,8 @@ fn hostile_records_are_refused_whole_with_no_effect() {
     std::fs::create_dir_all(&outside).unwrap();
     let root = e.root();
     let w1dir = w1.resources.worker_dir.clone().unwrap();
-    let cases: Vec<Box<dyn Fn(&mut serde_json::Value)>> = vec![
+    type Edit<'a> = Box<dyn Fn(&mut serde_json::Value) + 'a>;
+    let cases: Vec<Edit> = vec![
         Box::new(|v| v["workers"][1]["resources"]["worker_dir"] = outside.to_str().unwrap().into()),
         Box::new(|v| {
             v["workers"][1]["resources"]["worker_dir"] = format!(

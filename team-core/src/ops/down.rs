@@ -161,15 +161,17 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
             }
         }
     }
-    let mut rep = DownReport::default();
     // Finish what earlier operations left, and undo drains that never committed.
-    rep.earlier = teardown::settle_removing(t, &[])?;
+    let mut rep = DownReport {
+        earlier: teardown::settle_removing(t, &[])?,
+        ..Default::default()
+    };
     restore_drains(store, None)?;
     let team = store.load()?;
 
     // Pick targets.
     let mut active: Vec<_> = team.in_state(Lifecycle::Active).collect();
-    active.sort_by(|a, b| b.index.cmp(&a.index));
+    active.sort_by_key(|w| std::cmp::Reverse(w.index));
     let mut statuses = Vec::new();
     for w in &active {
         statuses.push((w.name.clone(), effective(&store.status(&w.name)?)));
