@@ -11,6 +11,7 @@ pub mod fsutil;
 pub mod journal;
 pub mod lock;
 pub mod model;
+pub mod ops;
 pub mod paths;
 pub mod process;
 pub mod proof;
