@@ -5,6 +5,7 @@
 //! - `bench`: benchmarks against the physical floor, written to `target/bench/`.
 
 mod bench;
+mod chaos;
 mod ci;
 mod demo;
 
@@ -18,6 +19,7 @@ fn main() -> anyhow::Result<()> {
         Some("ci") => ci::run(&root),
         Some("demo") => demo::run(&root, &args[1..]),
         Some("bench") => bench::run(&root, &args[1..]),
+        Some("chaos") => chaos::run(&root, &args[1..]),
         Some("-h" | "--help") | None => {
             println!("{HELP}");
             Ok(())
@@ -32,6 +34,8 @@ cargo xtask <task>
 Tasks:
   ci      cargo fmt --check, cargo clippy --all-targets -D warnings, cargo test --workspace
   demo    run a real team on a private tmux server and narrate it (--keep to leave it up)
+  chaos   random up/down/reconcile/reap under SIGKILL, then check every invariant
+          (--seconds S, --seed N)
   bench   every benchmark next to its floor; writes target/bench/report.{json,md}";
 
 /// The workspace root (the parent of this crate's manifest dir).
