@@ -46,6 +46,32 @@ impl Demo {
         Ok(o)
     }
 
+    /// Like [`Demo::step`], with `input` on stdin.
+    fn step_with_input(
+        &self,
+        tool: &str,
+        args: &[&str],
+        input: &str,
+        expect: i32,
+    ) -> anyhow::Result<Output> {
+        println!("\n$ {tool} {} <<'EOF'\n{input}\nEOF", args.join(" "));
+        let mut c = self.cmd(tool, args);
+        c.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn()?;
+        std::io::Write::write_all(&mut child.stdin.take().context("stdin")?, input.as_bytes())?;
+        let o = child.wait_with_output()?;
+        print!("{}", String::from_utf8_lossy(&o.stdout));
+        eprint!("{}", String::from_utf8_lossy(&o.stderr));
+        let code = o.status.code().unwrap_or(-1);
+        println!("(exit {code})");
+        if code != expect {
+            bail!("{tool} {args:?} exited {code}, expected {expect}");
+        }
+        Ok(o)
+    }
+
     fn sockets(&self) -> Vec<PathBuf> {
         let dir = self.tt.join(format!("tmux-{}", uid()));
         std::fs::read_dir(dir)
@@ -70,7 +96,10 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let keep = args.iter().any(|a| a == "--keep");
     which::which("tmux").context("tmux is not installed (apt-get install -y tmux)")?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    // The same build as the test harness (fail points compiled in, for the crash step), so the
+    // two README commands share one build.
     eprintln!("xtask demo: building the binaries");
+    let target = root.join("target/it");
     duct::cmd!(
         &cargo,
         "build",
@@ -81,13 +110,17 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         "-p",
         "team-reap",
         "-p",
-        "team-audit"
+        "team-audit",
+        "--features",
+        "team-core/failpoints",
+        "--target-dir",
+        &target
     )
     .dir(root)
     .run()?;
     let base = std::env::temp_dir().join(format!("team-demo-{}", std::process::id()));
     let d = Demo {
-        bin: root.join("target/debug"),
+        bin: target.join("debug"),
         ws: base.join("workspace"),
         tt: base.join("tmux"),
     };
@@ -119,6 +152,8 @@ fn script(d: &Demo) -> anyhow::Result<()> {
         "# A team on a private tmux server, in a scratch workspace {}",
         d.ws.display()
     );
+    // A stand-in for an agent: says it is ready, then waits for input like a REPL would.
+    let agent = "printf 'agent ready, inbox: %s\\n' \"$TEAM_INBOX\"; exec cat";
     d.step(
         "team-scale",
         &[
@@ -128,13 +163,102 @@ fn script(d: &Demo) -> anyhow::Result<()> {
             "--max-workers",
             "4",
             "--worker-cmd",
-            "sh",
+            agent,
+            "--ready-pattern",
+            "agent ready",
         ],
         0,
     )?;
     d.step("team-scale", &["status", "demo"], 0)?;
-    d.step("team-scale", &["status", "demo", "--json"], 0)?;
-    println!("\n# Re-running init for a live team refuses and changes nothing (exit 1):");
-    d.step("team-scale", &["init", "demo", "--private"], 1)?;
+
+    println!("\n# Scale up by two workers, with tasks piped in as JSON:");
+    let tasks = r#"[{"subject":"write the parser","description":"see docs/parser.md","owner":"worker-1"},
+                    {"subject":"review the parser","description":"after task 1","blocked_by":[1]}]"#;
+    d.step_with_input("team-scale", &["up", "demo", "2", "--tasks", "-"], tasks, 0)?;
+    d.step("team-scale", &["status", "demo"], 0)?;
+    println!("\n# A worker reports its state (agents run this from their pane, without flags):");
+    d.step(
+        "team-scale",
+        &[
+            "worker-status",
+            "demo",
+            "--worker",
+            "worker-1",
+            "--state",
+            "busy",
+            "--note",
+            "parsing",
+        ],
+        0,
+    )?;
+
+    println!(
+        "\n# Scale down by one: the idle worker with the highest index goes, its tasks return to pending:"
+    );
+    d.step("team-scale", &["down", "demo", "1", "--grace", "1s"], 0)?;
+    d.step("team-scale", &["status", "demo"], 0)?;
+
+    println!(
+        "\n# A crash: scale-up dies right after splitting its pane (a fail point exits abruptly)."
+    );
+    println!("# The pane exists, recorded as pending; nothing is lost or left unrecorded:");
+    let mut c = d.cmd("team-scale", &["up", "demo", "1"]);
+    c.env("TEAM_FAILPOINTS", "up.split=exit");
+    println!("\n$ TEAM_FAILPOINTS=up.split=exit team-scale up demo 1");
+    let o = c.output()?;
+    println!(
+        "(exit {}: the process died mid-operation)",
+        o.status.code().unwrap_or(-1)
+    );
+    d.step("team-scale", &["status", "demo"], 0)?;
+    println!(
+        "\n# reconcile finishes what the crash left, with fresh proofs; a second run does nothing:"
+    );
+    d.step("team-scale", &["reconcile", "demo", "--grace", "1s"], 0)?;
+    d.step("team-scale", &["reconcile", "demo"], 0)?;
+    d.step("team-scale", &["status", "demo"], 0)?;
+
+    println!("\n# An orphan: a second team whose state is lost (its directory deleted by hand).");
+    d.step(
+        "team-scale",
+        &["init", "scratch", "--private", "--worker-cmd", "exec cat"],
+        0,
+    )?;
+    d.step(
+        "team-scale",
+        &["up", "scratch", "1", "--ready-timeout", "0"],
+        0,
+    )?;
+    std::fs::remove_dir_all(d.ws.join(".team/teams/scratch"))?;
+    println!("\n$ rm -rf .team/teams/scratch");
+    println!(
+        "\n# team-reap proves each pane is ours and abandoned, then kills it (cron-safe, silent when idle):"
+    );
+    d.step("team-reap", &["scan"], 0)?;
+    d.step("team-reap", &[], 0)?;
+    d.step("team-reap", &["--check"], 0)?;
+
+    println!("\n# Shut the team down: workers, then the leader and session the tools created:");
+    d.step("team-scale", &["shutdown", "demo", "--grace", "1s"], 0)?;
+
+    println!(
+        "\n# The audit trail of every kill (intent before, outcome after), and its hash chain:"
+    );
+    d.step("team-audit", &["query"], 0)?;
+    d.step("team-audit", &["verify"], 0)?;
+    let left = d
+        .sockets()
+        .into_iter()
+        .filter(|s| {
+            Command::new("tmux")
+                .arg("-S")
+                .arg(s)
+                .arg("list-sessions")
+                .env_remove("TMUX")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .count();
+    println!("\n# tmux servers still running in the demo's socket dir: {left}");
     Ok(())
 }
