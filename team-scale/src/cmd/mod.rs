@@ -1,7 +1,10 @@
 //! One file per subcommand.
 
 mod init;
+mod policy;
+mod reconcile;
 mod status;
+mod up;
 
 use crate::cli::{Cli, Command};
 use crate::ctx::Ctx;
@@ -13,5 +16,8 @@ pub fn run(cli: Cli) -> CliResult<i32> {
     match cli.cmd {
         Command::Init(a) => init::run(&ctx, a),
         Command::Status(a) => status::run(&ctx, a),
+        Command::Up(a) => up::run(&ctx, a),
+        Command::Policy(a) => policy::run(&ctx, a),
+        Command::Reconcile(a) => reconcile::run(&ctx, a),
     }
 }
