@@ -178,6 +178,11 @@ pub enum Error {
         source: io::Error,
     },
 
+    /// The operation ended, but cleanup debt remains: things it could not prove or remove stay
+    /// recorded (as `removing` workers with reasons).
+    #[error("{0}")]
+    CleanupDebt(String),
+
     /// A fail point fired (test builds only).
     #[error("fail point {0} fired")]
     FailPoint(String),
@@ -208,6 +213,7 @@ impl Error {
             | Error::JournalRefused { .. } => ExitClass::DataErr,
             Error::NoSuchTeam { .. } | Error::NotFound { .. } => ExitClass::NoInput,
             Error::Refused(_) => ExitClass::Refused,
+            Error::CleanupDebt(_) => ExitClass::Partial,
             Error::TmuxUnavailable { .. } | Error::SessionMissing { .. } => ExitClass::Unavailable,
             Error::TmuxProtocol(_) | Error::Internal(_) | Error::FailPoint(_) => {
                 ExitClass::Software

@@ -8,6 +8,8 @@ const AFTER_HELP: &str = concat!(
     "Examples:\n",
     "  team-scale init demo --private --max-workers 4 --worker-cmd 'codex'\n",
     "  team-scale status demo --json\n",
+    "  echo '[{\"subject\":\"write tests\",\"owner\":\"new:1\"}]' | team-scale up demo 2 --tasks -\n",
+    "  team-scale policy demo --scaling off\n",
     "  team-scale down demo 2 --drain-timeout 10s\n",
     "  team-scale down demo --worker worker-3 --force\n",
     "  team-scale worker-status --state idle   # inside a worker pane\n",
@@ -45,6 +47,9 @@ pub struct Global {
     /// Print JSON lines on stdout instead of human lines.
     #[arg(long, global = true)]
     pub json: bool,
+    /// The audit log (default: <state dir>/audit.jsonl).
+    #[arg(long, global = true, env = "TEAM_AUDIT_LOG", value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
     /// More log output on stderr (-v, -vv); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -64,14 +69,10 @@ pub enum Command {
     Reconcile(ReconcileArgs),
     /// Report a worker's state (idle, busy, done); reads TEAM_NAME/TEAM_WORKER/TEAM_INCARNATION.
     WorkerStatus(WorkerStatusArgs),
-}
-
-/// The audit log every destructive effect is recorded in first.
-#[derive(Debug, Args)]
-pub struct AuditArgs {
-    /// The audit log (default: <state-dir>/audit.jsonl).
-    #[arg(long, env = "TEAM_AUDIT_LOG", value_name = "FILE")]
-    pub audit_log: Option<PathBuf>,
+    /// Add N workers to a live team: all or nothing, rolled back on any failure.
+    Up(UpArgs),
+    /// Change a team's policy (switch scaling on or off).
+    Policy(PolicyArgs),
 }
 
 #[derive(Debug, Args)]
@@ -92,8 +93,6 @@ pub struct DownArgs {
     /// How long processes get between SIGTERM and SIGKILL.
     #[arg(long, default_value = "3s", value_parser = humantime::parse_duration, value_name = "DUR")]
     pub grace: std::time::Duration,
-    #[command(flatten)]
-    pub audit: AuditArgs,
 }
 
 #[derive(Debug, Args)]
@@ -106,8 +105,6 @@ pub struct ShutdownArgs {
     /// How long processes get between SIGTERM and SIGKILL.
     #[arg(long, default_value = "3s", value_parser = humantime::parse_duration, value_name = "DUR")]
     pub grace: std::time::Duration,
-    #[command(flatten)]
-    pub audit: AuditArgs,
 }
 
 #[derive(Debug, Args)]
@@ -117,8 +114,6 @@ pub struct ReconcileArgs {
     /// How long processes get between SIGTERM and SIGKILL.
     #[arg(long, default_value = "3s", value_parser = humantime::parse_duration, value_name = "DUR")]
     pub grace: std::time::Duration,
-    #[command(flatten)]
-    pub audit: AuditArgs,
 }
 
 #[derive(Debug, Args)]
@@ -182,3 +177,33 @@ pub struct StatusArgs {
     /// The team name.
     pub team: String,
 }
+
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// The team name.
+    pub team: String,
+    /// How many workers to add.
+    #[arg(default_value_t = 1)]
+    pub n: u32,
+    /// The role of the new workers ([a-z0-9][a-z0-9_-]{0,39}).
+    #[arg(long)]
+    pub role: Option<String>,
+    /// Tasks to create, as a JSON array of {subject, description?, owner?, role?, blocked_by?}
+    /// (a FILE, or - for stdin). `owner` names a member or `new:<k>` (the k-th new worker);
+    /// `blocked_by` lists task ids or `new:<k>` (the k-th task of this input).
+    #[arg(long, value_name = "FILE|-")]
+    pub tasks: Option<PathBuf>,
+    /// How long to wait for each new worker to be ready (0 disables the wait).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub ready_timeout: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    /// The team name.
+    pub team: String,
+    /// Allow (on) or forbid (off) `up` and `down`.
+    #[arg(long, value_parser = ["on", "off"])]
+    pub scaling: Option<String>,
+}
+

@@ -26,6 +26,10 @@ pub struct Ctx {
     /// `$TMUX_TMPDIR`, else /tmp.
     pub tmux_tmpdir: PathBuf,
     pub shell: String,
+    /// The audit log: `--audit-log`/`TEAM_AUDIT_LOG`, else `<state root>/audit.jsonl`.
+    pub audit_log: PathBuf,
+    /// `TEAM_SCALING=0` (or `off`/`false`/`no`): the operator's kill switch for up/down.
+    pub scaling_env_off: bool,
 }
 
 impl Ctx {
@@ -49,7 +53,16 @@ impl Ctx {
                 .map(|s| (PathBuf::from(s), p)),
             _ => None,
         };
+        let audit_log = g.audit_log.clone().unwrap_or_else(|| root.audit_log());
+        let scaling_env_off = std::env::var("TEAM_SCALING").is_ok_and(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "0" | "off" | "false" | "no"
+            )
+        });
         Ok(Ctx {
+            audit_log,
+            scaling_env_off,
             workspace,
             root,
             wait: g.wait,
@@ -70,6 +83,10 @@ impl Ctx {
 
     pub fn store(&self, team: &TeamName) -> Store {
         Store::new(self.root.clone(), team.clone(), self.wait)
+    }
+
+    pub fn audit(&self) -> team_core::audit::AuditLog {
+        team_core::audit::AuditLog::new(self.audit_log.clone())
     }
 
     pub fn tmux(&self, endpoint: impl Into<PathBuf>) -> Tmux {

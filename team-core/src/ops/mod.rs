@@ -1,8 +1,64 @@
 //! Multi-step operations shared by the binaries: proven pane kills, scale-up, scale-down,
-//! shutdown, reconcile, and the teardown of `removing` workers.
+//! shutdown, reconcile, the teardown of `removing` workers, and of reservations that abandoned
+//! operations left behind.
 
 pub mod down;
 pub mod kill;
+pub mod pending;
 pub mod reconcile;
 pub mod resources;
 pub mod teardown;
+pub mod up;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::audit::AuditLog;
+use crate::error::{Error, Result};
+use crate::model::Team;
+use crate::store::Store;
+use crate::tmux::Tmux;
+
+/// What an operation works with; the binary builds it from its options and environment.
+#[derive(Debug, Clone)]
+pub struct Env<'a> {
+    pub store: &'a Store,
+    pub audit: &'a AuditLog,
+    /// The tmux binary and the config file for servers it starts.
+    pub tmux_bin: PathBuf,
+    pub tmux_config: Option<PathBuf>,
+    /// The audit `caller` (`team-scale up`, `team-scale reconcile`, ...).
+    pub caller: String,
+}
+
+impl Env<'_> {
+    /// The team's tmux server.
+    pub fn tmux(&self, team: &Team) -> Tmux {
+        Tmux::new(&self.tmux_bin, &team.endpoint).with_config(self.tmux_config.clone())
+    }
+}
+
+/// Output of one git call.
+#[derive(Debug)]
+pub(crate) struct GitOut {
+    pub ok: bool,
+    pub stderr: String,
+}
+
+/// Runs `git -C <workspace> <args>` (never through a shell).
+pub(crate) fn git(workspace: &Path, args: &[&str]) -> Result<GitOut> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(workspace)
+        .args(args)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::io("run git in", workspace, e))?;
+    Ok(GitOut {
+        ok: out.status.success(),
+        stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+    })
+}

@@ -225,6 +225,67 @@ impl Txn {
         Ok(Txn::new(guard, cmds))
     }
 
+    /// Creates several panes in one server-side step, each tagged as it is born: the first by
+    /// splitting the guarded pane (or, with `new_window`, as a new window of the guarded
+    /// session), each next one by splitting the pane made just before it (tmux makes a new pane
+    /// current, and an untargeted `split-window`/`set-option -p` acts on the current pane).
+    /// `sizes[i]` is the new pane's share of the pane it splits, in percent (`-l N%`).
+    ///
+    /// If tmux refuses a split midway (`no space for new pane`), the rest of the chain does not
+    /// run and no receipt comes back: the outcome is `Unknown`, and the caller finds the panes
+    /// that were made by their tags. Focus: with `refocus_guard`, the guarded pane is selected
+    /// at the end; otherwise `last-pane` (or `last-window`) gives focus back.
+    pub fn spawn_chain(
+        guard: Guard,
+        new_window: bool,
+        panes: &[NewPane],
+        sizes: &[Option<u8>],
+        refocus_guard: bool,
+    ) -> Result<Txn> {
+        if panes.is_empty() {
+            return Err(Error::Internal("an empty spawn chain".into()));
+        }
+        let t = quote(&guard.target);
+        let mut cmds = Vec::new();
+        for (i, p) in panes.iter().enumerate() {
+            let mut c = if i == 0 && new_window {
+                format!("new-window -t {}", quote(&format!("{}:", guard.target)))
+            } else {
+                let mut c = String::from("split-window");
+                if i == 0 {
+                    c.push_str(&format!(" -t {t}"));
+                }
+                c.push_str(if p.horizontal { " -h" } else { " -v" });
+                if let Some(pct) = sizes.get(i).copied().flatten() {
+                    if !(1..=99).contains(&pct) {
+                        return Err(Error::Internal(format!("bad pane size {pct}%")));
+                    }
+                    c.push_str(&format!(" -l {pct}%"));
+                }
+                c
+            };
+            c.push_str(&format!(" -P -F {}", quote(NEW_PANE_FORMAT)));
+            for (k, v) in &p.env {
+                c.push_str(&format!(" -e {}", quote(&format!("{k}={v}"))));
+            }
+            c.push(' ');
+            c.push_str(&quote(&p.command));
+            cmds.push(c);
+            for (k, v) in &p.tags {
+                check_option_name(k)?;
+                cmds.push(format!("set-option -p {k} {}", quote(v)));
+            }
+        }
+        if new_window {
+            cmds.push("last-window".into());
+        } else if refocus_guard {
+            cmds.push(format!("select-pane -t {t}"));
+        } else {
+            cmds.push("last-pane".into());
+        }
+        Ok(Txn::new(guard, cmds))
+    }
+
     /// The tmux argv of this transaction.
     fn argv(&self) -> Vec<String> {
         let mut body = self.commands.join(" ; ");
@@ -286,6 +347,15 @@ pub fn read_outcomes(txns: &[Txn], stdout: &str, stderr: &str) -> Vec<TxnOutcome
     outcomes
         .into_iter()
         .map(|o| o.unwrap_or_else(|| TxnOutcome::Unknown(stderr.trim().to_string())))
+        .collect()
+}
+
+/// Reads the incarnations of every pane made by [`Txn::spawn_chain`], in order.
+pub fn parse_new_panes(lines: &[String]) -> Result<Vec<PaneIncarnation>> {
+    lines
+        .iter()
+        .filter(|l| l.starts_with("new-pane\t"))
+        .map(|l| parse_new_pane(std::slice::from_ref(l)))
         .collect()
 }
 

@@ -2,21 +2,15 @@
 //! provably theirs.
 
 use serde_json::json;
-use team_core::audit::AuditLog;
 use team_core::ops::down::{self, DownRequest};
 use team_core::ops::teardown::{SettleReport, Teardown};
 use team_core::paths::{TeamName, WorkerName};
 use team_core::{Error, Result};
 
-use crate::cli::{AuditArgs, DownArgs};
+use crate::cli::DownArgs;
 use crate::ctx::Ctx;
 use crate::error::CliResult;
 use crate::out::Out;
-
-/// The audit log: `--audit-log`/`TEAM_AUDIT_LOG`, else `<state-dir>/audit.jsonl`.
-pub fn audit_log(ctx: &Ctx, a: &AuditArgs) -> AuditLog {
-    AuditLog::new(a.audit_log.clone().unwrap_or_else(|| ctx.root.audit_log()))
-}
 
 /// The fail point hook handed to the library.
 pub fn fail(name: &str) -> Result<()> {
@@ -99,7 +93,7 @@ pub fn run(ctx: &Ctx, a: DownArgs) -> CliResult<i32> {
     let store = ctx.store(&team);
     let t0 = store.load()?;
     let tmux = ctx.tmux(&t0.endpoint);
-    let audit = audit_log(ctx, &a.audit);
+    let audit = ctx.audit();
     let td = Teardown {
         store: &store,
         tmux: &tmux,

@@ -2,9 +2,11 @@
 
 mod down;
 mod init;
+mod policy;
 mod reconcile;
 mod shutdown;
 mod status;
+mod up;
 mod worker_status;
 
 use crate::cli::{Cli, Command};
@@ -21,5 +23,7 @@ pub fn run(cli: Cli) -> CliResult<i32> {
         Command::Shutdown(a) => shutdown::run(&ctx, a),
         Command::Reconcile(a) => reconcile::run(&ctx, a),
         Command::WorkerStatus(a) => worker_status::run(&ctx, a),
+        Command::Up(a) => up::run(&ctx, a),
+        Command::Policy(a) => policy::run(&ctx, a),
     }
 }

@@ -5,7 +5,7 @@ use team_core::ops::reconcile;
 use team_core::ops::teardown::Teardown;
 use team_core::paths::TeamName;
 
-use super::down::{argv, audit_log, fail, print_settle};
+use super::down::{argv, fail, print_settle};
 use crate::cli::ReconcileArgs;
 use crate::ctx::Ctx;
 use crate::error::CliResult;
@@ -16,7 +16,7 @@ pub fn run(ctx: &Ctx, a: ReconcileArgs) -> CliResult<i32> {
     let store = ctx.store(&team);
     let t0 = store.load()?;
     let tmux = ctx.tmux(&t0.endpoint);
-    let audit = audit_log(ctx, &a.audit);
+    let audit = ctx.audit();
     let td = Teardown {
         store: &store,
         tmux: &tmux,

@@ -1,0 +1,1263 @@
+//! `up`: add workers to a live team, all or nothing, crash-safe (DESIGN.md section 6).
+//!
+//! Order of work, all under the team's scale lock:
+//!
+//! 1. validate the request against the state (task owners, `blocked_by`, capacity, git);
+//! 2. settle `pending` leftovers of abandoned operations;
+//! 3. prove the split source (the last member's pane, else the leader) from one snapshot;
+//! 4. reserve every new worker as `pending` with this op's id, and the task ids, in one commit
+//!    (fail point `up.reserved`);
+//! 5. prepare worker dirs, inboxes, startup scripts, worktrees (`up.prepared`);
+//! 6. create all panes in as few tmux invocations as possible: one guarded chain that splits the
+//!    source and then each new pane in turn, every pane tagged (owner, worker, incarnation,
+//!    workspace, name, op) in the same server-side step and started with `TEAM_OP=<op>` in its
+//!    start command; a full window (`no space for new pane`) continues in a new window of the
+//!    team's session (`up.split`);
+//! 7. record the incarnations in team.json, still `pending` (`up.tagged`);
+//! 8. wait for readiness, bounded (`up.ready`);
+//! 9. type the trigger text into every new pane, one batch of proven send-keys
+//!    (`up.triggered`);
+//! 10. one journaled commit makes them `active` and writes the tasks (`up.commit` before,
+//!     `up.committed` after).
+//!
+//! Any failure after step 4 rolls back through [`super::pending::settle_pending`]: panes
+//! killed with proof, files and worktrees removed, reservations dropped; what cannot be proven
+//! stays `removing` and the error is [`Error::CleanupDebt`] (exit 3). `next_worker_index` and
+//! `next_task_id` are never lowered.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::Env;
+use super::pending::{self, SettleReport};
+use crate::error::{Error, Result};
+use crate::failpoint;
+use crate::fsutil;
+use crate::model::{
+    Lifecycle, PaneIncarnation, Resources, SCHEMA_VERSION, Task, TaskStatus, Team, TeamState,
+    Worker, WorktreeMode, WorktreeRecord,
+};
+use crate::paths::{RoleName, WorkerName};
+use crate::proof::PaneProof;
+use crate::tmux::quote::{check_literal_text, sh_quote};
+use crate::tmux::txn::{NewPane, parse_new_panes};
+use crate::tmux::{Guard, Listing, Tmux, Txn, TxnOutcome};
+use crate::view;
+
+/// A reference to a task in `blocked_by`, or to a worker in `owner`, made by this call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskRef {
+    /// An existing task id.
+    Id(u64),
+    /// The k-th task (1-based) of this input: `"new:k"`.
+    New(usize),
+}
+
+/// One task as given on input (`--tasks`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskSpec {
+    pub subject: String,
+    pub description: String,
+    /// A worker name, or `new:k` for the k-th worker (1-based) this call creates.
+    pub owner: Option<String>,
+    pub role: Option<RoleName>,
+    pub blocked_by: Vec<TaskRef>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTask {
+    subject: Value,
+    #[serde(default)]
+    description: Option<Value>,
+    #[serde(default)]
+    owner: Option<Value>,
+    #[serde(default)]
+    role: Option<Value>,
+    #[serde(default)]
+    blocked_by: Option<Value>,
+}
+
+fn bad_input(msg: String) -> Error {
+    Error::MalformedInput {
+        what: "task JSON".into(),
+        msg,
+    }
+}
+
+/// Parses the task JSON: an array of `{subject, description?, owner?, role?, blocked_by?}`.
+/// Errors name the bad field (`tasks[2].owner: ...`).
+pub fn parse_tasks(bytes: &[u8]) -> Result<Vec<TaskSpec>> {
+    let v: Value =
+        serde_json::from_slice(bytes).map_err(|e| bad_input(format!("not valid JSON: {e}")))?;
+    let Value::Array(items) = v else {
+        return Err(bad_input("expected an array of task objects".into()));
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let at = |f: &str| format!("tasks[{i}].{f}");
+        if !item.is_object() {
+            return Err(bad_input(format!("tasks[{i}]: expected an object")));
+        }
+        let raw: RawTask =
+            serde_json::from_value(item).map_err(|e| bad_input(format!("tasks[{i}]: {e}")))?;
+        let text = |f: &str, v: Option<Value>, required: bool| -> Result<Option<String>> {
+            match v {
+                None | Some(Value::Null) if !required => Ok(None),
+                Some(Value::String(s)) if !(required && s.trim().is_empty()) => Ok(Some(s)),
+                Some(Value::String(_)) => Err(bad_input(format!("{}: is empty", at(f)))),
+                _ => Err(bad_input(format!("{}: expected a string", at(f)))),
+            }
+        };
+        let subject = text("subject", Some(raw.subject), true)?.unwrap_or_default();
+        let description = text("description", raw.description, false)?.unwrap_or_default();
+        let owner = text("owner", raw.owner, false)?;
+        if let Some(o) = &owner {
+            let ok = match o.strip_prefix("new:") {
+                Some(k) => k.parse::<usize>().is_ok_and(|k| k >= 1),
+                None => WorkerName::new(o).is_ok(),
+            };
+            if !ok {
+                return Err(bad_input(format!(
+                    "{}: {o:?} is neither a worker name nor new:<k>",
+                    at("owner")
+                )));
+            }
+        }
+        let role = match text("role", raw.role, false)? {
+            None => None,
+            Some(r) => {
+                Some(RoleName::new(&r).map_err(|e| bad_input(format!("{}: {e}", at("role"))))?)
+            }
+        };
+        let mut blocked_by = Vec::new();
+        match raw.blocked_by {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(refs)) => {
+                for r in refs {
+                    let parsed = match &r {
+                        Value::Number(n) => n.as_u64().filter(|n| *n >= 1).map(TaskRef::Id),
+                        Value::String(s) => s
+                            .strip_prefix("new:")
+                            .and_then(|k| k.parse::<usize>().ok())
+                            .filter(|k| *k >= 1)
+                            .map(TaskRef::New),
+                        _ => None,
+                    };
+                    blocked_by.push(parsed.ok_or_else(|| {
+                        bad_input(format!(
+                            "{}: {r} is neither a task id nor \"new:<k>\"",
+                            at("blocked_by")
+                        ))
+                    })?);
+                }
+            }
+            Some(_) => {
+                return Err(bad_input(format!(
+                    "{}: expected an array",
+                    at("blocked_by")
+                )));
+            }
+        }
+        out.push(TaskSpec {
+            subject,
+            description,
+            owner,
+            role,
+            blocked_by,
+        });
+    }
+    Ok(out)
+}
+
+/// What `up` is asked to do.
+#[derive(Debug, Clone)]
+pub struct UpRequest {
+    pub count: u32,
+    pub role: Option<RoleName>,
+    pub tasks: Vec<TaskSpec>,
+    /// Zero disables the readiness wait.
+    pub ready_timeout: Duration,
+    /// The operator's kill switch (`TEAM_SCALING=0`, read by the binary).
+    pub scaling_disabled_by_env: bool,
+}
+
+/// How a new worker's readiness wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    Ready,
+    TimedOut,
+    Skipped,
+}
+
+impl Readiness {
+    pub fn word(self) -> &'static str {
+        match self {
+            Readiness::Ready => "ready",
+            Readiness::TimedOut => "timeout",
+            Readiness::Skipped => "skipped",
+        }
+    }
+}
+
+/// One worker `up` added.
+#[derive(Debug, Clone)]
+pub struct AddedWorker {
+    pub name: WorkerName,
+    pub index: u64,
+    pub role: Option<RoleName>,
+    pub incarnation: Uuid,
+    pub pane: PaneIncarnation,
+    pub readiness: Readiness,
+    pub tasks: Vec<u64>,
+    pub worktree: Option<WorktreeRecord>,
+    pub inbox: PathBuf,
+    /// Whether its pane opened a new window (the source's window was full).
+    pub new_window: bool,
+}
+
+/// The result of a successful `up`.
+#[derive(Debug, Clone)]
+pub struct UpReport {
+    pub op_id: Uuid,
+    pub team: Team,
+    pub added: Vec<AddedWorker>,
+    pub tasks: Vec<Task>,
+    /// Leftovers of earlier operations settled first.
+    pub settled: SettleReport,
+    pub warnings: Vec<String>,
+    /// tmux invocations this call made (for benchmarks).
+    pub tmux_invocations: u64,
+}
+
+/// A worker being made.
+#[derive(Debug, Clone)]
+struct Plan {
+    name: WorkerName,
+    index: u64,
+    incarnation: Uuid,
+    worker_dir: PathBuf,
+    inbox: PathBuf,
+    script: PathBuf,
+    worktree: Option<WorktreeRecord>,
+    cwd: PathBuf,
+}
+
+/// A task being made.
+#[derive(Debug, Clone)]
+struct PlannedTask {
+    spec: TaskSpec,
+    owner: Option<WorkerName>,
+}
+
+/// The proven pane new panes split from.
+#[derive(Debug, Clone)]
+struct Source {
+    inc: PaneIncarnation,
+    tags: Vec<(&'static str, String)>,
+    is_leader: bool,
+    label: String,
+}
+
+/// Adds workers. See the module docs for the steps.
+pub fn up(env: &Env, req: &UpRequest) -> Result<UpReport> {
+    let inv0 = crate::tmux::invocations();
+    if req.count == 0 {
+        return Err(Error::Usage("N must be at least 1".into()));
+    }
+    let _scale = env.store.lock_scale("up")?;
+    let team = env.store.load()?;
+    check_scaling(&team, req.scaling_disabled_by_env)?;
+    if team.state != TeamState::Active {
+        return Err(Error::Refused(format!(
+            "team {} is stopped; create it again with `team-scale init`",
+            team.name
+        )));
+    }
+
+    // 1. Validate against the state, before any effect.
+    let n = u64::from(req.count);
+    let new_names: Vec<WorkerName> = (0..n)
+        .map(|i| WorkerName::for_index(team.next_worker_index + i))
+        .collect();
+    let existing_ids: HashSet<u64> = env.store.tasks()?.iter().map(|t| t.id).collect();
+    let planned_tasks = validate_tasks(&team, &req.tasks, &new_names, &existing_ids)?;
+    let branch_names = check_git(&team, &new_names)?;
+
+    // 2. Leftovers of abandoned operations.
+    let mut warnings = Vec::new();
+    let settled = if team.in_state(Lifecycle::Pending).next().is_some() {
+        let r = pending::settle_pending(env, None, &[])?;
+        for w in r.leftovers() {
+            warnings.push(format!(
+                "leftover pending worker {} of op {} could not be cleaned and stays removing: {}",
+                w.worker,
+                w.op_id,
+                w.reasons.join("; ")
+            ));
+        }
+        r
+    } else {
+        SettleReport::default()
+    };
+    let team = env.store.load()?;
+    let removing: Vec<String> = team
+        .in_state(Lifecycle::Removing)
+        .map(|w| w.name.to_string())
+        .collect();
+    if !removing.is_empty() {
+        warnings.push(format!(
+            "cleanup debt: {} still being removed; run `team-scale reconcile {}`",
+            removing.join(", "),
+            team.name
+        ));
+    }
+
+    // 3. Capacity.
+    check_capacity(&team, n)?;
+
+    // 4. The split source, from one snapshot.
+    let tmux = env.tmux(&team);
+    let source = prove_source(&team, &tmux)?;
+
+    // 5. Reserve.
+    let op = Uuid::new_v4();
+    let root = env.store.root();
+    let ws = team.workspace.clone();
+    let plans: Vec<Plan> = new_names
+        .iter()
+        .zip(&branch_names)
+        .enumerate()
+        .map(|(i, (name, branch))| {
+            let worker_dir = root.worker_dir(&team.name, name);
+            let worktree = match &team.settings.worktree {
+                WorktreeMode::Off => None,
+                WorktreeMode::Detached | WorktreeMode::Branch(_) => Some(WorktreeRecord {
+                    path: root.worktree(&team.name, name),
+                    branch: branch.clone(),
+                    branch_created: branch.is_some(),
+                }),
+            };
+            Plan {
+                name: name.clone(),
+                index: team.next_worker_index + i as u64,
+                incarnation: Uuid::new_v4(),
+                inbox: worker_dir.join("inbox.md"),
+                worker_dir,
+                script: root.runtime_script(&team.name, name),
+                cwd: worktree.as_ref().map_or(ws.clone(), |w| w.path.clone()),
+                worktree,
+            }
+        })
+        .collect();
+    let expected_index = team.next_worker_index;
+    let expected_task = team.next_task_id;
+    let ntasks = planned_tasks.len() as u64;
+    let now = fsutil::now_rfc3339();
+    let (team, ()) = env.store.transact("up.reserve", |t, _| {
+        if t.next_worker_index != expected_index || t.next_task_id != expected_task {
+            return Err(Error::Refused(
+                "the team changed while up was validating; retry".into(),
+            ));
+        }
+        check_capacity(t, n)?;
+        for p in &plans {
+            t.workers.push(Worker {
+                name: p.name.clone(),
+                index: p.index,
+                role: req.role.clone(),
+                lifecycle: Lifecycle::Pending,
+                incarnation: p.incarnation,
+                op_id: op,
+                pane: None,
+                resources: Resources {
+                    worker_dir: Some(p.worker_dir.clone()),
+                    script: Some(p.script.clone()),
+                    worktree: p.worktree.clone(),
+                },
+                removal_reasons: Vec::new(),
+                created_at: now.clone(),
+            });
+        }
+        t.next_worker_index += n;
+        t.next_task_id += ntasks;
+        Ok(())
+    })?;
+    let tasks = build_tasks(&planned_tasks, expected_task, &now);
+
+    // 6-10, rolled back on any failure.
+    let mut made: Vec<(WorkerName, PaneIncarnation)> = Vec::new();
+    let res = build(
+        env,
+        req,
+        &team,
+        &tmux,
+        &source,
+        op,
+        &plans,
+        &tasks,
+        &mut made,
+        &mut warnings,
+    );
+    match res {
+        Ok((team, added)) => Ok(UpReport {
+            op_id: op,
+            team,
+            added,
+            tasks,
+            settled,
+            warnings,
+            tmux_invocations: crate::tmux::invocations() - inv0,
+        }),
+        Err(cause) => {
+            let report = pending::settle_pending(env, Some(op), &made).map_err(|e| {
+                Error::CleanupDebt(format!(
+                    "scale-up failed ({cause}) and its rollback failed too ({e}); run `team-scale reconcile {}`",
+                    team.name
+                ))
+            })?;
+            pending::leftovers_error(
+                &format!("scale-up failed ({cause}) and was rolled back"),
+                &report,
+            )?;
+            Err(cause)
+        }
+    }
+}
+
+fn check_scaling(team: &Team, env_off: bool) -> Result<()> {
+    if env_off {
+        return Err(Error::Refused(
+            "scaling is switched off for every team by TEAM_SCALING=0 in the environment; unset it (or set TEAM_SCALING=1) to scale".into(),
+        ));
+    }
+    if !team.settings.scaling {
+        return Err(Error::Refused(format!(
+            "scaling is switched off for team {0}; turn it on with `team-scale policy {0} --scaling on`",
+            team.name
+        )));
+    }
+    Ok(())
+}
+
+fn check_capacity(team: &Team, n: u64) -> Result<()> {
+    let active = team.in_state(Lifecycle::Active).count() as u64;
+    let pending = team.in_state(Lifecycle::Pending).count() as u64;
+    let max = u64::from(team.settings.max_workers);
+    if active + pending + n > max {
+        return Err(Error::Refused(format!(
+            "capacity: team {} has {active} members and {pending} pending; adding {n} would make {}, above max_workers {max}",
+            team.name,
+            active + pending + n
+        )));
+    }
+    Ok(())
+}
+
+fn validate_tasks(
+    team: &Team,
+    specs: &[TaskSpec],
+    new_names: &[WorkerName],
+    existing: &HashSet<u64>,
+) -> Result<Vec<PlannedTask>> {
+    let mut out = Vec::new();
+    for (i, s) in specs.iter().enumerate() {
+        let owner = match &s.owner {
+            None => None,
+            Some(o) => Some(match o.strip_prefix("new:") {
+                Some(k) => {
+                    let k: usize = k.parse().unwrap_or(0);
+                    new_names.get(k.wrapping_sub(1)).cloned().ok_or_else(|| {
+                        bad_input(format!(
+                            "tasks[{i}].owner: {o:?}, but this call creates only {} workers",
+                            new_names.len()
+                        ))
+                    })?
+                }
+                None => {
+                    let name = WorkerName::new(o)?;
+                    let member = team
+                        .worker(&name)
+                        .is_some_and(|w| w.lifecycle == Lifecycle::Active);
+                    if !member && !new_names.contains(&name) {
+                        return Err(bad_input(format!(
+                            "tasks[{i}].owner: {o:?} is neither a member of team {} nor a worker this call creates ({})",
+                            team.name,
+                            new_names
+                                .iter()
+                                .map(|n| n.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )));
+                    }
+                    name
+                }
+            }),
+        };
+        for r in &s.blocked_by {
+            match r {
+                TaskRef::Id(id) if !existing.contains(id) => {
+                    return Err(bad_input(format!(
+                        "tasks[{i}].blocked_by: task {id} does not exist"
+                    )));
+                }
+                TaskRef::New(k) if *k > specs.len() || *k == i + 1 => {
+                    return Err(bad_input(format!(
+                        "tasks[{i}].blocked_by: \"new:{k}\" names no other task of this input"
+                    )));
+                }
+                _ => {}
+            }
+        }
+        out.push(PlannedTask {
+            spec: s.clone(),
+            owner,
+        });
+    }
+    Ok(out)
+}
+
+fn build_tasks(planned: &[PlannedTask], first_id: u64, now: &str) -> Vec<Task> {
+    planned
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut blocked: Vec<u64> = p
+                .spec
+                .blocked_by
+                .iter()
+                .map(|r| match r {
+                    TaskRef::Id(id) => *id,
+                    TaskRef::New(k) => first_id + *k as u64 - 1,
+                })
+                .collect();
+            blocked.sort_unstable();
+            blocked.dedup();
+            Task {
+                schema_version: SCHEMA_VERSION,
+                id: first_id + i as u64,
+                subject: p.spec.subject.clone(),
+                description: p.spec.description.clone(),
+                status: TaskStatus::Pending,
+                owner: p.owner.clone(),
+                role: p.spec.role.clone(),
+                blocked_by: blocked,
+                claim: None,
+                version: 1,
+                created_at: now.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// Checks git for worktree mode, and returns each new worker's branch (branch mode).
+fn check_git(team: &Team, names: &[WorkerName]) -> Result<Vec<Option<String>>> {
+    let ws = &team.workspace;
+    let prefix = match &team.settings.worktree {
+        WorktreeMode::Off => return Ok(vec![None; names.len()]),
+        WorktreeMode::Detached => None,
+        WorktreeMode::Branch(p) => Some(p.clone()),
+    };
+    let head = super::git(ws, &["rev-parse", "--verify", "--quiet", "HEAD"])?;
+    if !head.ok {
+        return Err(Error::Refused(format!(
+            "team {} uses git worktrees, but {} is not a git repository with a commit",
+            team.name,
+            ws.display()
+        )));
+    }
+    let mut out = Vec::new();
+    for n in names {
+        match &prefix {
+            None => out.push(None),
+            Some(p) => {
+                let b = format!("{p}/{n}");
+                let ok = super::git(ws, &["check-ref-format", "--branch", &b])?;
+                if !ok.ok {
+                    return Err(Error::Usage(format!("{b:?} is not a valid branch name")));
+                }
+                if pending::branch_exists(ws, &b) {
+                    return Err(Error::Refused(format!(
+                        "branch {b} already exists in {}; up does not reuse branches it did not create (delete it, or use another prefix)",
+                        ws.display()
+                    )));
+                }
+                out.push(Some(b));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn prove_source(team: &Team, tmux: &Tmux) -> Result<Source> {
+    let listing = tmux.list();
+    match &listing {
+        Listing::Failed(e) => {
+            return Err(Error::TmuxUnavailable {
+                endpoint: team.endpoint.clone(),
+                msg: format!("cannot list panes to prove the split source: {e}"),
+            });
+        }
+        Listing::NoServer => {
+            return Err(Error::TmuxUnavailable {
+                endpoint: team.endpoint.clone(),
+                msg: "no tmux server answers on the team's socket".into(),
+            });
+        }
+        Listing::Panes(_) => {}
+    }
+    let last = team
+        .in_state(Lifecycle::Active)
+        .max_by_key(|w| w.index)
+        .cloned();
+    let (inc, tags, is_leader, label, proof) = match &last {
+        Some(w) => {
+            let inc = w
+                .pane
+                .clone()
+                .ok_or_else(|| Error::Internal(format!("active worker {} has no pane", w.name)))?;
+            let proof = view::prove_worker(team, w, &listing).unwrap_or_else(|| {
+                PaneProof::Unverifiable(format!("worker {} has no pane", w.name))
+            });
+            (
+                inc,
+                view::worker_tags(team, w),
+                false,
+                format!("the last member {}", w.name),
+                proof,
+            )
+        }
+        None => (
+            team.leader.pane.clone(),
+            view::leader_tags(team),
+            true,
+            "the leader".to_string(),
+            view::prove_leader(team, &listing),
+        ),
+    };
+    let refuse = |why: String| {
+        Error::Refused(format!(
+            "the split source, {label}'s pane {}, cannot be proven ({why}); nothing was created",
+            inc.pane_id
+        ))
+    };
+    match proof {
+        PaneProof::Live(_) => {}
+        PaneProof::Dead(_) => return Err(refuse("its process has exited".into())),
+        other => return Err(refuse(other.reason().unwrap_or_default())),
+    }
+    if let Some(rec) = inc.process_start {
+        let now = crate::process::start_time(inc.pane_pid).ok().flatten();
+        if now != Some(rec) {
+            return Err(refuse(format!(
+                "pane pid {} started at {now:?}, not the recorded {rec}",
+                inc.pane_pid
+            )));
+        }
+    }
+    Ok(Source {
+        inc,
+        tags,
+        is_leader,
+        label,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build(
+    env: &Env,
+    req: &UpRequest,
+    team: &Team,
+    tmux: &Tmux,
+    source: &Source,
+    op: Uuid,
+    plans: &[Plan],
+    tasks: &[Task],
+    made: &mut Vec<(WorkerName, PaneIncarnation)>,
+    warnings: &mut Vec<String>,
+) -> Result<(Team, Vec<AddedWorker>)> {
+    failpoint::hit("up.reserved")?;
+
+    // Prepare.
+    for p in plans {
+        prepare(env, team, req, p, tasks)?;
+    }
+    failpoint::hit("up.prepared")?;
+
+    // Panes.
+    let windows = spawn_panes(team, tmux, source, op, plans, made)?;
+    failpoint::hit("up.split")?;
+
+    // Record the incarnations (still pending).
+    for (_, inc) in made.iter_mut() {
+        inc.process_start = crate::process::start_time(inc.pane_pid).ok().flatten();
+    }
+    let by_name = |n: &WorkerName| -> Result<PaneIncarnation> {
+        made.iter()
+            .find(|(m, _)| m == n)
+            .map(|(_, i)| i.clone())
+            .ok_or_else(|| Error::Internal(format!("no pane made for {n}")))
+    };
+    let incs: Vec<PaneIncarnation> = plans
+        .iter()
+        .map(|p| by_name(&p.name))
+        .collect::<Result<_>>()?;
+    env.store.transact("up.record", |t, _| {
+        for (p, inc) in plans.iter().zip(&incs) {
+            let w = own_pending(t, p, op)?;
+            w.pane = Some(inc.clone());
+        }
+        Ok(())
+    })?;
+    failpoint::hit("up.tagged")?;
+
+    // Readiness.
+    let readiness = wait_ready(
+        tmux,
+        &incs,
+        team.settings.ready_pattern.as_deref(),
+        req.ready_timeout,
+    );
+    for (p, r) in plans.iter().zip(&readiness) {
+        if *r == Readiness::TimedOut {
+            warnings.push(format!(
+                "{} was not ready within {:?}; the trigger is sent anyway",
+                p.name, req.ready_timeout
+            ));
+        }
+    }
+    failpoint::hit("up.ready")?;
+
+    // Trigger, one batch of proven send-keys.
+    let mut txns = Vec::new();
+    for (p, inc) in plans.iter().zip(&incs) {
+        let text = trigger_text(team, p);
+        check_literal_text(&text)
+            .map_err(|m| Error::Usage(format!("the trigger text for {}: {m}", p.name)))?;
+        let tags = pane_tags(team, p, op);
+        let tags: Vec<(&str, &str)> = tags
+            .iter()
+            .filter(|(k, _)| {
+                matches!(
+                    *k,
+                    "@team_owner" | "@team_worker" | "@team_incarnation" | "@team_op"
+                )
+            })
+            .map(|(k, v)| (*k, v.as_str()))
+            .collect();
+        txns.push(Txn::send_text(Guard::pane(inc, &tags, true)?, &text)?);
+    }
+    let outs = tmux.run_txns(&txns)?;
+    for (p, o) in plans.iter().zip(outs) {
+        match o {
+            TxnOutcome::Done(_) => {}
+            TxnOutcome::Refused => {
+                return Err(Error::Refused(format!(
+                    "the pane of {} no longer matched its record when the trigger was typed (its process exited?)",
+                    p.name
+                )));
+            }
+            TxnOutcome::Unknown(e) => {
+                return Err(Error::TmuxUnavailable {
+                    endpoint: team.endpoint.clone(),
+                    msg: format!("no receipt for the trigger of {}: {e}", p.name),
+                });
+            }
+        }
+    }
+    failpoint::hit("up.triggered")?;
+
+    // Commit.
+    failpoint::hit("up.commit")?;
+    let (team, ()) = env.store.transact("up.commit", |t, changes| {
+        for (p, inc) in plans.iter().zip(&incs) {
+            let w = own_pending(t, p, op)?;
+            w.lifecycle = Lifecycle::Active;
+            w.pane = Some(inc.clone());
+        }
+        for task in tasks {
+            changes.put_task(task);
+        }
+        Ok(())
+    })?;
+    // After the commit the workers are members: a crash here has nothing to undo, and an
+    // `error` here is ignored (there is nothing left to roll back).
+    let _ = failpoint::hit("up.committed");
+    let added: Vec<AddedWorker> = plans
+        .iter()
+        .zip(incs)
+        .zip(readiness)
+        .map(|((p, pane), readiness)| AddedWorker {
+            name: p.name.clone(),
+            index: p.index,
+            role: req.role.clone(),
+            incarnation: p.incarnation,
+            new_window: windows.contains(&pane.window_id) && pane.window_id != source.inc.window_id,
+            pane,
+            readiness,
+            tasks: tasks
+                .iter()
+                .filter(|t| t.owner.as_ref() == Some(&p.name))
+                .map(|t| t.id)
+                .collect(),
+            worktree: p.worktree.clone(),
+            inbox: p.inbox.clone(),
+        })
+        .collect();
+    let _ = env.store.append_event(
+        &team,
+        "scaled_up",
+        json!({
+            "op_id": op,
+            "workers": added.iter().map(|a| a.name.to_string()).collect::<Vec<_>>(),
+            "tasks": tasks.iter().map(|t| t.id).collect::<Vec<_>>(),
+        }),
+    );
+    Ok((team, added))
+}
+
+/// The pending record of `p` made by this op, mutably.
+fn own_pending<'t>(t: &'t mut Team, p: &Plan, op: Uuid) -> Result<&'t mut Worker> {
+    t.workers
+        .iter_mut()
+        .find(|w| {
+            w.name == p.name
+                && w.lifecycle == Lifecycle::Pending
+                && w.op_id == op
+                && w.incarnation == p.incarnation
+        })
+        .ok_or_else(|| {
+            Error::Refused(format!(
+                "the reservation of {} disappeared from team.json while up ran",
+                p.name
+            ))
+        })
+}
+
+fn pane_tags(team: &Team, p: &Plan, op: Uuid) -> Vec<(&'static str, String)> {
+    vec![
+        ("@team_owner", team.owner_id.to_string()),
+        ("@team_worker", p.name.to_string()),
+        ("@team_incarnation", p.incarnation.to_string()),
+        ("@team_workspace", team.workspace.display().to_string()),
+        ("@team_name", team.name.to_string()),
+        ("@team_op", op.to_string()),
+    ]
+}
+
+fn trigger_text(team: &Team, p: &Plan) -> String {
+    let inbox = p.inbox.display().to_string();
+    match &team.settings.trigger {
+        Some(t) => t
+            .replace("{inbox}", &inbox)
+            .replace("{worker}", p.name.as_str()),
+        None => format!(
+            "You are {} of team {}. Read your inbox at {inbox} and work on the tasks listed there.",
+            p.name, team.name
+        ),
+    }
+}
+
+fn write_private(path: &std::path::Path, bytes: &[u8], mode: u32) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    // A fresh file (a leftover of an abandoned op was settled before): no following of an
+    // existing symlink, and the mode is set at creation.
+    let _ = std::fs::remove_file(path);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+        .map_err(|e| Error::io("create", path, e))?;
+    f.write_all(bytes).map_err(|e| Error::io("write", path, e))
+}
+
+fn prepare(env: &Env, team: &Team, req: &UpRequest, p: &Plan, tasks: &[Task]) -> Result<()> {
+    let root = env.store.root();
+    fsutil::create_private_dir(&p.worker_dir)?;
+    crate::paths::no_symlinks_below(root.path(), &p.worker_dir)?;
+    write_private(&p.inbox, inbox_text(team, req, p, tasks).as_bytes(), 0o600)?;
+
+    if let Some(wt) = &p.worktree {
+        if let Some(parent) = wt.path.parent() {
+            fsutil::create_private_dir(parent)?;
+        }
+        let path = wt.path.to_string_lossy().to_string();
+        let out = match &wt.branch {
+            None => super::git(&team.workspace, &["worktree", "add", "--detach", &path])?,
+            Some(b) => super::git(&team.workspace, &["worktree", "add", "-b", b, &path])?,
+        };
+        if !out.ok {
+            return Err(Error::Refused(format!(
+                "git worktree add for {} failed: {}",
+                p.name, out.stderr
+            )));
+        }
+    }
+
+    let runtime = root.team_dir(&team.name).join("runtime");
+    fsutil::create_private_dir(&runtime)?;
+    crate::paths::no_symlinks_below(root.path(), &p.script)?;
+    let role = req.role.as_ref().map_or("worker", |r| r.as_str());
+    let vars: [(&str, String); 8] = [
+        ("TEAM_NAME", team.name.to_string()),
+        ("TEAM_WORKER", p.name.to_string()),
+        ("TEAM_ROLE", role.to_string()),
+        ("TEAM_OWNER", team.owner_id.to_string()),
+        ("TEAM_INCARNATION", p.incarnation.to_string()),
+        ("TEAM_STATE_DIR", root.path().display().to_string()),
+        ("TEAM_WORKSPACE", team.workspace.display().to_string()),
+        ("TEAM_INBOX", p.inbox.display().to_string()),
+    ];
+    let mut s = format!(
+        "#!/bin/sh\n# Startup script of {} in team {} (written by team-scale up).\n",
+        p.name, team.name
+    );
+    for (k, v) in vars {
+        s.push_str(&format!("export {k}={}\n", sh_quote(&v)));
+    }
+    s.push_str(&format!(
+        "cd {} || exit 1\nexec sh -c {}\n",
+        sh_quote(&p.cwd.display().to_string()),
+        sh_quote(&team.settings.worker_cmd)
+    ));
+    write_private(&p.script, s.as_bytes(), 0o700)
+}
+
+fn inbox_text(team: &Team, req: &UpRequest, p: &Plan, tasks: &[Task]) -> String {
+    let mut s = format!(
+        "# Inbox of {} (team {})\n\nRole: {}\nWorking directory: {}\nReport your state with `team-scale worker-status idle|busy|done`.\n\n## Your tasks\n\n",
+        p.name,
+        team.name,
+        req.role.as_ref().map_or("worker", |r| r.as_str()),
+        p.cwd.display()
+    );
+    let task_line = |t: &Task| {
+        let mut l = format!("- #{}: {}\n", t.id, t.subject);
+        for d in t.description.lines() {
+            l.push_str(&format!("  {d}\n"));
+        }
+        if !t.blocked_by.is_empty() {
+            let b: Vec<String> = t.blocked_by.iter().map(|b| format!("#{b}")).collect();
+            l.push_str(&format!("  (blocked by {})\n", b.join(", ")));
+        }
+        l
+    };
+    let mine: Vec<&Task> = tasks
+        .iter()
+        .filter(|t| t.owner.as_ref() == Some(&p.name))
+        .collect();
+    if mine.is_empty() {
+        s.push_str("(none assigned)\n");
+    }
+    for t in mine {
+        s.push_str(&task_line(t));
+    }
+    let open: Vec<&Task> = tasks.iter().filter(|t| t.owner.is_none()).collect();
+    if !open.is_empty() {
+        s.push_str("\n## Open tasks (no owner yet)\n\n");
+        for t in open {
+            s.push_str(&task_line(t));
+        }
+    }
+    s
+}
+
+/// `pct` of a pane that must leave room for `keep` shares when `total` shares are split off.
+fn share(give: usize, of: usize) -> Option<u8> {
+    if give == 0 || of == 0 || give >= of {
+        return None;
+    }
+    let pct = (give * 100 + of / 2) / of;
+    Some(pct.clamp(1, 99) as u8)
+}
+
+/// Creates the panes of `plans`, recording each in `made` as soon as it is known. Returns the
+/// windows opened.
+fn spawn_panes(
+    team: &Team,
+    tmux: &Tmux,
+    source: &Source,
+    op: Uuid,
+    plans: &[Plan],
+    made: &mut Vec<(WorkerName, PaneIncarnation)>,
+) -> Result<Vec<String>> {
+    let mut remaining: Vec<usize> = (0..plans.len()).collect();
+    let mut from: Option<&Source> = Some(source);
+    let mut windows = Vec::new();
+    while !remaining.is_empty() {
+        let l = remaining.len();
+        let new_window = from.is_none();
+        let guard = match from {
+            Some(s) => {
+                let tags: Vec<(&str, &str)> =
+                    s.tags.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                Guard::pane(&s.inc, &tags, true)?
+            }
+            None => {
+                if !team.session.created_by_tools {
+                    return Err(Error::Refused(format!(
+                        "no space for another pane next to {}, and team {}'s session {} was adopted, so up does not open windows in it; enlarge the window, or use a private team (init --private)",
+                        source.label, team.name, team.session.name
+                    )));
+                }
+                Guard::session(
+                    &team.session.id,
+                    source.inc.server_pid,
+                    source.inc.server_start,
+                    &team.owner_id.to_string(),
+                )?
+            }
+        };
+        // Even shares: a leader keeps half its width and the new column is divided evenly; a
+        // worker source keeps one share of its pane; a new window is divided evenly.
+        let mut sizes = Vec::with_capacity(l);
+        let mut panes = Vec::with_capacity(l);
+        for (k, &i) in remaining.iter().enumerate() {
+            let (horizontal, size) = match (k, from) {
+                (0, Some(s)) if s.is_leader => (true, Some(50)),
+                (0, Some(_)) => (false, share(l, l + 1)),
+                (0, None) => (false, None),
+                _ => (false, share(l - k, l - k + 1)),
+            };
+            sizes.push(size);
+            let p = &plans[i];
+            panes.push(NewPane {
+                command: format!(
+                    "TEAM_OP={op} exec sh {}",
+                    sh_quote(&p.script.display().to_string())
+                ),
+                env: Vec::new(),
+                tags: pane_tags(team, p, op)
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+                horizontal,
+            });
+        }
+        let refocus = from.is_some_and(|s| s.is_leader);
+        let txn = Txn::spawn_chain(guard, new_window, &panes, &sizes, refocus)?;
+        let outcome = tmux
+            .run_txns(&[txn])?
+            .pop()
+            .unwrap_or_else(|| TxnOutcome::Unknown(String::new()));
+        let stderr = match outcome {
+            TxnOutcome::Done(lines) => {
+                let incs = parse_new_panes(&lines)?;
+                if incs.len() == l {
+                    for (&i, inc) in remaining.iter().zip(incs) {
+                        windows.push(inc.window_id.clone());
+                        made.push((plans[i].name.clone(), inc));
+                    }
+                    remaining.clear();
+                    continue;
+                }
+                String::from("a receipt came back with the wrong number of new panes")
+            }
+            TxnOutcome::Refused => {
+                return Err(Error::Refused(if new_window {
+                    format!(
+                        "the session {} of team {} no longer matches its record (id, server or owner tag); no window was opened",
+                        team.session.name, team.name
+                    )
+                } else {
+                    format!(
+                        "the split source, {}'s pane {}, changed before the split (incarnation or tags); nothing was split from it",
+                        source.label, source.inc.pane_id
+                    )
+                }));
+            }
+            TxnOutcome::Unknown(e) => e,
+        };
+        // Unknown: find what was made by its tags.
+        let Listing::Panes(snap) = tmux.list() else {
+            return Err(Error::TmuxUnavailable {
+                endpoint: team.endpoint.clone(),
+                msg: format!("creating panes failed ({stderr}) and the panes cannot be listed"),
+            });
+        };
+        let before = remaining.len();
+        let mut last_made: Option<PaneIncarnation> = None;
+        remaining.retain(|&i| {
+            let p = &plans[i];
+            let row = snap.rows.iter().find(|r| {
+                r.tags.pane_tagged()
+                    && r.tags.op == op.to_string()
+                    && r.tags.owner == team.owner_id.to_string()
+                    && r.tags.worker == p.name.as_str()
+                    && r.tags.incarnation == p.incarnation.to_string()
+            });
+            match row {
+                Some(r) => {
+                    let inc = pending::row_incarnation(r);
+                    windows.push(inc.window_id.clone());
+                    made.push((p.name.clone(), inc.clone()));
+                    last_made = Some(inc);
+                    false
+                }
+                None => true,
+            }
+        });
+        if remaining.is_empty() {
+            break;
+        }
+        if !stderr.contains("no space for new pane") {
+            return Err(Error::TmuxUnavailable {
+                endpoint: team.endpoint.clone(),
+                msg: format!("creating panes failed: {stderr}"),
+            });
+        }
+        if new_window && remaining.len() == before {
+            return Err(Error::TmuxUnavailable {
+                endpoint: team.endpoint.clone(),
+                msg: format!("even a new window has no room for a pane: {stderr}"),
+            });
+        }
+        let _ = last_made;
+        // The window is full: continue in a new window of the team's session.
+        from = None;
+    }
+    windows.sort();
+    windows.dedup();
+    Ok(windows)
+}
+
+/// Waits until each pane's process runs (same start time) and, with a pattern, shows it.
+fn wait_ready(
+    tmux: &Tmux,
+    incs: &[PaneIncarnation],
+    pattern: Option<&str>,
+    timeout: Duration,
+) -> Vec<Readiness> {
+    if timeout.is_zero() {
+        return vec![Readiness::Skipped; incs.len()];
+    }
+    let deadline = Instant::now() + timeout;
+    let mut state = vec![Readiness::TimedOut; incs.len()];
+    loop {
+        let alive: Vec<usize> = (0..incs.len())
+            .filter(|&i| state[i] != Readiness::Ready)
+            .filter(|&i| {
+                let st = crate::process::start_time(incs[i].pane_pid).ok().flatten();
+                st.is_some() && (incs[i].process_start.is_none() || st == incs[i].process_start)
+            })
+            .collect();
+        match pattern {
+            None => {
+                for i in alive {
+                    state[i] = Readiness::Ready;
+                }
+            }
+            Some(pat) if !alive.is_empty() => {
+                let screens = capture_many(
+                    tmux,
+                    &alive
+                        .iter()
+                        .map(|&i| incs[i].pane_id.as_str())
+                        .collect::<Vec<_>>(),
+                );
+                for (i, screen) in alive.iter().zip(screens) {
+                    if screen.is_some_and(|s| s.contains(pat)) {
+                        state[*i] = Readiness::Ready;
+                    }
+                }
+            }
+            Some(_) => {}
+        }
+        if state.iter().all(|s| *s == Readiness::Ready) || Instant::now() >= deadline {
+            return state;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The visible text of several panes in one tmux invocation.
+fn capture_many(tmux: &Tmux, panes: &[&str]) -> Vec<Option<String>> {
+    let nonce = format!("team-capture-{}", Uuid::new_v4().simple());
+    let mut argv: Vec<String> = Vec::new();
+    for (i, p) in panes.iter().enumerate() {
+        if !crate::model::is_tmux_id(p, '%') {
+            return vec![None; panes.len()];
+        }
+        if i > 0 {
+            argv.push(";".into());
+        }
+        argv.extend([
+            "display-message".into(),
+            "-p".into(),
+            format!("{nonce}{i}"),
+            ";".into(),
+            "capture-pane".into(),
+            "-p".into(),
+            "-J".into(),
+            "-t".into(),
+            p.to_string(),
+        ]);
+    }
+    let Ok(out) = tmux.run(&argv) else {
+        return vec![None; panes.len()];
+    };
+    let mut res: Vec<Option<String>> = vec![None; panes.len()];
+    let mut cur: Option<usize> = None;
+    for line in out.stdout.lines() {
+        if let Some(i) = line
+            .strip_prefix(&nonce)
+            .and_then(|s| s.parse::<usize>().ok())
+            && i < panes.len()
+        {
+            cur = Some(i);
+            res[i] = Some(String::new());
+            continue;
+        }
+        if let Some(i) = cur
+            && let Some(s) = res[i].as_mut()
+        {
+            s.push_str(line);
+            s.push('\n');
+        }
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_json_errors_name_the_field() {
+        let e = parse_tasks(br#"[{"subject":"a"},{"subject":"b","owner":"Bad Name"}]"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("tasks[1].owner"), "{e}");
+        let e = parse_tasks(br#"[{"subject":""}]"#).unwrap_err().to_string();
+        assert!(e.contains("tasks[0].subject"), "{e}");
+        let e = parse_tasks(br#"[{"subject":"a","blocked_by":["x"]}]"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("tasks[0].blocked_by"), "{e}");
+        let e = parse_tasks(br#"[{"subject":"a","colour":1}]"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("colour"), "{e}");
+        assert!(parse_tasks(b"{}").is_err());
+        let ok = parse_tasks(
+            br#"[{"subject":"a","owner":"new:1","blocked_by":[3,"new:2"]},{"subject":"b"}]"#,
+        )
+        .unwrap();
+        assert_eq!(ok[0].blocked_by, vec![TaskRef::Id(3), TaskRef::New(2)]);
+    }
+
+    #[test]
+    fn shares_divide_evenly() {
+        assert_eq!(share(1, 2), Some(50));
+        assert_eq!(share(2, 3), Some(67));
+        assert_eq!(share(3, 4), Some(75));
+        assert_eq!(share(1, 1), None);
+    }
+}
