@@ -206,4 +206,3 @@ pub struct PolicyArgs {
     #[arg(long, value_parser = ["on", "off"])]
     pub scaling: Option<String>,
 }
-
