@@ -12,9 +12,10 @@ use crate::model::{Lifecycle, SCHEMA_VERSION, Team, TeamState, WorkState, Worker
 use crate::paths::WorkerName;
 use crate::proof::PaneProof;
 use crate::store::Store;
-use crate::tmux::{Guard, Txn, TxnOutcome};
+
 use crate::view;
 
+use super::kill::{self, KillTarget};
 use super::teardown::{self, SettleReport, Teardown};
 
 /// What `down` was asked.
@@ -162,7 +163,7 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
         }
     }
     // Finish what earlier operations left, and undo drains that never committed.
-    let mut rep = DownReport {
+    let rep = DownReport {
         earlier: teardown::settle_removing(t, &[])?,
         ..Default::default()
     };
@@ -210,9 +211,42 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
             team.name
         )));
     }
-    // Fail closed: the operation's intent must be durable before any change.
-    t.audit
-        .intent(&op_entry(t, &team, "scale_down", &targets))?;
+    // Fail closed: the operation's intent must be durable before any change; its outcome is
+    // recorded under the same audit id however the operation ends.
+    let entry = op_entry(t, &team, "scale_down", &targets);
+    let op = t.audit.intent(&entry)?;
+    let res = down_after_intent(t, req, &team, targets, rep);
+    record_op_outcome(t, op, entry, &res, |r| !r.settle.blocked());
+    res
+}
+
+/// Records the outcome of an operation's intent (`complete` when `ok`, else `failed`).
+fn record_op_outcome<R>(
+    t: &Teardown,
+    op: uuid::Uuid,
+    mut entry: Entry,
+    res: &Result<R>,
+    ok: impl Fn(&R) -> bool,
+) {
+    let good = matches!(res, Ok(r) if ok(r));
+    entry.outcome = Some(match res {
+        Ok(_) if good => "done".into(),
+        Ok(_) => "cleanup debt remains".into(),
+        Err(e) => format!("error: {e}"),
+    });
+    if let Err(e) = t.audit.outcome(op, good, &entry) {
+        tracing::warn!(error = %e, "could not record the operation's outcome");
+    }
+}
+
+fn down_after_intent(
+    t: &Teardown,
+    req: &DownRequest,
+    team: &Team,
+    targets: Vec<WorkerName>,
+    mut rep: DownReport,
+) -> Result<DownReport> {
+    let store = t.store;
 
     // Mark draining, remembering the state before.
     store.transact("drain", |team, changes| {
@@ -237,7 +271,7 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
     let result = (|| {
         (t.fail)("down.drained")?;
         if !req.force {
-            rep.drain_timed_out = wait_drained(t, &team, &targets, req.drain_timeout)?;
+            rep.drain_timed_out = wait_drained(t, team, &targets, req.drain_timeout)?;
         }
         commit_removing(store, &targets, "down")
     })();
@@ -336,8 +370,20 @@ pub fn shutdown(t: &Teardown) -> Result<ShutdownReport> {
         return Ok(rep);
     }
     let names: Vec<WorkerName> = team.workers.iter().map(|w| w.name.clone()).collect();
-    t.audit.intent(&op_entry(t, &team, "shutdown", &names))?;
-    rep.tasks_returned = commit_removing(store, &names, "shutdown")?;
+    let entry = op_entry(t, &team, "shutdown", &names);
+    let op = t.audit.intent(&entry)?;
+    let res = shutdown_after_intent(t, &names, rep);
+    record_op_outcome(t, op, entry, &res, |r| r.stopped);
+    res
+}
+
+fn shutdown_after_intent(
+    t: &Teardown,
+    names: &[WorkerName],
+    mut rep: ShutdownReport,
+) -> Result<ShutdownReport> {
+    let store = t.store;
+    rep.tasks_returned = commit_removing(store, names, "shutdown")?;
     rep.settle = teardown::settle_removing(t, &[])?;
     if rep.settle.blocked() {
         rep.leader = "skipped".into();
@@ -356,37 +402,19 @@ pub fn shutdown(t: &Teardown) -> Result<ShutdownReport> {
                 rep.leader_reason = Some(r);
             }
             PaneProof::Live(_) | PaneProof::Dead(_) => {
-                let tags = view::leader_tags(&team);
-                let refs: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                let txn = Txn::kill_pane(Guard::pane(&team.leader.pane, &refs, false)?);
-                let mut e = op_entry(t, &team, "kill_leader", &[]);
-                let mut target = view::pane_json(&team.leader.pane);
-                target["owner"] = json!(team.owner_id);
-                e.targets = vec![target];
-                e.reason = Some("shutdown of a team whose leader the tools created".into());
-                let id = t.audit.intent(&e)?;
-                let out = t
-                    .tmux
-                    .run_txns(&[txn])
-                    .map(|mut v| v.remove(0))
-                    .unwrap_or_else(|e| TxnOutcome::Unknown(e.to_string()));
-                let confirm = view::prove_leader(
-                    &team,
-                    &teardown::confirm_listing(t.tmux, team.leader.pane.server_pid),
-                );
-                let ok = matches!(confirm, PaneProof::Gone(_));
-                rep.leader = if ok { "killed".into() } else { "kept".into() };
-                if !ok {
-                    rep.leader_reason = Some(format!(
-                        "kill-pane not confirmed ({out:?}): {}",
-                        confirm
-                            .reason()
-                            .unwrap_or_else(|| "the pane is still there".into())
-                    ));
-                }
-                e.outcome = Some(rep.leader.clone());
-                if let Err(err) = t.audit.outcome(id, ok, &e) {
-                    tracing::warn!(error = %err, "could not record the leader kill outcome");
+                let target = KillTarget {
+                    inc: team.leader.pane.clone(),
+                    tags: view::leader_tags(&team),
+                    reason: "shutdown of a team whose leader the tools created".into(),
+                    team: Some(team.name.to_string()),
+                    workspace: Some(team.workspace.to_string_lossy().into_owned()),
+                };
+                let r = kill::kill_panes(t.tmux, t.audit, &t.caller, &[target])?.remove(0);
+                if r.is_gone() {
+                    rep.leader = "killed".into();
+                } else {
+                    rep.leader = "kept".into();
+                    rep.leader_reason = Some(r.reason().unwrap_or("not confirmed").to_string());
                 }
             }
         }

@@ -501,9 +501,22 @@ fn validate_tasks(
         };
         for r in &s.blocked_by {
             match r {
-                TaskRef::Id(id) if !existing.contains(id) => {
+                // An id this call will assign (the scale lock is held, so the ids that
+                // `next_task_id` hands out are fixed): the k-th task of the input.
+                TaskRef::Id(id)
+                    if !existing.contains(id)
+                        && (*id < team.next_task_id
+                            || *id >= team.next_task_id + specs.len() as u64) =>
+                {
                     return Err(bad_input(format!(
-                        "tasks[{i}].blocked_by: task {id} does not exist"
+                        "tasks[{i}].blocked_by: task {id} does not exist (and this call creates tasks {} to {})",
+                        team.next_task_id,
+                        team.next_task_id + specs.len() as u64 - 1
+                    )));
+                }
+                TaskRef::Id(id) if *id == team.next_task_id + i as u64 => {
+                    return Err(bad_input(format!(
+                        "tasks[{i}].blocked_by: task {id} is this task itself"
                     )));
                 }
                 TaskRef::New(k) if *k > specs.len() || *k == i + 1 => {
