@@ -93,6 +93,7 @@ pub fn pane_json(p: &PaneIncarnation) -> serde_json::Value {
         "window_id": p.window_id,
         "server_pid": p.server_pid,
         "server_start": p.server_start,
+        "process_start": p.process_start,
     })
 }
 

@@ -26,16 +26,7 @@ fn pane() -> Pane {
     let Listing::Panes(snap) = s.core().list() else {
         panic!("list")
     };
-    let r = snap.pane(&id).unwrap().clone();
-    let rec = PaneIncarnation {
-        server_pid: r.server_pid,
-        server_start: r.server_start,
-        pane_id: r.pane_id,
-        pane_pid: r.pane_pid,
-        session_id: r.session_id,
-        window_id: r.window_id,
-        process_start: None,
-    };
+    let rec: PaneIncarnation = snap.pane(&id).unwrap().incarnation();
     // Let stty take effect before typing.
     std::thread::sleep(Duration::from_millis(300));
     Pane { s, rec, out }

@@ -33,14 +33,7 @@ pub struct Bench {
 
 impl Bench {
     pub fn tool(&self, name: &str) -> Command {
-        let mut c = Command::new(self.bin.join(name));
-        c.env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .env_remove("TEAM_STATE_DIR")
-            .env_remove("TEAM_AUDIT_LOG")
-            .env("TEAM_TMUX_CONFIG", "/dev/null")
-            .env("SHELL", "/bin/sh");
-        c
+        crate::util::tool(&self.bin, name, None)
     }
 
     /// Records a figure. `lower_is_better` decides how `max_ratio` applies.
@@ -112,12 +105,8 @@ impl Server {
     }
 
     pub fn tmux(&self, args: &[&str]) -> anyhow::Result<String> {
-        let o = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.sock)
+        let o = crate::util::tmux(&self.sock)
             .args(args)
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
             .stdin(Stdio::null())
             .output()?;
         if !o.status.success() {
@@ -129,12 +118,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.sock)
-            .arg("kill-server")
-            .env_remove("TMUX")
-            .output();
+        let _ = crate::util::tmux(&self.sock).arg("kill-server").output();
     }
 }
 
@@ -273,28 +257,12 @@ fn audit(b: &mut Bench) -> anyhow::Result<()> {
 }
 
 pub fn run(root: &Path, _args: &[String]) -> anyhow::Result<()> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    eprintln!("xtask bench: building the binaries (release)");
-    duct::cmd!(
-        &cargo,
-        "build",
-        "--quiet",
-        "--release",
-        "--bins",
-        "-p",
-        "team-scale",
-        "-p",
-        "team-reap",
-        "-p",
-        "team-audit"
-    )
-    .dir(root)
-    .run()?;
+    let bin = crate::util::build_bins(root, true, false)?;
     let out = root.join("target/bench");
     let dir = out.join(format!("run-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let mut b = Bench {
-        bin: root.join("target/release"),
+        bin,
         dir: dir.clone(),
         figures: Vec::new(),
     };
@@ -428,7 +396,7 @@ pub fn populate(s: &Server, sessions: usize, per: usize) -> anyhow::Result<Vec<S
 /// same format, and the reap of 500 orphans next to one bare invocation of 500 `kill-pane`s.
 pub fn reap(b: &mut Bench) -> anyhow::Result<()> {
     let tt = b.dir.join("reap-tt");
-    let sockdir = tt.join(format!("tmux-{}", uid()));
+    let sockdir = tt.join(format!("tmux-{}", crate::util::uid()));
     std::fs::create_dir_all(&sockdir)?;
     let ws = b.dir.join("reap-ws");
     std::fs::create_dir_all(ws.join(".team"))?;
@@ -567,17 +535,4 @@ pub fn reap(b: &mut Bench) -> anyhow::Result<()> {
         Some(("<= 1".into(), per <= 1.0)),
     );
     Ok(())
-}
-
-/// The real uid, from `id -u` (xtask stays free of libc bindings).
-pub fn uid() -> String {
-    String::from_utf8_lossy(
-        &Command::new("id")
-            .arg("-u")
-            .output()
-            .map(|o| o.stdout)
-            .unwrap_or_default(),
-    )
-    .trim()
-    .to_string()
 }

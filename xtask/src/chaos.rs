@@ -52,15 +52,8 @@ struct World {
 
 impl World {
     fn cmd(&self, tool: &str) -> Command {
-        let mut c = Command::new(self.bin.join(tool));
+        let mut c = crate::util::tool(&self.bin, tool, Some(&self.tt));
         c.current_dir(&self.ws)
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .env_remove("TEAM_STATE_DIR")
-            .env_remove("TEAM_AUDIT_LOG")
-            .env("TMUX_TMPDIR", &self.tt)
-            .env("TEAM_TMUX_CONFIG", "/dev/null")
-            .env("SHELL", "/bin/sh")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -130,12 +123,7 @@ impl World {
     }
 
     fn tmux(&self, args: &[&str]) -> anyhow::Result<String> {
-        let o = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.sock)
-            .args(args)
-            .env_remove("TMUX")
-            .output()?;
+        let o = crate::util::tmux(&self.sock).args(args).output()?;
         if !o.status.success() {
             bail!("tmux {args:?}: {}", String::from_utf8_lossy(&o.stderr));
         }
@@ -168,31 +156,15 @@ fn parse_args(args: &[String]) -> anyhow::Result<(u64, u64)> {
 
 pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let (seconds, seed) = parse_args(args)?;
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    eprintln!("xtask chaos: building the binaries");
-    duct::cmd!(
-        &cargo,
-        "build",
-        "--quiet",
-        "--bins",
-        "-p",
-        "team-scale",
-        "-p",
-        "team-reap",
-        "-p",
-        "team-audit"
-    )
-    .dir(root)
-    .run()?;
+    let bin = crate::util::build_bins(root, false, true)?;
     let base = std::env::temp_dir().join(format!("team-chaos-{}", std::process::id()));
     let ws = base.join("ws");
     let tt = base.join("tt");
     std::fs::create_dir_all(&ws)?;
     std::fs::create_dir_all(&tt)?;
     let ws = ws.canonicalize()?;
-    let uid = crate::bench::uid();
     let world = Arc::new(World {
-        bin: root.join("target/debug"),
+        bin,
         sock: PathBuf::new(),
         ws,
         tt,
@@ -208,16 +180,7 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     );
     let result = chaos(world.clone(), seconds, seed);
     // Tear down every server in the sandbox, by socket.
-    if let Ok(rd) = std::fs::read_dir(world.tt.join(format!("tmux-{uid}"))) {
-        for e in rd.flatten() {
-            let _ = Command::new("tmux")
-                .arg("-S")
-                .arg(e.path())
-                .arg("kill-server")
-                .env_remove("TMUX")
-                .output();
-        }
-    }
+    crate::util::kill_servers(&world.tt);
     match result {
         Ok(()) => {
             let _ = std::fs::remove_dir_all(&base);

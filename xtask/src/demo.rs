@@ -16,16 +16,8 @@ struct Demo {
 
 impl Demo {
     fn cmd(&self, tool: &str, args: &[&str]) -> Command {
-        let mut c = Command::new(self.bin.join(tool));
-        c.args(args)
-            .current_dir(&self.ws)
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .env_remove("TEAM_STATE_DIR")
-            .env_remove("TEAM_AUDIT_LOG")
-            .env("TMUX_TMPDIR", &self.tt)
-            .env("TEAM_TMUX_CONFIG", "/dev/null")
-            .env("SHELL", "/bin/sh");
+        let mut c = crate::util::tool(&self.bin, tool, Some(&self.tt));
+        c.args(args).current_dir(&self.ws);
         c
     }
 
@@ -73,54 +65,18 @@ impl Demo {
     }
 
     fn sockets(&self) -> Vec<PathBuf> {
-        let dir = self.tt.join(format!("tmux-{}", uid()));
-        std::fs::read_dir(dir)
-            .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
-            .unwrap_or_default()
+        crate::util::sockets(&self.tt)
     }
-}
-
-fn uid() -> String {
-    String::from_utf8_lossy(
-        &Command::new("id")
-            .arg("-u")
-            .output()
-            .map(|o| o.stdout)
-            .unwrap_or_default(),
-    )
-    .trim()
-    .to_string()
 }
 
 pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let keep = args.iter().any(|a| a == "--keep");
     which::which("tmux").context("tmux is not installed (apt-get install -y tmux)")?;
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    // The same build as the test harness (fail points compiled in, for the crash step), so the
-    // two README commands share one build.
-    eprintln!("xtask demo: building the binaries");
-    let target = root.join("target/it");
-    duct::cmd!(
-        &cargo,
-        "build",
-        "--quiet",
-        "--bins",
-        "-p",
-        "team-scale",
-        "-p",
-        "team-reap",
-        "-p",
-        "team-audit",
-        "--features",
-        "team-core/failpoints",
-        "--target-dir",
-        &target
-    )
-    .dir(root)
-    .run()?;
+    // The same build as the test harness (fail points compiled in, for the crash step).
+    let bin = crate::util::build_bins(root, false, true)?;
     let base = std::env::temp_dir().join(format!("team-demo-{}", std::process::id()));
     let d = Demo {
-        bin: target.join("debug"),
+        bin,
         ws: base.join("workspace"),
         tt: base.join("tmux"),
     };
@@ -134,14 +90,7 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             d.ws.display()
         );
     } else {
-        for s in d.sockets() {
-            let _ = Command::new("tmux")
-                .arg("-S")
-                .arg(&s)
-                .arg("kill-server")
-                .env_remove("TMUX")
-                .output();
-        }
+        crate::util::kill_servers(&d.tt);
         let _ = std::fs::remove_dir_all(&base);
     }
     result
@@ -250,11 +199,8 @@ fn script(d: &Demo) -> anyhow::Result<()> {
         .sockets()
         .into_iter()
         .filter(|s| {
-            Command::new("tmux")
-                .arg("-S")
-                .arg(s)
+            crate::util::tmux(s)
                 .arg("list-sessions")
-                .env_remove("TMUX")
                 .output()
                 .is_ok_and(|o| o.status.success())
         })

@@ -8,6 +8,7 @@ mod bench;
 mod chaos;
 mod ci;
 mod demo;
+mod util;
 
 use std::path::{Path, PathBuf};
 

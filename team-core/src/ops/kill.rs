@@ -14,7 +14,7 @@
 //!    `Refused` (something else answers to the record: never touched);
 //! 6. one batch of outcome records with the same audit ids.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
 use crate::audit::{AuditLog, Entry, Stage};
@@ -80,16 +80,7 @@ impl KillResult {
 }
 
 fn target_json(t: &KillTarget) -> Value {
-    let p = &t.inc;
-    json!({
-        "pane_id": p.pane_id,
-        "pane_pid": p.pane_pid,
-        "session_id": p.session_id,
-        "window_id": p.window_id,
-        "server_pid": p.server_pid,
-        "server_start": p.server_start,
-        "process_start": p.process_start,
-    })
+    crate::view::pane_json(&t.inc)
 }
 
 fn entry(tmux: &Tmux, caller: &str, t: &KillTarget) -> Entry {

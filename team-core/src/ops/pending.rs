@@ -78,19 +78,6 @@ fn row_is_of(team: &Team, w: &Worker, r: &PaneRow) -> bool {
         && r.tags.incarnation == w.incarnation.to_string()
 }
 
-/// The incarnation of a listed pane.
-pub fn row_incarnation(r: &PaneRow) -> PaneIncarnation {
-    PaneIncarnation {
-        server_pid: r.server_pid,
-        server_start: r.server_start,
-        pane_id: r.pane_id.clone(),
-        pane_pid: r.pane_pid,
-        session_id: r.session_id.clone(),
-        window_id: r.window_id.clone(),
-        process_start: None,
-    }
-}
-
 /// Tears down the `pending` workers of `only_op` (or of every op when `None`). `known` names
 /// panes the caller made and may not have recorded yet. The caller holds the scale lock.
 pub fn settle_pending(
@@ -128,7 +115,7 @@ pub fn settle_pending(
                     s.rows
                         .iter()
                         .filter(|r| row_is_of(&team, w, r))
-                        .map(row_incarnation),
+                        .map(PaneRow::incarnation),
                 );
                 if !s.malformed.is_empty() && panes.is_empty() {
                     reasons[i].push(format!(

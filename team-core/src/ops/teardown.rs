@@ -187,13 +187,8 @@ fn adopt_tagged_panes(
             found.push((
                 w.name.clone(),
                 PaneIncarnation {
-                    server_pid: r.server_pid,
-                    server_start: r.server_start,
-                    pane_id: r.pane_id.clone(),
-                    pane_pid: r.pane_pid,
-                    session_id: r.session_id.clone(),
-                    window_id: r.window_id.clone(),
                     process_start: process::start_time(r.pane_pid).ok().flatten(),
+                    ..r.incarnation()
                 },
             ));
         }

@@ -1108,7 +1108,7 @@ fn spawn_panes(
             });
             match row {
                 Some(r) => {
-                    let inc = pending::row_incarnation(r);
+                    let inc = r.incarnation();
                     windows.push(inc.window_id.clone());
                     made.push((p.name.clone(), inc.clone()));
                     last_made = Some(inc);

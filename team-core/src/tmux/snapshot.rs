@@ -46,6 +46,22 @@ pub struct PaneRow {
     pub tags: Tags,
 }
 
+impl PaneRow {
+    /// The incarnation this listing line shows (without the process start time, which only
+    /// `/proc` knows).
+    pub fn incarnation(&self) -> crate::model::PaneIncarnation {
+        crate::model::PaneIncarnation {
+            server_pid: self.server_pid,
+            server_start: self.server_start,
+            pane_id: self.pane_id.clone(),
+            pane_pid: self.pane_pid,
+            session_id: self.session_id.clone(),
+            window_id: self.window_id.clone(),
+            process_start: None,
+        }
+    }
+}
+
 /// A line the parser refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Malformed {

@@ -17,6 +17,30 @@ pub fn fail(name: &str) -> Result<()> {
     team_core::failpoint::hit(name)
 }
 
+/// Runs `f` with a teardown context for `team`: its store, its tmux server, the audit log.
+pub fn with_teardown<R>(
+    ctx: &Ctx,
+    team: &TeamName,
+    caller: &str,
+    grace: std::time::Duration,
+    f: impl FnOnce(&Teardown) -> team_core::Result<R>,
+) -> CliResult<R> {
+    let store = ctx.store(team);
+    let t0 = store.load()?;
+    let tmux = ctx.tmux(&t0.endpoint);
+    let audit = ctx.audit();
+    let td = Teardown {
+        store: &store,
+        tmux: &tmux,
+        audit: &audit,
+        caller: caller.into(),
+        argv: argv(),
+        grace,
+        fail: &fail,
+    };
+    Ok(f(&td)?)
+}
+
 /// The caller's argv, for audit records.
 pub fn argv() -> Vec<String> {
     std::env::args().collect()
@@ -90,28 +114,17 @@ pub fn run(ctx: &Ctx, a: DownArgs) -> CliResult<i32> {
     if a.count == Some(0) {
         return Err(Error::Usage("the count must be at least 1".into()).into());
     }
-    let store = ctx.store(&team);
-    let t0 = store.load()?;
-    let tmux = ctx.tmux(&t0.endpoint);
-    let audit = ctx.audit();
-    let td = Teardown {
-        store: &store,
-        tmux: &tmux,
-        audit: &audit,
-        caller: "team-scale down".into(),
-        argv: argv(),
-        grace: a.grace,
-        fail: &fail,
-    };
-    let rep = down::down(
-        &td,
-        &DownRequest {
-            count: a.count,
-            names,
-            force: a.force,
-            drain_timeout: a.drain_timeout,
-        },
-    )?;
+    let rep = with_teardown(ctx, &team, "team-scale down", a.grace, |td| {
+        down::down(
+            td,
+            &DownRequest {
+                count: a.count,
+                names,
+                force: a.force,
+                drain_timeout: a.drain_timeout,
+            },
+        )
+    })?;
     let mut out = Out::new(ctx.json);
     if !rep.earlier.workers.is_empty() {
         out.line("earlier leftovers:")?;

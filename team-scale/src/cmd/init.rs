@@ -243,16 +243,10 @@ fn adopt(ctx: &Ctx, team: &TeamName, owner: Uuid, ws: &str, a: &InitArgs) -> Cli
         ))
         .into());
     }
-    let mut inc = PaneIncarnation {
-        server_pid: row.server_pid,
-        server_start: row.server_start,
-        pane_id: row.pane_id.clone(),
-        pane_pid: row.pane_pid,
-        session_id: row.session_id.clone(),
-        window_id: row.window_id.clone(),
-        process_start: None,
+    let inc = PaneIncarnation {
+        process_start: team_core::process::start_time(row.pane_pid).ok().flatten(),
+        ..row.incarnation()
     };
-    inc.process_start = team_core::process::start_time(inc.pane_pid).ok().flatten();
     let o = owner.to_string();
     let txn = Txn::set_tags(
         Guard::pane(&inc, &[], false)?,
@@ -313,13 +307,8 @@ fn prove_protected(
             ))
         })?;
         out.push(PaneIncarnation {
-            server_pid: r.server_pid,
-            server_start: r.server_start,
-            pane_id: r.pane_id.clone(),
-            pane_pid: r.pane_pid,
-            session_id: r.session_id.clone(),
-            window_id: r.window_id.clone(),
             process_start: team_core::process::start_time(r.pane_pid).ok().flatten(),
+            ..r.incarnation()
         });
     }
     Ok(out)

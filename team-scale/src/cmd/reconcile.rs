@@ -2,10 +2,9 @@
 
 use serde_json::json;
 use team_core::ops::reconcile;
-use team_core::ops::teardown::Teardown;
 use team_core::paths::TeamName;
 
-use super::down::{argv, fail, print_settle};
+use super::down::{print_settle, with_teardown};
 use crate::cli::ReconcileArgs;
 use crate::ctx::Ctx;
 use crate::error::CliResult;
@@ -13,20 +12,13 @@ use crate::out::Out;
 
 pub fn run(ctx: &Ctx, a: ReconcileArgs) -> CliResult<i32> {
     let team = TeamName::new(&a.team)?;
-    let store = ctx.store(&team);
-    let t0 = store.load()?;
-    let tmux = ctx.tmux(&t0.endpoint);
-    let audit = ctx.audit();
-    let td = Teardown {
-        store: &store,
-        tmux: &tmux,
-        audit: &audit,
-        caller: "team-scale reconcile".into(),
-        argv: argv(),
-        grace: a.grace,
-        fail: &fail,
-    };
-    let rep = reconcile::reconcile(&td)?;
+    let rep = with_teardown(
+        ctx,
+        &team,
+        "team-scale reconcile",
+        a.grace,
+        reconcile::reconcile,
+    )?;
     let mut out = Out::new(ctx.json);
     if rep.replayed {
         out.line("replayed a leftover journal")?;

@@ -3,10 +3,9 @@
 
 use serde_json::json;
 use team_core::ops::down;
-use team_core::ops::teardown::Teardown;
 use team_core::paths::TeamName;
 
-use super::down::{argv, fail, print_settle};
+use super::down::{print_settle, with_teardown};
 use crate::cli::ShutdownArgs;
 use crate::ctx::Ctx;
 use crate::error::CliResult;
@@ -14,20 +13,7 @@ use crate::out::Out;
 
 pub fn run(ctx: &Ctx, a: ShutdownArgs) -> CliResult<i32> {
     let team = TeamName::new(&a.team)?;
-    let store = ctx.store(&team);
-    let t0 = store.load()?;
-    let tmux = ctx.tmux(&t0.endpoint);
-    let audit = ctx.audit();
-    let td = Teardown {
-        store: &store,
-        tmux: &tmux,
-        audit: &audit,
-        caller: "team-scale shutdown".into(),
-        argv: argv(),
-        grace: a.grace,
-        fail: &fail,
-    };
-    let rep = down::shutdown(&td)?;
+    let rep = with_teardown(ctx, &team, "team-scale shutdown", a.grace, down::shutdown)?;
     let mut out = Out::new(ctx.json);
     print_settle(&mut out, &rep.settle)?;
     let partial = rep.settle.blocked() || !rep.stopped || rep.leader == "kept";
