@@ -732,6 +732,17 @@ fn walk_ours(mut visit: impl FnMut(Seen)) -> Result<usize> {
         if pid == me {
             continue;
         }
+        // Cheap first pass: one read of the environment. A readable, non-empty environment
+        // without `TEAM_OWNER=` is no team process, whoever owns it, so the costlier reads
+        // below happen only for candidates and for what could not be read.
+        if let Ok(Some(env)) = read_proc(pid, "environ")
+            && !env.is_empty()
+            && !env.split(|b| *b == 0).any(|kv| {
+                kv.starts_with(ENV_OWNER.as_bytes()) && kv.get(ENV_OWNER.len()) == Some(&b'=')
+            })
+        {
+            continue;
+        }
         match uid_of(pid) {
             Ok(Some(u)) if u == uid => {}
             Ok(_) => continue,

@@ -256,7 +256,8 @@ fn audit(b: &mut Bench) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run(root: &Path, _args: &[String]) -> anyhow::Result<()> {
+pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
+    let only = |g: &str| args.is_empty() || args.iter().any(|a| a == g);
     let bin = crate::util::build_bins(root, true, false)?;
     let out = root.join("target/bench");
     let dir = out.join(format!("run-{}", std::process::id()));
@@ -269,8 +270,15 @@ pub fn run(root: &Path, _args: &[String]) -> anyhow::Result<()> {
     let machine = machine();
     println!("machine: {machine}");
     let result = (|| -> anyhow::Result<()> {
-        audit(&mut b)?;
-        reap(&mut b)?;
+        if only("scale") {
+            scale(&mut b)?;
+        }
+        if only("audit") {
+            audit(&mut b)?;
+        }
+        if only("reap") {
+            reap(&mut b)?;
+        }
         Ok(())
     })();
     let _ = std::fs::remove_dir_all(&dir);
@@ -535,4 +543,240 @@ pub fn reap(b: &mut Bench) -> anyhow::Result<()> {
         Some(("<= 1".into(), per <= 1.0)),
     );
     Ok(())
+}
+
+/// A scratch workspace with a private team on its own server.
+struct Team {
+    ws: PathBuf,
+    tt: PathBuf,
+    sock: PathBuf,
+}
+
+impl Team {
+    fn new(b: &Bench, tag: &str, max: u32) -> anyhow::Result<Team> {
+        let base = b.dir.join(tag);
+        let ws = base.join("ws");
+        let tt = base.join("tt");
+        std::fs::create_dir_all(&ws)?;
+        std::fs::create_dir_all(&tt)?;
+        let ws = ws.canonicalize()?;
+        let t = Team {
+            sock: PathBuf::new(),
+            ws,
+            tt,
+        };
+        let o = t.run(
+            b,
+            &[
+                "init",
+                "bench",
+                "--private",
+                "--max-workers",
+                &max.to_string(),
+                "--worker-cmd",
+                "exec sleep 100000",
+                "--size",
+                "250x80",
+                "--json",
+            ],
+        )?;
+        let sock = o
+            .iter()
+            .find(|l| l["type"] == "team")
+            .and_then(|l| l["endpoint"].as_str())
+            .context("init printed no endpoint")?
+            .into();
+        Ok(Team { sock, ..t })
+    }
+
+    /// Runs `team-scale args` and returns its JSON lines; fails unless it exits 0.
+    fn run(&self, b: &Bench, args: &[&str]) -> anyhow::Result<Vec<serde_json::Value>> {
+        let o = crate::util::tool(&b.bin, "team-scale", Some(&self.tt))
+            .args(args)
+            .current_dir(&self.ws)
+            .output()?;
+        if !o.status.success() {
+            bail!(
+                "team-scale {args:?} exited {}: {}",
+                o.status,
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        Ok(String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect())
+    }
+
+    fn server(&self) -> Server {
+        Server {
+            sock: self.sock.clone(),
+        }
+    }
+}
+
+fn summary_invocations(lines: &[serde_json::Value]) -> f64 {
+    lines
+        .iter()
+        .find(|l| l["type"] == "summary")
+        .and_then(|l| l["tmux_invocations"].as_u64())
+        .map_or(f64::NAN, |n| n as f64)
+}
+
+/// One bare invocation that makes `n` panes with the same command in a new session.
+fn bare_splits(s: &Server, session: &str, n: usize) -> anyhow::Result<(f64, Vec<String>)> {
+    s.tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        "250",
+        "-y",
+        "80",
+        "exec sleep 100000",
+    ])?;
+    let mut args: Vec<String> = Vec::new();
+    for i in 0..n {
+        if i > 0 {
+            args.push(";".into());
+        }
+        args.extend(
+            [
+                "split-window",
+                "-t",
+                &format!("={session}:"),
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "exec sleep 100000",
+                ";",
+                "select-layout",
+                "-t",
+                &format!("={session}:"),
+                "tiled",
+            ]
+            .map(String::from),
+        );
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let t = Instant::now();
+    let out = s.tmux(&refs)?;
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    Ok((ms, out.lines().map(String::from).collect()))
+}
+
+/// `team-scale up 1` and `up 8` next to bare splits; `down 1` and `down 8 --force` next to
+/// bare kills.
+fn scale(b: &mut Bench) -> anyhow::Result<()> {
+    // up 1 and up 8: a fresh team each run, readiness waiting off.
+    for (n, runs) in [(1usize, 5usize), (8, 3)] {
+        let mut ups = Vec::new();
+        let mut floors = Vec::new();
+        let mut inv = Vec::new();
+        for r in 0..runs {
+            let t = Team::new(b, &format!("up{n}-{r}"), 16)?;
+            let s = t.server();
+            let (floor, _) = bare_splits(&s, "floor", n)?;
+            floors.push(floor);
+            let t0 = Instant::now();
+            let lines = t.run(
+                b,
+                &[
+                    "up",
+                    "bench",
+                    &n.to_string(),
+                    "--ready-timeout",
+                    "0",
+                    "--json",
+                ],
+            )?;
+            ups.push(t0.elapsed().as_secs_f64() * 1000.0);
+            inv.push(summary_invocations(&lines) / n as f64);
+        }
+        let (up, floor, per) = (median(ups), median(floors), median(inv));
+        let target = (n == 8).then(|| ("<= 2.5x".to_string(), up <= 2.5 * floor));
+        b.figure(
+            &format!("scale: up {n} (readiness off)"),
+            up,
+            "ms",
+            &format!("bare {n} splits ms"),
+            floor,
+            target,
+        );
+        b.figure(
+            &format!("scale: tmux invocations per worker, up {n}"),
+            per,
+            "calls",
+            "target",
+            3.0,
+            Some(("<= 3".into(), per <= 3.0)),
+        );
+    }
+    // down 1 and down 8 --force: workers exit on SIGTERM.
+    for (n, force, runs) in [(1usize, false, 3usize), (8, true, 3)] {
+        let mut downs = Vec::new();
+        let mut floors = Vec::new();
+        let mut inv = Vec::new();
+        for r in 0..runs {
+            let t = Team::new(b, &format!("down{n}-{r}"), 16)?;
+            t.run(
+                b,
+                &["up", "bench", &(n + 1).to_string(), "--ready-timeout", "0"],
+            )?;
+            let s = t.server();
+            let (_, panes) = bare_splits(&s, "floor", n)?;
+            let mut args: Vec<String> = Vec::new();
+            for p in &panes {
+                if !args.is_empty() {
+                    args.push(";".into());
+                }
+                args.extend(["kill-pane".into(), "-t".into(), p.clone()]);
+            }
+            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            let t0 = Instant::now();
+            s.tmux(&refs)?;
+            floors.push(t0.elapsed().as_secs_f64() * 1000.0);
+            let mut args = vec!["down", "bench"];
+            let ns = n.to_string();
+            args.push(&ns);
+            if force {
+                args.push("--force");
+            }
+            args.extend(["--grace", "3s", "--json"]);
+            let t0 = Instant::now();
+            let lines = t.run(b, &args)?;
+            downs.push(t0.elapsed().as_secs_f64() * 1000.0);
+            inv.push(summary_invocations(&lines) / n as f64);
+        }
+        let (down, floor, per) = (median(downs), median(floors), median(inv));
+        let name = if force {
+            format!("scale: down {n} --force")
+        } else {
+            format!("scale: down {n}")
+        };
+        let target = force.then(|| ("<= 3x".to_string(), down <= 3.0 * floor));
+        b.figure(
+            &name,
+            down,
+            "ms",
+            &format!("bare {n} kill-panes ms"),
+            floor,
+            target,
+        );
+        b.figure(
+            &format!("scale: tmux invocations per worker, down {n}"),
+            per,
+            "calls",
+            "target",
+            3.0,
+            Some(("<= 3".into(), per <= 3.0)),
+        );
+    }
+    Ok(())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v[v.len() / 2]
 }

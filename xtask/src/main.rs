@@ -37,7 +37,8 @@ Tasks:
   demo    run a real team on a private tmux server and narrate it (--keep to leave it up)
   chaos   random up/down/reconcile/reap under SIGKILL, then check every invariant
           (--seconds S, --seed N)
-  bench   every benchmark next to its floor; writes target/bench/report.{json,md}";
+  bench   every benchmark next to its floor; writes target/bench/report.{json,md}
+          (optionally only some groups: scale, audit, reap)";
 
 /// The workspace root (the parent of this crate's manifest dir).
 pub fn project_root() -> PathBuf {

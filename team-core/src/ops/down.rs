@@ -248,26 +248,12 @@ fn down_after_intent(
 ) -> Result<DownReport> {
     let store = t.store;
 
-    // Mark draining, remembering the state before.
-    store.transact("drain", |team, changes| {
-        for n in &targets {
-            let w = team
-                .worker(n)
-                .ok_or_else(|| Error::Refused(format!("worker {n} vanished")))?;
-            let prev = store.status(n)?;
-            let s = WorkerStatus {
-                schema_version: SCHEMA_VERSION,
-                worker: n.clone(),
-                incarnation: w.incarnation,
-                state: WorkState::Draining,
-                note: prev.as_ref().and_then(|p| p.note.clone()),
-                updated_at: fsutil::now_rfc3339(),
-                before_drain: effective(&prev),
-            };
-            changes.put_status(&s);
-        }
-        Ok(())
-    })?;
+    // Mark draining, remembering the state before. With --force nothing waits for the drain
+    // and the commit that follows moves the targets to `removing` at once (which late status
+    // reports already respect), so the marks, one durable write per worker, are skipped.
+    if !req.force {
+        mark_draining(store, &targets)?;
+    }
     let result = (|| {
         (t.fail)("down.drained")?;
         if !req.force {
@@ -298,6 +284,30 @@ fn down_after_intent(
         }),
     )?;
     Ok(rep)
+}
+
+/// Marks the targets `draining`, remembering each one's state before.
+fn mark_draining(store: &Store, targets: &[WorkerName]) -> Result<()> {
+    store.transact("drain", |team, changes| {
+        for n in targets {
+            let w = team
+                .worker(n)
+                .ok_or_else(|| Error::Refused(format!("worker {n} vanished")))?;
+            let prev = store.status(n)?;
+            let s = WorkerStatus {
+                schema_version: SCHEMA_VERSION,
+                worker: n.clone(),
+                incarnation: w.incarnation,
+                state: WorkState::Draining,
+                note: prev.as_ref().and_then(|p| p.note.clone()),
+                updated_at: fsutil::now_rfc3339(),
+                before_drain: effective(&prev),
+            };
+            changes.put_status(&s);
+        }
+        Ok(())
+    })?;
+    Ok(())
 }
 
 /// Waits until every target that was busy reports idle/done or its pane is gone, up to

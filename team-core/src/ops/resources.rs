@@ -219,10 +219,35 @@ pub fn remove(
             Ok(m) if m.is_dir() => {
                 std::fs::remove_dir_all(p).map_err(|e| Error::io("remove", p, e))?
             }
-            Ok(_) => crate::fsutil::remove_durable(p)?,
+            // The directory is fsynced once for all workers by the caller, before the records
+            // are dropped ([`sync_parents`]).
+            Ok(_) => std::fs::remove_file(p).map_err(|e| Error::io("remove", p, e))?,
         }
     }
     Ok(rep)
+}
+
+/// Makes the removals of [`remove`] durable: one fsync per distinct parent directory of the
+/// workers' dirs and scripts.
+pub fn sync_parents<'a>(workers: impl IntoIterator<Item = &'a Worker>) -> Result<()> {
+    let mut dirs: Vec<&std::path::Path> = workers
+        .into_iter()
+        .flat_map(|w| {
+            w.resources
+                .worker_dir
+                .iter()
+                .chain(w.resources.script.iter())
+        })
+        .filter_map(|p| p.parent())
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    for d in dirs {
+        if d.exists() {
+            crate::fsutil::sync_dir(d)?;
+        }
+    }
+    Ok(())
 }
 
 fn remove_worktree(

@@ -496,6 +496,7 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
             Err(e) => p.report.blocked.push(format!("resources: {e}")),
         }
     }
+    resources::sync_parents(plans.iter().map(|p| &p.worker))?;
     (t.fail)("settle.before_drop")?;
 
     // 7. Drop finished records; record why the others stay.

@@ -144,7 +144,7 @@ pub fn run(ctx: &Ctx, a: DownArgs) -> CliResult<i32> {
         rep.tasks_returned.len()
     ))?;
     out.record(&json!({
-        "type": "summary", "team": team, "action": "down", "ok": !blocked,
+        "type": "summary", "tmux_invocations": team_core::tmux::invocations(), "team": team, "action": "down", "ok": !blocked,
         "targets": rep.targets, "removed": removed,
         "tasks_returned": rep.tasks_returned,
         "drain_timed_out": rep.drain_timed_out,

@@ -37,7 +37,7 @@ pub fn run(ctx: &Ctx, a: ReconcileArgs) -> CliResult<i32> {
         out.line(&format!("team {team}: nothing to reconcile"))?;
     }
     out.record(&json!({
-        "type": "summary", "team": team, "action": "reconcile", "ok": !blocked,
+        "type": "summary", "tmux_invocations": team_core::tmux::invocations(), "team": team, "action": "reconcile", "ok": !blocked,
         "changed": rep.did_something(), "replayed": rep.replayed,
         "drains_restored": rep.drains_restored, "abandoned": rep.abandoned,
         "remaining": rep.settle.workers.iter().filter(|w| !w.dropped).map(|w| &w.worker).collect::<Vec<_>>(),

@@ -33,7 +33,7 @@ pub fn run(ctx: &Ctx, a: ShutdownArgs) -> CliResult<i32> {
         })?;
     }
     out.record(&json!({
-        "type": "summary", "team": team, "action": "shutdown", "ok": !partial,
+        "type": "summary", "tmux_invocations": team_core::tmux::invocations(), "team": team, "action": "shutdown", "ok": !partial,
         "stopped": rep.stopped, "already_stopped": rep.already_stopped,
         "leader": rep.leader, "leader_reason": rep.leader_reason,
         "tasks_returned": rep.tasks_returned,

@@ -126,7 +126,7 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
         "generation": report.team.generation,
         "settled": settled,
         "warnings": report.warnings,
-        "tmux_invocations": report.tmux_invocations,
+        "tmux_invocations": team_core::tmux::invocations(),
     }))?;
     out.line(&format!(
         "team {team}: {} added ({} members of max {}), {} tasks created, op {}",
