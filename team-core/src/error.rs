@@ -155,6 +155,10 @@ pub enum Error {
     #[error("audit log {}: {msg}", path.display())]
     Audit { path: PathBuf, msg: String },
 
+    /// A file the command needs to read does not exist.
+    #[error("no such {what}: {}", path.display())]
+    NotFound { what: &'static str, path: PathBuf },
+
     /// An I/O error, with what was being done and to which path.
     #[error("{op} {}: {source}", path.display())]
     Io {
@@ -192,7 +196,7 @@ impl Error {
             | Error::UnknownSchema { .. }
             | Error::UnsafePath { .. }
             | Error::JournalRefused { .. } => ExitClass::DataErr,
-            Error::NoSuchTeam { .. } => ExitClass::NoInput,
+            Error::NoSuchTeam { .. } | Error::NotFound { .. } => ExitClass::NoInput,
             Error::Refused(_) => ExitClass::Refused,
             Error::TmuxUnavailable { .. } | Error::SessionMissing { .. } => ExitClass::Unavailable,
             Error::TmuxProtocol(_) | Error::Internal(_) | Error::FailPoint(_) => {

@@ -1,0 +1,366 @@
+//! The audit log: a durable, hash-chained, append-only JSON-lines file (DESIGN.md section 8).
+//!
+//! Every destructive effect is preceded by a durable intent record; [`guarded`] makes that
+//! fail closed. See [`canonical`] for the exact bytes that are hashed.
+//!
+//! # Writers
+//!
+//! A writer opens the log with `O_APPEND`, takes an exclusive `flock` on it (held only for one
+//! append, so waiting for it is short and unbounded waits are acceptable), reads the chain head
+//! from the end of the file (a bounded window, see [`head`]), builds all its lines in memory,
+//! writes them with one `write_all`, and `fdatasync`s before returning, for every stage (a
+//! batch from [`AuditLog::append_batch`] shares one lock and one `fdatasync`).
+//!
+//! # Torn tails and segment records
+//!
+//! A writer that crashes mid-write leaves a torn last line. The next writer finds it (the file
+//! does not end in `\n`, or its last lines do not parse), terminates it with `\n`, and writes a
+//! `segment` record before its own: stage `segment`, action `audit.segment`, `seq` = the last
+//! good record's `seq + 1`, `prev` = the last good record's `hash` (so the chain runs on across
+//! the damage and records before it still cannot be removed unnoticed), and one target
+//! `{"damage_offset": O, "damage_bytes": N}` naming exactly the damaged bytes (not counting the
+//! terminating `\n`).
+//!
+//! [`verify`] treats damage that is immediately followed by a segment record naming exactly it
+//! as *acknowledged*: a warning, and the walk continues. Damage that no segment record names
+//! (a torn tail nobody has appended after yet, garbage inserted by hand, a segment naming other
+//! bytes) is a `torn_line` problem and `verify` fails. A user who just had a crash therefore
+//! sees `verify` fail until the next append acknowledges the damage, which is when the log has
+//! provably moved on.
+
+pub mod canonical;
+mod head;
+mod query;
+mod verify;
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+
+pub use canonical::ZERO_HASH;
+pub use head::Damage;
+pub use query::{Filter, ReadOutcome, read_records};
+pub use verify::{Problem, ProblemKind, VerifyReport, verify};
+
+/// The record format version this build writes and understands.
+pub const VERSION: u32 = 1;
+
+/// The action of a segment record.
+pub const SEGMENT_ACTION: &str = "audit.segment";
+
+/// The stage of a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stage {
+    /// Before the effect: written durably, or the effect does not happen.
+    Intent,
+    /// After the effect, which succeeded.
+    Complete,
+    /// After the effect, which failed (or whose result is unknown).
+    Failed,
+    /// Written by the log itself to acknowledge a damaged (torn) region; never by callers.
+    Segment,
+}
+
+impl Stage {
+    /// The stage's name as written in the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Intent => "intent",
+            Stage::Complete => "complete",
+            Stage::Failed => "failed",
+            Stage::Segment => "segment",
+        }
+    }
+}
+
+impl std::str::FromStr for Stage {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Stage> {
+        match s {
+            "intent" => Ok(Stage::Intent),
+            "complete" => Ok(Stage::Complete),
+            "failed" => Ok(Stage::Failed),
+            "segment" => Ok(Stage::Segment),
+            _ => Err(Error::Usage(format!(
+                "unknown stage {s:?} (intent, complete, failed, segment)"
+            ))),
+        }
+    }
+}
+
+/// What a caller says about an action; the log adds `v`, `seq`, `ts`, `audit_id`, `stage`,
+/// `caller_pid`, `prev` and `hash`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub caller: String,
+    pub action: String,
+    pub argv: Vec<String>,
+    pub endpoint: Option<String>,
+    /// Strings, or objects such as a pane incarnation
+    /// `{pane_id, pane_pid, session_id, window_id, server_pid, server_start, owner}`.
+    pub targets: Vec<Value>,
+    pub workspace: Option<String>,
+    pub team: Option<String>,
+    pub generation: Option<u64>,
+    pub owner_evidence: Option<Value>,
+    pub reason: Option<String>,
+    pub outcome: Option<String>,
+}
+
+/// One line of the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    pub v: u32,
+    pub seq: u64,
+    pub ts: String,
+    pub audit_id: Uuid,
+    pub stage: Stage,
+    pub caller: String,
+    pub caller_pid: u32,
+    pub action: String,
+    pub argv: Vec<String>,
+    pub endpoint: Option<String>,
+    pub targets: Vec<Value>,
+    pub workspace: Option<String>,
+    pub team: Option<String>,
+    pub generation: Option<u64>,
+    pub owner_evidence: Option<Value>,
+    pub reason: Option<String>,
+    pub outcome: Option<String>,
+    pub prev: String,
+    pub hash: String,
+}
+
+impl Record {
+    /// For a segment record, the damage it acknowledges: `(offset, bytes)`.
+    pub fn segment_damage(&self) -> Option<(u64, u64)> {
+        if self.stage != Stage::Segment {
+            return None;
+        }
+        let [t] = self.targets.as_slice() else {
+            return None;
+        };
+        Some((
+            t.get("damage_offset")?.as_u64()?,
+            t.get("damage_bytes")?.as_u64()?,
+        ))
+    }
+
+    fn build(seq: u64, stage: Stage, audit_id: Uuid, e: &Entry, prev: String) -> Record {
+        let mut r = Record {
+            v: VERSION,
+            seq,
+            ts: crate::fsutil::now_rfc3339(),
+            audit_id,
+            stage,
+            caller: e.caller.clone(),
+            caller_pid: std::process::id(),
+            action: e.action.clone(),
+            argv: e.argv.clone(),
+            endpoint: e.endpoint.clone(),
+            targets: e.targets.clone(),
+            workspace: e.workspace.clone(),
+            team: e.team.clone(),
+            generation: e.generation,
+            owner_evidence: e.owner_evidence.clone(),
+            reason: e.reason.clone(),
+            outcome: e.outcome.clone(),
+            prev,
+            hash: String::new(),
+        };
+        r.hash = canonical::compute_hash(&r);
+        r
+    }
+}
+
+/// A handle on one audit log file. Cheap; opens the file on every append.
+#[derive(Debug, Clone)]
+pub struct AuditLog {
+    path: PathBuf,
+}
+
+impl AuditLog {
+    /// A log at `path` (created, with its parent directory as 0700, on first append).
+    pub fn new(path: PathBuf) -> Self {
+        AuditLog { path }
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn audit_err(&self, what: &str, e: impl std::fmt::Display) -> Error {
+        Error::Audit {
+            path: self.path.clone(),
+            msg: format!("{what}: {e}"),
+        }
+    }
+
+    /// Appends one record and returns it once it is durable (`fdatasync`ed). A `complete` or
+    /// `failed` record needs the `audit_id` of its intent; an intent without one gets a fresh id.
+    pub fn append(&self, stage: Stage, audit_id: Option<Uuid>, entry: &Entry) -> Result<Record> {
+        let mut v = self.append_batch(&[(stage, audit_id, entry.clone())])?;
+        v.pop()
+            .ok_or_else(|| Error::Internal("append_batch returned no record".into()))
+    }
+
+    /// Appends several records under one lock with one write and one `fdatasync` (group
+    /// commit). All of them are durable when this returns `Ok`; on `Err` none is reported
+    /// written (a partial write is cut back off, or left as a torn tail the next writer marks).
+    pub fn append_batch(&self, items: &[(Stage, Option<Uuid>, Entry)]) -> Result<Vec<Record>> {
+        for (stage, id, _) in items {
+            match (stage, id) {
+                (Stage::Segment, _) => {
+                    return Err(Error::Usage(
+                        "segment records are written by the log itself".into(),
+                    ));
+                }
+                (Stage::Complete | Stage::Failed, None) => {
+                    return Err(Error::Usage(format!(
+                        "a {} record needs the audit_id of its intent",
+                        stage.as_str()
+                    )));
+                }
+                _ => {}
+            }
+        }
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        crate::failpoint::hit("audit.append").map_err(|e| self.audit_err("append", e))?;
+        let (file, created) = self.open()?;
+        file.lock().map_err(|e| self.audit_err("lock", e))?;
+        let size = file
+            .metadata()
+            .map_err(|e| self.audit_err("stat", e))?
+            .len();
+        let head = head::read_head(&file, size).map_err(|e| self.audit_err("read head", e))?;
+
+        let mut buf = Vec::new();
+        let mut seq = head.seq;
+        let mut prev = head.hash.clone();
+        if let Some(d) = head.damage {
+            if !d.terminated {
+                buf.push(b'\n');
+            }
+            seq += 1;
+            let caller = items[0].2.caller.clone();
+            let seg = Entry {
+                caller,
+                action: SEGMENT_ACTION.into(),
+                targets: vec![serde_json::json!({
+                    "damage_offset": d.offset,
+                    "damage_bytes": d.bytes,
+                })],
+                reason: Some(format!(
+                    "torn tail: {} bytes at offset {} after seq {} are not a whole record; \
+                     a new segment starts here",
+                    d.bytes, d.offset, head.seq
+                )),
+                ..Entry::default()
+            };
+            let r = Record::build(seq, Stage::Segment, Uuid::new_v4(), &seg, prev);
+            buf.extend_from_slice(&canonical::render_line(&r));
+            prev = r.hash;
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for (stage, id, entry) in items {
+            seq += 1;
+            let r = Record::build(seq, *stage, id.unwrap_or_else(Uuid::new_v4), entry, prev);
+            buf.extend_from_slice(&canonical::render_line(&r));
+            prev = r.hash.clone();
+            out.push(r);
+        }
+        if let Err(e) = (&file).write_all(&buf) {
+            // Cut a partial write back off while we still hold the lock; if even that fails,
+            // the next writer finds a torn tail and marks it.
+            let _ = file.set_len(size);
+            return Err(self.audit_err("write", e));
+        }
+        crate::failpoint::hit("audit.before_sync").map_err(|e| self.audit_err("append", e))?;
+        file.sync_data()
+            .map_err(|e| self.audit_err("fdatasync", e))?;
+        if created && let Some(dir) = self.path.parent() {
+            crate::fsutil::sync_dir(dir).map_err(|e| self.audit_err("fsync directory", e))?;
+        }
+        Ok(out)
+    }
+
+    /// Opens the log for appending, creating it (and its parent, 0700) if missing. Returns
+    /// whether it was created, so the caller can make the directory entry durable.
+    fn open(&self) -> Result<(File, bool)> {
+        let mut opts = OpenOptions::new();
+        opts.read(true).append(true).mode(0o600);
+        match opts.open(&self.path) {
+            Ok(f) => return Ok((f, false)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(self.audit_err("open", e)),
+        }
+        if let Some(dir) = self.path.parent()
+            && !dir.as_os_str().is_empty()
+            && !dir.exists()
+        {
+            crate::fsutil::create_private_dir(dir).map_err(|e| self.audit_err("create", e))?;
+        }
+        opts.create(true);
+        let f = opts
+            .open(&self.path)
+            .map_err(|e| self.audit_err("create", e))?;
+        Ok((f, true))
+    }
+
+    /// Appends a durable intent and returns its `audit_id`.
+    pub fn intent(&self, entry: &Entry) -> Result<Uuid> {
+        Ok(self.append(Stage::Intent, None, entry)?.audit_id)
+    }
+
+    /// Appends the outcome of intent `id`: `complete` if `ok`, else `failed`. When
+    /// `entry.outcome` is empty it is set to `ok` or `failed`.
+    pub fn outcome(&self, id: Uuid, ok: bool, entry: &Entry) -> Result<()> {
+        let stage = if ok { Stage::Complete } else { Stage::Failed };
+        let mut e = entry.clone();
+        if e.outcome.is_none() {
+            e.outcome = Some(if ok { "ok" } else { "failed" }.into());
+        }
+        self.append(stage, Some(id), &e).map(|_| ())
+    }
+}
+
+/// Fail-closed wrapper: a durable intent, then `effect`, then its outcome.
+///
+/// If the intent cannot be made durable, `effect` never runs and [`Error::Audit`] is returned.
+/// If the outcome cannot be written after the effect ran, the effect's own result is returned
+/// anyway (the effect did happen; the log then shows an intent without outcome, which reads as
+/// "result unknown") and a warning is logged through `tracing`.
+pub fn guarded<T>(log: &AuditLog, entry: &Entry, effect: impl FnOnce() -> Result<T>) -> Result<T> {
+    let id = log.intent(entry).map_err(|e| match e {
+        Error::Audit { .. } => e,
+        other => Error::Audit {
+            path: log.path().to_path_buf(),
+            msg: other.to_string(),
+        },
+    })?;
+    let result = effect();
+    let mut done = entry.clone();
+    done.outcome = Some(match &result {
+        Ok(_) => "ok".to_string(),
+        Err(e) => e.to_string(),
+    });
+    if let Err(e) = log.outcome(id, result.is_ok(), &done) {
+        tracing::warn!(audit_id = %id, error = %e, "could not record the outcome of an audited effect");
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests;
