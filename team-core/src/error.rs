@@ -168,6 +168,16 @@ pub enum Error {
         source: io::Error,
     },
 
+    /// A process could not be inspected or signalled.
+    #[error("{op} {what} of process {pid}: {source}")]
+    Process {
+        op: &'static str,
+        pid: u32,
+        what: String,
+        #[source]
+        source: io::Error,
+    },
+
     /// A fail point fired (test builds only).
     #[error("fail point {0} fired")]
     FailPoint(String),
@@ -205,7 +215,7 @@ impl Error {
             Error::Busy { .. } | Error::TimedOut(_) => ExitClass::TempFail,
             Error::NonLocalFs { .. } => ExitClass::CantCreate,
             Error::Audit { .. } => ExitClass::IoErr,
-            Error::Io { source, .. } => match source.kind() {
+            Error::Io { source, .. } | Error::Process { source, .. } => match source.kind() {
                 io::ErrorKind::PermissionDenied => ExitClass::NoPerm,
                 io::ErrorKind::ReadOnlyFilesystem
                 | io::ErrorKind::StorageFull

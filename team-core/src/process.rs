@@ -1,12 +1,1077 @@
-//! Process proofs (Linux). Placeholder until the process layer lands.
+//! The process layer: proving that a process is ours before signalling it (DESIGN.md section 3,
+//! invariant 4).
+//!
+//! A process is identified by its pid *and* its start time (field 22 of `/proc/<pid>/stat`),
+//! so a recycled pid never passes for the process that was recorded. Before any signal the
+//! process is *proven*: a pidfd is opened first, then the start time, the owning uid and the
+//! environment (`TEAM_OWNER`, and `TEAM_WORKER` when given) are read from `/proc`, and finally
+//! the pidfd is polled. A pid cannot be reused while the process the pidfd refers to still
+//! exists (even as a zombie), so if the pidfd is still unreadable (not exited) after the reads,
+//! everything read from `/proc/<pid>` described the pidfd's process. Every signal then goes
+//! through that pidfd, never through the bare pid: there are no process-group or broad kills.
+//!
+//! A zombie counts as gone: it has exited and its environment can no longer be read.
+//!
+//! Only Linux has pidfds; elsewhere every proof answers [`ProcVerdict::Unverifiable`] and the
+//! `/proc` readers fail with an `Unsupported` I/O error.
 
-use crate::error::Result;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
-/// Start time of `pid` (`/proc/<pid>/stat` field 22), `None` when gone.
-pub fn start_time(pid: u32) -> Result<Option<u64>> {
-    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return Ok(None);
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// How long [`terminate`] waits for processes after SIGKILL.
+pub const KILL_WAIT: Duration = Duration::from_secs(1);
+
+/// One process incarnation: a pid and the start time that tells it from a later process
+/// reusing the pid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ProcId {
+    pub pid: u32,
+    /// Start time in clock ticks after boot (field 22 of `/proc/<pid>/stat`).
+    pub start_time: u64,
+}
+
+/// The answer of a proof.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum ProcVerdict {
+    /// Alive, same incarnation, and its environment names our owner (and worker).
+    Owned,
+    /// Alive but not ours: another incarnation, another uid, or another (or no) owner id.
+    NotOwned { reason: String },
+    /// Exited (a zombie included), or never existed.
+    Gone,
+    /// Could not be decided (permission, no pidfd support, unreadable `/proc`): leave it alone.
+    Unverifiable { reason: String },
+}
+
+/// A signal [`Proven::signal`] can send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sig {
+    Term,
+    Kill,
+    Hup,
+    Int,
+}
+
+/// What sending a signal did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignalOutcome {
+    /// The kernel accepted the signal for the proven process.
+    Sent,
+    /// The process had already exited; nothing was sent.
+    Gone,
+}
+
+/// What [`terminate`] did to one process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum StopOutcome {
+    /// It exited within the grace period after SIGTERM.
+    ExitedAfterTerm,
+    /// It survived the grace period, was re-proven, and exited after SIGKILL.
+    Killed,
+    /// It had exited before anything was sent.
+    GoneBefore,
+    /// It survived SIGTERM but the re-proof failed (it exec'd with another environment, say),
+    /// so it was not killed.
+    NotOwnedAnymore { reason: String },
+    /// It is still running (a signal failed, the re-proof was unverifiable, or it did not exit
+    /// after SIGKILL).
+    StillAlive { reason: String },
+}
+
+/// A process proven ours, holding the pidfd every signal goes through.
+#[derive(Debug)]
+pub struct Proven {
+    pub id: ProcId,
+    fd: OwnedFd,
+    owner: String,
+    worker: Option<String>,
+}
+
+/// The result of a `/proc` scan: what matched, and how many entries could not be read
+/// (unknown is not absent).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Scan<T = ProcId> {
+    pub found: Vec<T>,
+    pub unreadable: usize,
+}
+
+/// A process of the current user whose environment carries a `TEAM_OWNER`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeamProc {
+    pub id: ProcId,
+    /// `TEAM_OWNER` (first occurrence, lossily decoded).
+    pub owner: String,
+    /// `TEAM_WORKER`.
+    pub worker: Option<String>,
+    /// `TEAM_NAME`.
+    pub team: Option<String>,
+    /// `TEAM_STATE_DIR`.
+    pub state_dir: Option<PathBuf>,
+    /// `TEAM_WORKSPACE`.
+    pub workspace: Option<PathBuf>,
+}
+
+/// The environment variable naming the owner id of a team's processes.
+pub const ENV_OWNER: &str = "TEAM_OWNER";
+/// The environment variable naming a worker.
+pub const ENV_WORKER: &str = "TEAM_WORKER";
+
+// ---------------------------------------------------------------------------------------------
+// Pure parsers.
+// ---------------------------------------------------------------------------------------------
+
+/// The fields of `/proc/<pid>/stat` after the last `)`, split on whitespace. The comm field
+/// (in parentheses) may itself contain `)`, spaces and newlines, so only the last `)` is
+/// trustworthy.
+fn stat_fields_after_comm(stat: &[u8]) -> Option<impl Iterator<Item = &[u8]>> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = &stat[close + 1..];
+    Some(
+        rest.split(|b| b.is_ascii_whitespace())
+            .filter(|f| !f.is_empty()),
+    )
+}
+
+/// Parses the start time (field 22) from the text of `/proc/<pid>/stat`.
+pub fn parse_stat_start_time(stat: &str) -> Option<u64> {
+    parse_stat_bytes(stat.as_bytes()).map(|(_, start)| start)
+}
+
+/// Parses the state (field 3) and start time (field 22) of a `/proc/<pid>/stat` line.
+fn parse_stat_bytes(stat: &[u8]) -> Option<(u8, u64)> {
+    let mut fields = stat_fields_after_comm(stat)?;
+    // Field 3 (state) is the first one after the comm; field 22 is 19 further on.
+    let state = fields.next()?;
+    if state.len() != 1 {
+        return None;
+    }
+    let start = fields.nth(18)?;
+    if !start.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let start = std::str::from_utf8(start).ok()?.parse().ok()?;
+    Some((state[0], start))
+}
+
+/// The real uid from the text of `/proc/<pid>/status`.
+fn parse_status_uid(status: &[u8]) -> Option<u32> {
+    status
+        .split(|&b| b == b'\n')
+        .find_map(|line| line.strip_prefix(b"Uid:"))
+        .and_then(|rest| {
+            let first = rest
+                .split(|b| b.is_ascii_whitespace())
+                .find(|f| !f.is_empty())?;
+            std::str::from_utf8(first).ok()?.parse().ok()
+        })
+}
+
+/// Every value of `key` in a NUL-separated environment block, in order.
+fn env_values<'a>(environ: &'a [u8], key: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
+    environ.split(|&b| b == 0).filter_map(move |entry| {
+        let rest = entry.strip_prefix(key.as_bytes())?;
+        rest.strip_prefix(b"=")
+    })
+}
+
+/// True when every pair's key is present and *every* occurrence of it has the given value
+/// (duplicated keys with conflicting values never match).
+fn environ_matches(environ: &[u8], pairs: &[(&str, &str)]) -> bool {
+    pairs.iter().all(|(key, value)| {
+        let mut seen = false;
+        for v in env_values(environ, key) {
+            if v != value.as_bytes() {
+                return false;
+            }
+            seen = true;
+        }
+        seen
+    })
+}
+
+/// The first value of `key`, if any.
+fn env_first<'a>(environ: &'a [u8], key: &'a str) -> Option<&'a [u8]> {
+    env_values(environ, key).next()
+}
+
+/// Why an environment does not match our owner (and worker), or `None` when it does.
+fn env_mismatch(environ: &[u8], owner: &str, worker: Option<&str>) -> Option<String> {
+    let check = |key: &str, want: &str| -> Option<String> {
+        if environ_matches(environ, &[(key, want)]) {
+            return None;
+        }
+        Some(match env_first(environ, key) {
+            None => format!("its environment has no {key}"),
+            Some(v) => format!(
+                "its {key} is {:?}, not {want:?}",
+                String::from_utf8_lossy(v)
+            ),
+        })
     };
-    let rest = s.rsplit_once(')').map(|x| x.1).unwrap_or("");
-    Ok(rest.split_whitespace().nth(19).and_then(|v| v.parse().ok()))
+    check(ENV_OWNER, owner).or_else(|| worker.and_then(|w| check(ENV_WORKER, w)))
+}
+
+/// The pairs a proof requires.
+fn required_pairs<'a>(owner: &'a str, worker: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
+    let mut pairs = vec![(ENV_OWNER, owner)];
+    if let Some(w) = worker {
+        pairs.push((ENV_WORKER, w));
+    }
+    pairs
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc readers.
+// ---------------------------------------------------------------------------------------------
+
+fn proc_path(pid: u32, file: &str) -> PathBuf {
+    PathBuf::from(format!("/proc/{pid}/{file}"))
+}
+
+/// True for the errors that mean "this process no longer exists".
+fn is_gone(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound
+        || e.raw_os_error() == Some(rustix::io::Errno::SRCH.raw_os_error())
+}
+
+/// Reads a `/proc/<pid>/<file>`; `Ok(None)` when the process is gone.
+fn read_proc(pid: u32, file: &str) -> Result<Option<Vec<u8>>> {
+    if !cfg!(target_os = "linux") {
+        return Err(unsupported("read", pid));
+    }
+    let path = proc_path(pid, file);
+    match std::fs::read(&path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if is_gone(&e) => Ok(None),
+        Err(e) => Err(Error::Process {
+            op: "read",
+            pid,
+            what: file.to_owned(),
+            source: e,
+        }),
+    }
+}
+
+fn unsupported(op: &'static str, pid: u32) -> Error {
+    Error::Process {
+        op,
+        pid,
+        what: "process".into(),
+        source: io::Error::new(
+            io::ErrorKind::Unsupported,
+            "process proofs need Linux /proc and pidfds",
+        ),
+    }
+}
+
+fn malformed(pid: u32, file: &str) -> Error {
+    Error::Process {
+        op: "parse",
+        pid,
+        what: file.to_owned(),
+        source: io::Error::new(io::ErrorKind::InvalidData, "unexpected format"),
+    }
+}
+
+/// State (field 3) and start time of a process; `None` when it is gone.
+fn stat_of(pid: u32) -> Result<Option<(u8, u64)>> {
+    match read_proc(pid, "stat")? {
+        None => Ok(None),
+        Some(bytes) => parse_stat_bytes(&bytes)
+            .map(Some)
+            .ok_or_else(|| malformed(pid, "stat")),
+    }
+}
+
+/// The start time of `pid` (clock ticks after boot); `None` when the process is gone.
+/// A zombie still has a start time here; [`prove`] treats it as gone.
+pub fn start_time(pid: u32) -> Result<Option<u64>> {
+    Ok(stat_of(pid)?.map(|(_, start)| start))
+}
+
+/// The real uid of `pid`; `None` when it is gone.
+fn uid_of(pid: u32) -> Result<Option<u32>> {
+    match read_proc(pid, "status")? {
+        None => Ok(None),
+        Some(bytes) => parse_status_uid(&bytes)
+            .map(Some)
+            .ok_or_else(|| malformed(pid, "status")),
+    }
+}
+
+/// Whether `/proc/<pid>/environ` carries every `KEY=value` of `pairs` (duplicated keys must all
+/// carry the value). `None` when the process is gone. A zombie's environment reads as empty.
+/// A permission error is returned as an error: the caller treats it as unverifiable.
+pub fn environ_has(pid: u32, pairs: &[(&str, &str)]) -> Result<Option<bool>> {
+    Ok(read_proc(pid, "environ")?.map(|env| environ_matches(&env, pairs)))
+}
+
+/// This boot's id (`/proc/sys/kernel/random/boot_id`): start times only compare within a boot.
+pub fn boot_id() -> Result<String> {
+    let path = PathBuf::from("/proc/sys/kernel/random/boot_id");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))?;
+    Ok(text.trim().to_owned())
+}
+
+fn our_uid() -> u32 {
+    rustix::process::getuid().as_raw()
+}
+
+fn our_pid() -> u32 {
+    std::process::id()
+}
+
+/// Checks that `/proc` is a procfs of our own pid namespace (`/proc/self` names our pid), so
+/// `/proc/<pid>` and pidfds speak of the same processes.
+fn check_procfs() -> Result<()> {
+    let me = our_pid();
+    let path = PathBuf::from("/proc/self");
+    let target = std::fs::read_link(&path).map_err(|e| Error::io("read link", &path, e))?;
+    if target.as_os_str() == me.to_string().as_str() {
+        return Ok(());
+    }
+    Err(Error::Process {
+        op: "check",
+        pid: me,
+        what: "/proc".into(),
+        source: io::Error::other(format!(
+            "/proc/self is {}, not {me}: /proc belongs to another pid namespace",
+            target.display()
+        )),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// pidfds (Linux only).
+// ---------------------------------------------------------------------------------------------
+
+#[cfg(target_os = "linux")]
+mod sys {
+    use std::io;
+    use std::os::fd::{BorrowedFd, OwnedFd};
+    use std::time::{Duration, Instant};
+
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use rustix::io::Errno;
+    use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
+
+    use super::Sig;
+
+    pub const SUPPORTED: bool = true;
+
+    pub enum Open {
+        Fd(OwnedFd),
+        Gone,
+        Failed(io::Error),
+    }
+
+    pub fn open(pid: u32) -> Open {
+        let Some(p) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+            return Open::Gone;
+        };
+        match pidfd_open(p, PidfdFlags::empty()) {
+            Ok(fd) => Open::Fd(fd),
+            Err(Errno::SRCH) => Open::Gone,
+            Err(e) => Open::Failed(e.into()),
+        }
+    }
+
+    pub fn send(fd: BorrowedFd<'_>, sig: Sig) -> io::Result<bool> {
+        let sig = match sig {
+            Sig::Term => Signal::TERM,
+            Sig::Kill => Signal::KILL,
+            Sig::Hup => Signal::HUP,
+            Sig::Int => Signal::INT,
+        };
+        match pidfd_send_signal(fd, sig) {
+            Ok(()) => Ok(true),
+            Err(Errno::SRCH) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Polls `fds` until every one has exited (readable) or `deadline` passes. Returns which
+    /// have exited. Poll errors other than EINTR count as "not known to have exited".
+    pub fn wait_exited(fds: &[BorrowedFd<'_>], deadline: Instant) -> Vec<bool> {
+        let mut exited = vec![false; fds.len()];
+        loop {
+            let pending: Vec<usize> = (0..fds.len()).filter(|&i| !exited[i]).collect();
+            if pending.is_empty() {
+                return exited;
+            }
+            let mut pfds: Vec<PollFd<'_>> = pending
+                .iter()
+                .map(|&i| PollFd::from_borrowed_fd(fds[i], PollFlags::IN))
+                .collect();
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let timeout = Timespec::try_from(remaining).unwrap_or(Timespec {
+                tv_sec: i64::from(i32::MAX / 1000),
+                tv_nsec: 0,
+            });
+            match poll(&mut pfds, Some(&timeout)) {
+                Ok(_) => {}
+                Err(Errno::INTR) => continue,
+                Err(_) => return exited,
+            }
+            for (pfd, &i) in pfds.iter().zip(&pending) {
+                let r = pfd.revents();
+                if r.intersects(PollFlags::IN | PollFlags::HUP) {
+                    exited[i] = true;
+                } else if r.intersects(PollFlags::ERR | PollFlags::NVAL) {
+                    // Not a usable pidfd: we cannot say it exited, and waiting on it is futile.
+                    return exited;
+                }
+            }
+            if Instant::now() >= deadline {
+                return exited;
+            }
+        }
+    }
+
+    pub fn exited(fd: BorrowedFd<'_>) -> bool {
+        wait_exited(&[fd], Instant::now())[0]
+    }
+
+    pub fn wait_one(fd: BorrowedFd<'_>, timeout: Duration) -> bool {
+        wait_exited(&[fd], super::deadline_after(timeout))[0]
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod sys {
+    use std::io;
+    use std::os::fd::{BorrowedFd, OwnedFd};
+    use std::time::{Duration, Instant};
+
+    use super::Sig;
+
+    pub const SUPPORTED: bool = false;
+
+    #[allow(dead_code)]
+    pub enum Open {
+        Fd(OwnedFd),
+        Gone,
+        Failed(io::Error),
+    }
+
+    pub fn open(_pid: u32) -> Open {
+        Open::Failed(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "pidfds need Linux",
+        ))
+    }
+
+    pub fn send(_fd: BorrowedFd<'_>, _sig: Sig) -> io::Result<bool> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "pidfds need Linux",
+        ))
+    }
+
+    pub fn wait_exited(fds: &[BorrowedFd<'_>], _deadline: Instant) -> Vec<bool> {
+        vec![false; fds.len()]
+    }
+
+    pub fn exited(_fd: BorrowedFd<'_>) -> bool {
+        false
+    }
+
+    pub fn wait_one(_fd: BorrowedFd<'_>, _timeout: Duration) -> bool {
+        false
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Proofs.
+// ---------------------------------------------------------------------------------------------
+
+fn unverifiable(reason: impl Into<String>) -> ProcVerdict {
+    ProcVerdict::Unverifiable {
+        reason: reason.into(),
+    }
+}
+
+fn not_owned(reason: impl Into<String>) -> ProcVerdict {
+    ProcVerdict::NotOwned {
+        reason: reason.into(),
+    }
+}
+
+/// Checks the process behind an open pidfd against `/proc/<pid>`. Returns the verdict and the
+/// start time observed (when the process was found).
+fn verify(
+    fd: std::os::fd::BorrowedFd<'_>,
+    pid: u32,
+    expected_start: Option<u64>,
+    owner: &str,
+    worker: Option<&str>,
+) -> (ProcVerdict, Option<u64>) {
+    let (verdict, start) = verify_proc(pid, expected_start, owner, worker);
+    // The pid cannot have been reused while the pidfd's process exists; if it still has not
+    // exited now, everything read above was about it. If it has, it is gone (zombies too).
+    if sys::exited(fd) {
+        return (ProcVerdict::Gone, start);
+    }
+    if verdict == ProcVerdict::Gone {
+        // /proc says gone (or zombie) but the pidfd says running: a zombie thread-group leader
+        // whose other threads live on, or a /proc that hides the pid. Unknown is not absent.
+        return (
+            unverifiable(format!(
+                "/proc says pid {pid} is gone or a zombie, but its pidfd says it still runs"
+            )),
+            start,
+        );
+    }
+    (verdict, start)
+}
+
+/// Why an empty environment proves nothing. Right after `execve` the kernel has switched to the
+/// new memory map before it records where the new environment lives, and in that window
+/// `/proc/<pid>/environ` reads as empty: a process we just started can look environment-less.
+const EMPTY_ENVIRON: &str = "pid {pid} shows an empty environment (mid-exec, or started with none)";
+
+fn verify_proc(
+    pid: u32,
+    expected_start: Option<u64>,
+    owner: &str,
+    worker: Option<&str>,
+) -> (ProcVerdict, Option<u64>) {
+    let (state, start) = match stat_of(pid) {
+        Ok(Some(s)) => s,
+        Ok(None) => return (ProcVerdict::Gone, None),
+        Err(e) => return (unverifiable(e.to_string()), None),
+    };
+    if matches!(state, b'Z' | b'X' | b'x') {
+        return (ProcVerdict::Gone, Some(start));
+    }
+    if let Some(want) = expected_start
+        && want != start
+    {
+        return (
+            not_owned(format!(
+                "pid {pid} has start time {start}, not the recorded {want}: another process reuses the pid"
+            )),
+            Some(start),
+        );
+    }
+    match uid_of(pid) {
+        Ok(Some(uid)) if uid == our_uid() => {}
+        Ok(Some(uid)) => {
+            return (
+                not_owned(format!("pid {pid} belongs to uid {uid}")),
+                Some(start),
+            );
+        }
+        Ok(None) => return (ProcVerdict::Gone, Some(start)),
+        Err(e) => return (unverifiable(e.to_string()), Some(start)),
+    }
+    let environ = match read_proc(pid, "environ") {
+        Ok(Some(env)) => env,
+        Ok(None) => return (ProcVerdict::Gone, Some(start)),
+        Err(e) => return (unverifiable(e.to_string()), Some(start)),
+    };
+    if environ.is_empty() {
+        return (
+            unverifiable(EMPTY_ENVIRON.replace("{pid}", &pid.to_string())),
+            Some(start),
+        );
+    }
+    match env_mismatch(&environ, owner, worker) {
+        None => (ProcVerdict::Owned, Some(start)),
+        Some(why) => (not_owned(format!("pid {pid}: {why}")), Some(start)),
+    }
+}
+
+/// Proves that `pid` is a process of ours: opens its pidfd first, then checks its start time
+/// (equal to `expected_start` when given), its uid (ours), and its environment
+/// (`TEAM_OWNER=<owner>`, and `TEAM_WORKER=<worker>` when given). Only an `Owned` verdict comes
+/// with a [`Proven`] handle; nothing else may be signalled.
+pub fn prove(
+    pid: u32,
+    expected_start: Option<u64>,
+    owner: &str,
+    worker: Option<&str>,
+) -> (ProcVerdict, Option<Proven>) {
+    if !sys::SUPPORTED {
+        return (
+            unverifiable("process proofs need Linux pidfds and /proc"),
+            None,
+        );
+    }
+    if pid == 0 || i32::try_from(pid).is_err() {
+        return (unverifiable(format!("{pid} is not a valid pid")), None);
+    }
+    if pid == our_pid() {
+        return (not_owned(format!("pid {pid} is this process itself")), None);
+    }
+    if owner.is_empty() {
+        return (not_owned("no owner id to prove against"), None);
+    }
+    if let Err(e) = check_procfs() {
+        return (unverifiable(e.to_string()), None);
+    }
+    let fd = match sys::open(pid) {
+        sys::Open::Fd(fd) => fd,
+        sys::Open::Gone => return (ProcVerdict::Gone, None),
+        sys::Open::Failed(e) => {
+            return (unverifiable(format!("pidfd_open({pid}): {e}")), None);
+        }
+    };
+    use std::os::fd::AsFd;
+    let (verdict, start) = verify(fd.as_fd(), pid, expected_start, owner, worker);
+    match (verdict, start) {
+        (ProcVerdict::Owned, Some(start_time)) => (
+            ProcVerdict::Owned,
+            Some(Proven {
+                id: ProcId { pid, start_time },
+                fd,
+                owner: owner.to_owned(),
+                worker: worker.map(str::to_owned),
+            }),
+        ),
+        (ProcVerdict::Owned, None) => (unverifiable("no start time"), None),
+        (v, _) => (v, None),
+    }
+}
+
+impl Proven {
+    /// Sends `sig` through the pidfd. `Gone` when the process has already exited (a zombie
+    /// included), in which case nothing is sent.
+    pub fn signal(&self, sig: Sig) -> Result<SignalOutcome> {
+        use std::os::fd::AsFd;
+        if sys::exited(self.fd.as_fd()) {
+            return Ok(SignalOutcome::Gone);
+        }
+        match sys::send(self.fd.as_fd(), sig) {
+            Ok(true) => Ok(SignalOutcome::Sent),
+            Ok(false) => Ok(SignalOutcome::Gone),
+            Err(e) => Err(Error::Process {
+                op: "signal",
+                pid: self.id.pid,
+                what: format!("{sig:?}"),
+                source: e,
+            }),
+        }
+    }
+
+    /// Waits up to `timeout` for the process to exit, by polling its pidfd (readable means
+    /// exited). True when it has exited.
+    pub fn wait_exit(&self, timeout: Duration) -> bool {
+        use std::os::fd::AsFd;
+        sys::wait_one(self.fd.as_fd(), timeout)
+    }
+
+    /// True while the process has not exited (a zombie has exited).
+    pub fn is_alive(&self) -> bool {
+        use std::os::fd::AsFd;
+        !sys::exited(self.fd.as_fd())
+    }
+
+    /// Repeats the proof through the same pidfd: same start time, still our uid, and an
+    /// environment still naming the same owner and worker (a process may exec with another).
+    pub fn reprove(&self) -> ProcVerdict {
+        use std::os::fd::AsFd;
+        verify(
+            self.fd.as_fd(),
+            self.id.pid,
+            Some(self.id.start_time),
+            &self.owner,
+            self.worker.as_deref(),
+        )
+        .0
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scans.
+// ---------------------------------------------------------------------------------------------
+
+/// One readable process of ours in `/proc`: its id and environment.
+struct Seen {
+    id: ProcId,
+    environ: Vec<u8>,
+}
+
+/// Walks `/proc`, calling `visit` for every live process of the current uid other than this
+/// one. Returns the count of entries that could not be read.
+fn walk_ours(mut visit: impl FnMut(Seen)) -> Result<usize> {
+    if !sys::SUPPORTED {
+        return Err(unsupported("scan", 0));
+    }
+    check_procfs()?;
+    let proc_dir = PathBuf::from("/proc");
+    let entries = std::fs::read_dir(&proc_dir).map_err(|e| Error::io("list", &proc_dir, e))?;
+    let me = our_pid();
+    let uid = our_uid();
+    let mut unreadable = 0;
+    for entry in entries {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(_) => {
+                unreadable += 1;
+                continue;
+            }
+        };
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        match uid_of(pid) {
+            Ok(Some(u)) if u == uid => {}
+            Ok(_) => continue,
+            Err(_) => {
+                unreadable += 1;
+                continue;
+            }
+        }
+        let (state, started) = match stat_of(pid) {
+            Ok(Some(s)) => s,
+            Ok(None) => continue,
+            Err(_) => {
+                unreadable += 1;
+                continue;
+            }
+        };
+        if matches!(state, b'Z' | b'X' | b'x') {
+            continue;
+        }
+        let environ = match read_proc(pid, "environ") {
+            Ok(Some(env)) if !env.is_empty() => env,
+            Ok(Some(_)) | Err(_) => {
+                // Empty: mid-exec (see EMPTY_ENVIRON) or started with none; unknown either way.
+                unreadable += 1;
+                continue;
+            }
+            Ok(None) => continue,
+        };
+        // The stat read before the environ: if the pid was recycled in between, the start time
+        // no longer matches and the entry is dropped.
+        match start_time(pid) {
+            Ok(Some(s)) if s == started => {}
+            _ => continue,
+        }
+        visit(Seen {
+            id: ProcId {
+                pid,
+                start_time: started,
+            },
+            environ,
+        });
+    }
+    Ok(unreadable)
+}
+
+/// Scans `/proc` for processes of the current uid (this one excluded) whose environment has
+/// `TEAM_OWNER=<owner>`, and `TEAM_WORKER=<worker>` when given. Candidates only: prove each
+/// before signalling it.
+pub fn find_by_env(owner: &str, worker: Option<&str>) -> Result<Scan> {
+    let pairs = required_pairs(owner, worker);
+    let mut found = Vec::new();
+    let unreadable = walk_ours(|seen| {
+        if environ_matches(&seen.environ, &pairs) {
+            found.push(seen.id);
+        }
+    })?;
+    Ok(Scan { found, unreadable })
+}
+
+/// Scans `/proc` for every process of the current uid (this one excluded) whose environment has
+/// a `TEAM_OWNER`, whatever its value: the reaper's view of residue of dead teams.
+pub fn scan_team_processes() -> Result<Scan<TeamProc>> {
+    use std::os::unix::ffi::OsStrExt;
+    let text = |env: &[u8], key: &str| {
+        env_first(env, key).map(|v| String::from_utf8_lossy(v).into_owned())
+    };
+    let path = |env: &[u8], key: &str| {
+        env_first(env, key).map(|v| PathBuf::from(std::ffi::OsStr::from_bytes(v)))
+    };
+    let mut found = Vec::new();
+    let unreadable = walk_ours(|seen| {
+        let env = &seen.environ;
+        if let Some(owner) = text(env, ENV_OWNER) {
+            found.push(TeamProc {
+                id: seen.id,
+                owner,
+                worker: text(env, ENV_WORKER),
+                team: text(env, "TEAM_NAME"),
+                state_dir: path(env, "TEAM_STATE_DIR"),
+                workspace: path(env, "TEAM_WORKSPACE"),
+            });
+        }
+    })?;
+    Ok(Scan { found, unreadable })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Graceful stop.
+// ---------------------------------------------------------------------------------------------
+
+/// Stops proven processes gracefully: SIGTERM to each; wait up to `grace` for all of them
+/// together (returning as soon as all have exited); re-prove each survivor and SIGKILL only
+/// those still proven; wait up to [`KILL_WAIT`] for those. One outcome per process, in order.
+pub fn terminate(procs: Vec<Proven>, grace: Duration) -> Vec<(ProcId, StopOutcome)> {
+    let mut outcomes: Vec<Option<StopOutcome>> = vec![None; procs.len()];
+
+    // 1. SIGTERM.
+    for (i, p) in procs.iter().enumerate() {
+        outcomes[i] = match p.signal(Sig::Term) {
+            Ok(SignalOutcome::Sent) => None,
+            Ok(SignalOutcome::Gone) => Some(StopOutcome::GoneBefore),
+            Err(e) => Some(StopOutcome::StillAlive {
+                reason: e.to_string(),
+            }),
+        };
+    }
+
+    // 2. Wait for all of them at once.
+    let deadline = deadline_after(grace);
+    wait_pending(
+        &procs,
+        &mut outcomes,
+        deadline,
+        StopOutcome::ExitedAfterTerm,
+    );
+
+    // 3. Re-prove survivors, SIGKILL the still-proven.
+    let mut killed = false;
+    for (i, p) in procs.iter().enumerate() {
+        if outcomes[i].is_some() {
+            continue;
+        }
+        outcomes[i] = match p.reprove() {
+            ProcVerdict::Owned => match p.signal(Sig::Kill) {
+                Ok(SignalOutcome::Sent) => {
+                    killed = true;
+                    None
+                }
+                Ok(SignalOutcome::Gone) => Some(StopOutcome::ExitedAfterTerm),
+                Err(e) => Some(StopOutcome::StillAlive {
+                    reason: e.to_string(),
+                }),
+            },
+            ProcVerdict::Gone => Some(StopOutcome::ExitedAfterTerm),
+            ProcVerdict::NotOwned { reason } => Some(StopOutcome::NotOwnedAnymore { reason }),
+            ProcVerdict::Unverifiable { reason } => Some(StopOutcome::StillAlive {
+                reason: format!("survived SIGTERM; re-proof unverifiable: {reason}"),
+            }),
+        };
+    }
+
+    // 4. Bounded wait after SIGKILL.
+    if killed {
+        wait_pending(
+            &procs,
+            &mut outcomes,
+            deadline_after(KILL_WAIT),
+            StopOutcome::Killed,
+        );
+    }
+    procs
+        .iter()
+        .zip(outcomes)
+        .map(|(p, o)| {
+            (
+                p.id,
+                o.unwrap_or_else(|| StopOutcome::StillAlive {
+                    reason: "did not exit after SIGKILL".into(),
+                }),
+            )
+        })
+        .collect()
+}
+
+fn deadline_after(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600))
+}
+
+/// Polls the pidfds of the processes without an outcome yet; marks the exited ones `done`.
+fn wait_pending(
+    procs: &[Proven],
+    outcomes: &mut [Option<StopOutcome>],
+    deadline: Instant,
+    done: StopOutcome,
+) {
+    use std::os::fd::AsFd;
+    let pending: Vec<usize> = (0..procs.len())
+        .filter(|&i| outcomes[i].is_none())
+        .collect();
+    if pending.is_empty() {
+        return;
+    }
+    let fds: Vec<_> = pending.iter().map(|&i| procs[i].fd.as_fd()).collect();
+    let exited = sys::wait_exited(&fds, deadline);
+    for (&i, gone) in pending.iter().zip(exited) {
+        if gone {
+            outcomes[i] = Some(done.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A real line of `/proc/self/stat` with `comm` replaced.
+    fn stat_line(comm: &str, start: u64) -> String {
+        format!(
+            "8268 ({comm}) R 8263 8263 4019 0 -1 4194304 102 0 0 0 0 0 0 0 20 0 1 0 {start} 3133440 422 \
+             18446744073709551615 94332099612672 94332099632553 140723575801152 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
+        )
+    }
+
+    #[test]
+    fn parses_a_real_stat_line() {
+        assert_eq!(parse_stat_start_time(&stat_line("cat", 53150)), Some(53150));
+        assert_eq!(
+            parse_stat_bytes(stat_line("cat", 7).as_bytes()),
+            Some((b'R', 7))
+        );
+    }
+
+    #[test]
+    fn comm_with_parens_spaces_and_newlines() {
+        for comm in [
+            ") (",
+            "a) R 1 2 3 (b",
+            "x y z",
+            "))",
+            "(",
+            "new\nline) 9 9 9",
+            "",
+            " 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22",
+        ] {
+            assert_eq!(
+                parse_stat_start_time(&stat_line(comm, 424242)),
+                Some(424242),
+                "comm {comm:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_malformed_stat() {
+        for bad in [
+            "",
+            "1 (x",
+            "1 (x) R 1 2",
+            "1 (x) R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 -5",
+            "1 (x) R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 +5",
+            "1 (x) R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 99999999999999999999999",
+            "1 (x) RR 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 5",
+        ] {
+            assert_eq!(parse_stat_start_time(bad), None, "{bad:?}");
+        }
+        // Exactly 22 fields is enough.
+        assert_eq!(
+            parse_stat_start_time("1 (x) R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 5"),
+            Some(5)
+        );
+    }
+
+    #[test]
+    fn parses_status_uid() {
+        let status = b"Name:\tsleep\nUmask:\t0022\nState:\tS (sleeping)\nUid:\t1000\t1001\t1002\t1003\nGid:\t5\t5\t5\t5\n";
+        assert_eq!(parse_status_uid(status), Some(1000));
+        assert_eq!(parse_status_uid(b"Name:\tUid: 7\n"), None);
+        assert_eq!(parse_status_uid(b"Uid:\t\n"), None);
+    }
+
+    #[test]
+    fn environ_matching_is_exact_and_strict() {
+        let env = b"PATH=/bin\0TEAM_OWNER=abc\0TEAM_WORKER=w1\0XTEAM_OWNER=zzz\0";
+        assert!(environ_matches(env, &[("TEAM_OWNER", "abc")]));
+        assert!(environ_matches(
+            env,
+            &[("TEAM_OWNER", "abc"), ("TEAM_WORKER", "w1")]
+        ));
+        assert!(!environ_matches(env, &[("TEAM_OWNER", "ab")]));
+        assert!(!environ_matches(env, &[("TEAM_OWNER", "abcd")]));
+        assert!(!environ_matches(env, &[("TEAM_WORKER", "w2")]));
+        assert!(!environ_matches(env, &[("TEAM_NAME", "")]));
+        assert!(!environ_matches(b"", &[("TEAM_OWNER", "abc")]));
+        // A key that is a prefix of another does not match it.
+        assert!(!environ_matches(
+            b"TEAM_OWNER_X=abc\0",
+            &[("TEAM_OWNER", "abc")]
+        ));
+        // Conflicting duplicates never match; agreeing ones do.
+        assert!(!environ_matches(
+            b"TEAM_OWNER=abc\0TEAM_OWNER=evil\0",
+            &[("TEAM_OWNER", "abc")]
+        ));
+        assert!(environ_matches(
+            b"TEAM_OWNER=abc\0TEAM_OWNER=abc",
+            &[("TEAM_OWNER", "abc")]
+        ));
+        assert_eq!(
+            env_mismatch(env, "other", None).as_deref(),
+            Some("its TEAM_OWNER is \"abc\", not \"other\"")
+        );
+        assert_eq!(env_mismatch(env, "abc", Some("w1")), None);
+        assert!(
+            env_mismatch(b"", "abc", None)
+                .unwrap()
+                .contains("no TEAM_OWNER")
+        );
+    }
+
+    #[test]
+    fn verdicts_serialize_with_a_snake_case_tag() {
+        assert_eq!(
+            serde_json::to_string(&ProcVerdict::NotOwned { reason: "r".into() }).unwrap(),
+            r#"{"verdict":"not_owned","reason":"r"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&ProcVerdict::Gone).unwrap(),
+            r#"{"verdict":"gone"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&StopOutcome::ExitedAfterTerm).unwrap(),
+            r#"{"outcome":"exited_after_term"}"#
+        );
+        let id = ProcId {
+            pid: 7,
+            start_time: 9,
+        };
+        let back: ProcId = serde_json::from_str(&serde_json::to_string(&id).unwrap()).unwrap();
+        assert_eq!(back, id);
+    }
+
+    proptest! {
+        #[test]
+        fn stat_parser_never_panics(s in ".*") {
+            let _ = parse_stat_start_time(&s);
+        }
+
+        #[test]
+        fn stat_parser_never_panics_on_bytes(b in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let _ = parse_stat_bytes(&b);
+            let _ = parse_status_uid(&b);
+            let _ = environ_matches(&b, &[("TEAM_OWNER", "x")]);
+        }
+
+        #[test]
+        fn stat_parser_survives_any_comm(comm in "[^\0]{0,16}", start in any::<u64>()) {
+            prop_assert_eq!(parse_stat_start_time(&stat_line(&comm, start)), Some(start));
+        }
+    }
 }
