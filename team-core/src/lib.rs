@@ -16,6 +16,7 @@ pub mod lock;
 pub mod model;
 pub mod process;
 pub mod proof;
+pub mod reap;
 pub mod store;
 pub mod tmux;
 pub mod view;
