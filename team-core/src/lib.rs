@@ -8,15 +8,16 @@ pub mod audit;
 pub mod error;
 pub mod failpoint;
 pub mod fsutil;
-pub mod paths;
-
-pub use error::{Error, ExitClass, Result};
 pub mod journal;
 pub mod lock;
 pub mod model;
+pub mod ops;
+pub mod paths;
 pub mod process;
 pub mod proof;
 pub mod reap;
 pub mod store;
 pub mod tmux;
 pub mod view;
+
+pub use error::{Error, ExitClass, Result};
