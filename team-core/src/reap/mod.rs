@@ -21,11 +21,12 @@ use uuid::Uuid;
 
 use crate::audit::{AuditLog, Entry, Stage};
 use crate::error::Result;
+use crate::ops::kill::KillResult;
 use crate::process::{self, ProcVerdict, Proven, StopOutcome, TeamProc};
 use crate::tmux::{Listing, PaneRow, Tmux};
 
 pub use classify::{Classified, Verdict};
-pub use kill::{KillResult, KillTarget};
+pub use kill::ReapTarget;
 pub use state::{Lookup, Oracle, TeamKey};
 
 /// The caller name in audit records.
@@ -94,7 +95,8 @@ pub struct PaneReport {
     pub generation: Option<u64>,
     pub action: Action,
     pub note: Option<String>,
-    pub audit_id: Option<Uuid>,
+    /// The effect was refused because its audit intent could not be written.
+    pub audit_failed: bool,
 }
 
 impl PaneReport {
@@ -159,7 +161,7 @@ pub fn scan(cfg: &Config, oracle: &mut Oracle) -> Result<Vec<Server>> {
                             generation: None,
                             action: Action::None,
                             note: None,
-                            audit_id: None,
+                            audit_failed: false,
                         });
                     }
                 }
@@ -228,7 +230,7 @@ fn classify_row(cfg: &Config, oracle: &mut Oracle, endpoint: &Path, row: &PaneRo
         generation,
         action: Action::None,
         note: None,
-        audit_id: None,
+        audit_failed: false,
     }
 }
 
@@ -298,46 +300,47 @@ pub fn kill_panes(
             }
             let row = p.row.clone().expect("a classified pane has a row");
             let recorded = match &lookup {
-                Lookup::Present(t) => json!(t.owner_id),
-                _ => serde_json::Value::Null,
+                Lookup::Present(t) => t.owner_id.to_string(),
+                _ => "none".into(),
             };
-            let evidence = json!({"pane_owner_tag": row.tags.owner, "recorded_owner": recorded, "state_root": key.root});
-            targets.push(KillTarget {
+            targets.push(ReapTarget {
                 row,
                 audit_log: log,
-                entry: entry_for(cfg, "kill-pane", &key, p.generation, &p.class, evidence),
+                reason: format!(
+                    "{}: {} (recorded owner {recorded}, state root {}; {})",
+                    p.class.verdict.as_str(),
+                    p.class.reason,
+                    key.root.display(),
+                    cfg.argv.join(" ")
+                ),
+                team: Some(key.name.to_string()),
+                workspace: key.workspace.as_ref().map(|w| w.display().to_string()),
             });
             which.push(i);
         }
         if targets.is_empty() {
             continue;
         }
-        let results = kill::kill_batch(&tmux, &targets);
+        let results = kill::reap_batch(&tmux, CALLER, &targets);
         for (i, r) in which.into_iter().zip(results) {
             let p = &mut s.panes[i];
             match r {
-                KillResult::Killed { audit_id } => {
-                    p.action = Action::Killed;
-                    p.audit_id = Some(audit_id);
+                Ok(KillResult::Killed) => p.action = Action::Killed,
+                Ok(KillResult::Gone(why)) => {
+                    p.action = Action::None;
+                    p.note = Some(format!("already gone: {why}"));
                 }
-                KillResult::Refused { audit_id } => {
-                    p.action = Action::Failed;
-                    p.audit_id = Some(audit_id);
-                    p.note = Some("refused: the pane changed since the snapshot".into());
-                }
-                KillResult::Unknown { audit_id, msg } => {
-                    p.action = Action::Failed;
-                    p.audit_id = Some(audit_id);
-                    p.note = Some(format!("unknown (no receipt): {msg}"));
-                }
-                KillResult::AuditFailed { msg } => {
+                Ok(other) => {
                     p.action = Action::Failed;
                     p.note = Some(format!(
-                        "not killed: the audit intent could not be written: {msg}"
+                        "{}: {}",
+                        other.word(),
+                        other.reason().unwrap_or("")
                     ));
                 }
-                KillResult::NoGuard { msg } => {
+                Err(msg) => {
                     p.action = Action::Failed;
+                    p.audit_failed = true;
                     p.note = Some(format!("not killed: {msg}"));
                 }
             }
@@ -403,6 +406,15 @@ pub struct ProcReport {
     pub action: Action,
     pub note: Option<String>,
     pub audit_id: Option<Uuid>,
+    /// The signal was refused because its audit intent could not be written.
+    pub audit_failed: bool,
+}
+
+impl ProcReport {
+    /// Whether the run should act on it.
+    pub fn reapable(&self) -> bool {
+        self.class.killable || self.class.verdict == Verdict::Debt
+    }
 }
 
 /// Scans `/proc` for processes carrying `TEAM_OWNER` and classifies each. The panes' own
@@ -436,6 +448,7 @@ pub fn scan_processes(
             action: Action::None,
             note: None,
             audit_id: None,
+            audit_failed: false,
         });
     }
     Ok((out, scan.unreadable))
@@ -538,6 +551,7 @@ pub fn kill_processes(
             Err(err) => {
                 for (i, _, _) in &items {
                     procs[*i].action = Action::Failed;
+                    procs[*i].audit_failed = true;
                     procs[*i].note = Some(format!(
                         "not signalled: the audit intent could not be written: {err}"
                     ));
