@@ -361,7 +361,17 @@ pub fn sessions(servers: &[Server]) -> Vec<SessionReport> {
         }
         for (sid, panes) in by_session {
             let first = panes[0].row.as_ref().expect("rows only");
-            if first.tags.session_owner.is_empty() || !panes.iter().any(|p| p.class.killable) {
+            // A team session whose team is gone, re-created or stopped.
+            let team_level = |p: &&PaneReport| {
+                p.class.killable
+                    && [
+                        classify::TEAM_STATE_GONE,
+                        classify::OWNER_MISMATCH,
+                        classify::TEAM_STOPPED,
+                    ]
+                    .contains(&p.class.reason.as_str())
+            };
+            if first.tags.session_owner.is_empty() || !panes.iter().any(team_level) {
                 continue;
             }
             let all = |a: Action| panes.iter().all(|p| p.action == a);

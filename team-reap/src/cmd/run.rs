@@ -133,7 +133,7 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
     let sessions = reap::sessions(&servers);
     let mut out = Out::new(g.json);
     let mut t = Tally::default();
-    let human_all = matches!(mode, Mode::Scan) || g.check || g.verbose;
+    let human_all = (matches!(mode, Mode::Scan) && !g.check) || g.verbose;
 
     for s in &servers {
         match &s.status {
