@@ -114,7 +114,7 @@ pub fn classify_pane(row: &PaneRow, lookup: Result<&Lookup, &str>) -> Classified
             && p.pane_pid == row.pane_pid
             && (p.server_pid, p.server_start) == (row.server_pid, row.server_start)
     };
-    if team.protected.iter().any(|p| recorded_here(p)) {
+    if team.protected.iter().any(&recorded_here) {
         return Classified::new(Verdict::Owned, "protected pane");
     }
     if team.state == TeamState::Stopped {
