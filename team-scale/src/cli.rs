@@ -8,6 +8,11 @@ const AFTER_HELP: &str = concat!(
     "Examples:\n",
     "  team-scale init demo --private --max-workers 4 --worker-cmd 'codex'\n",
     "  team-scale status demo --json\n",
+    "  team-scale down demo 2 --drain-timeout 10s\n",
+    "  team-scale down demo --worker worker-3 --force\n",
+    "  team-scale worker-status --state idle   # inside a worker pane\n",
+    "  team-scale reconcile demo\n",
+    "  team-scale shutdown demo\n",
     "\n"
 );
 
@@ -51,6 +56,88 @@ pub enum Command {
     Init(InitArgs),
     /// Show a team's workers with live proof, pending operations, cleanup debt and lock holder.
     Status(StatusArgs),
+    /// Remove workers: idle ones (highest index first) or named ones, draining them first.
+    Down(DownArgs),
+    /// Remove every worker, then the leader pane and session if the tools created them.
+    Shutdown(ShutdownArgs),
+    /// Finish what crashed operations left: journal, drains, pending reservations, removing workers.
+    Reconcile(ReconcileArgs),
+    /// Report a worker's state (idle, busy, done); reads TEAM_NAME/TEAM_WORKER/TEAM_INCARNATION.
+    WorkerStatus(WorkerStatusArgs),
+}
+
+/// The audit log every destructive effect is recorded in first.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// The audit log (default: <state-dir>/audit.jsonl).
+    #[arg(long, env = "TEAM_AUDIT_LOG", value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct DownArgs {
+    /// The team name.
+    pub team: String,
+    /// How many workers to remove (default 1); not with --worker.
+    pub count: Option<usize>,
+    /// Remove this worker (repeatable).
+    #[arg(long = "worker", value_name = "NAME")]
+    pub workers: Vec<String>,
+    /// Take busy workers too, and do not wait for them to drain.
+    #[arg(long)]
+    pub force: bool,
+    /// How long to wait for busy workers to report idle.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub drain_timeout: std::time::Duration,
+    /// How long processes get between SIGTERM and SIGKILL.
+    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub grace: std::time::Duration,
+    #[command(flatten)]
+    pub audit: AuditArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ShutdownArgs {
+    /// The team name.
+    pub team: String,
+    /// Accepted for symmetry with down: shutdown never waits for workers to drain.
+    #[arg(long)]
+    pub force: bool,
+    /// How long processes get between SIGTERM and SIGKILL.
+    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub grace: std::time::Duration,
+    #[command(flatten)]
+    pub audit: AuditArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReconcileArgs {
+    /// The team name.
+    pub team: String,
+    /// How long processes get between SIGTERM and SIGKILL.
+    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub grace: std::time::Duration,
+    #[command(flatten)]
+    pub audit: AuditArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerStatusArgs {
+    /// The team name (default: $TEAM_NAME).
+    #[arg(env = "TEAM_NAME")]
+    pub team: Option<String>,
+    /// The worker (default: $TEAM_WORKER).
+    #[arg(long, env = "TEAM_WORKER")]
+    pub worker: Option<String>,
+    /// The worker's incarnation (default: $TEAM_INCARNATION); must match the current one.
+    #[arg(long, env = "TEAM_INCARNATION")]
+    pub incarnation: Option<String>,
+    /// idle, busy or done.
+    #[arg(long, value_parser = ["idle", "busy", "done"])]
+    pub state: String,
+    /// A short note shown by status.
+    #[arg(long)]
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Args)]

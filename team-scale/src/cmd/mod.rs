@@ -1,7 +1,11 @@
 //! One file per subcommand.
 
+mod down;
 mod init;
+mod reconcile;
+mod shutdown;
 mod status;
+mod worker_status;
 
 use crate::cli::{Cli, Command};
 use crate::ctx::Ctx;
@@ -13,5 +17,9 @@ pub fn run(cli: Cli) -> CliResult<i32> {
     match cli.cmd {
         Command::Init(a) => init::run(&ctx, a),
         Command::Status(a) => status::run(&ctx, a),
+        Command::Down(a) => down::run(&ctx, a),
+        Command::Shutdown(a) => shutdown::run(&ctx, a),
+        Command::Reconcile(a) => reconcile::run(&ctx, a),
+        Command::WorkerStatus(a) => worker_status::run(&ctx, a),
     }
 }

@@ -1,0 +1,401 @@
+//! `down` and `shutdown`: pick workers, drain them, commit them to `removing` with their
+//! unfinished tasks back to `pending`, then tear them down ([`super::teardown`]).
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::audit::Entry;
+use crate::error::{Error, Result};
+use crate::fsutil;
+use crate::model::{Lifecycle, SCHEMA_VERSION, Team, TeamState, WorkState, WorkerStatus};
+use crate::paths::WorkerName;
+use crate::proof::PaneProof;
+use crate::store::Store;
+use crate::tmux::{Guard, Txn, TxnOutcome};
+use crate::view;
+
+use super::teardown::{self, SettleReport, Teardown};
+
+/// What `down` was asked.
+#[derive(Debug, Clone)]
+pub struct DownRequest {
+    pub count: Option<usize>,
+    pub names: Vec<WorkerName>,
+    pub force: bool,
+    pub drain_timeout: Duration,
+}
+
+/// What `down` did.
+#[derive(Debug, Clone, Default)]
+pub struct DownReport {
+    /// Leftovers of earlier operations settled first.
+    pub earlier: SettleReport,
+    pub targets: Vec<WorkerName>,
+    /// Targets that did not report idle within the drain timeout.
+    pub drain_timed_out: Vec<WorkerName>,
+    /// Tasks put back to `pending` at the commit.
+    pub tasks_returned: Vec<u64>,
+    pub settle: SettleReport,
+}
+
+/// A worker's reported state, looking through `draining` to what it was before.
+fn effective(s: &Option<WorkerStatus>) -> Option<WorkState> {
+    s.as_ref().map(|s| match (s.state, s.before_drain) {
+        (WorkState::Draining, b) => b.unwrap_or(WorkState::Idle),
+        (st, _) => st,
+    })
+}
+
+fn is_idle(s: Option<WorkState>) -> bool {
+    matches!(s, None | Some(WorkState::Idle | WorkState::Done))
+}
+
+/// Puts back the state a `draining` worker had, for active workers left draining by an
+/// operation that did not commit. Returns who was restored. The caller holds the scale lock.
+pub fn restore_drains(store: &Store, only: Option<&[WorkerName]>) -> Result<Vec<WorkerName>> {
+    let (_, restored) = store.transact("restore-drain", |team, changes| {
+        let mut out = Vec::new();
+        for w in team
+            .workers
+            .iter()
+            .filter(|w| w.lifecycle == Lifecycle::Active)
+        {
+            if only.is_some_and(|o| !o.contains(&w.name)) {
+                continue;
+            }
+            if let Some(mut s) = store.status(&w.name)?
+                && s.state == WorkState::Draining
+            {
+                s.state = s.before_drain.take().unwrap_or(WorkState::Idle);
+                s.updated_at = fsutil::now_rfc3339();
+                changes.put_status(&s);
+                out.push(w.name.clone());
+            }
+        }
+        Ok(out)
+    })?;
+    Ok(restored)
+}
+
+/// Moves `names` (active or pending) to `removing` in one journaled commit, returning their
+/// unfinished tasks to `pending`. Returns the task ids.
+pub fn commit_removing(store: &Store, names: &[WorkerName], op: &str) -> Result<Vec<u64>> {
+    let (_, ids) = store.transact(op, |team, changes| {
+        let tasks = store.tasks()?;
+        let mut ids = Vec::new();
+        for n in names {
+            let w = team.worker_mut(n).ok_or_else(|| {
+                Error::Refused(format!("worker {n} vanished during the operation"))
+            })?;
+            if w.lifecycle == Lifecycle::Removing {
+                continue;
+            }
+            w.lifecycle = Lifecycle::Removing;
+            w.removal_reasons.clear();
+            ids.extend(teardown::return_tasks(&tasks, n, changes));
+        }
+        Ok(ids)
+    })?;
+    Ok(ids)
+}
+
+fn op_entry(t: &Teardown, team: &Team, action: &str, targets: &[WorkerName]) -> Entry {
+    Entry {
+        caller: t.caller.clone(),
+        action: action.into(),
+        argv: t.argv.clone(),
+        endpoint: Some(team.endpoint.to_string_lossy().into_owned()),
+        targets: targets.iter().map(|n| json!(n)).collect(),
+        workspace: Some(team.workspace.to_string_lossy().into_owned()),
+        team: Some(team.name.to_string()),
+        generation: Some(team.generation),
+        owner_evidence: Some(json!({"owner_id": team.owner_id})),
+        reason: None,
+        outcome: None,
+    }
+}
+
+/// `team-scale down`.
+pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
+    if req.count.is_some() && !req.names.is_empty() {
+        return Err(Error::Usage(
+            "give a count or --worker names, not both".into(),
+        ));
+    }
+    if req.count == Some(0) {
+        return Err(Error::Usage("the count must be at least 1".into()));
+    }
+    let count = if req.names.is_empty() {
+        req.count.unwrap_or(1)
+    } else {
+        req.names.len()
+    };
+    let store = t.store;
+    let _g = store.lock_scale("down")?;
+    let team = store.load()?;
+    teardown::validate_team(store, &team)?;
+    if team.state == TeamState::Stopped {
+        return Err(Error::Refused(format!("team {} is stopped", team.name)));
+    }
+    if !team.settings.scaling {
+        return Err(Error::Refused(format!(
+            "scaling is switched off for team {}",
+            team.name
+        )));
+    }
+    for n in &req.names {
+        match team.worker(n) {
+            Some(w) if w.lifecycle == Lifecycle::Active => {}
+            Some(w) => {
+                return Err(Error::Refused(format!(
+                    "worker {n} is {:?}, not active",
+                    w.lifecycle
+                )));
+            }
+            None => {
+                return Err(Error::Refused(format!(
+                    "{n} is not a member of team {}",
+                    team.name
+                )));
+            }
+        }
+    }
+    // Finish what earlier operations left, and undo drains that never committed.
+    let mut rep = DownReport {
+        earlier: teardown::settle_removing(t, &[])?,
+        ..Default::default()
+    };
+    restore_drains(store, None)?;
+    let team = store.load()?;
+
+    // Pick targets.
+    let mut active: Vec<_> = team.in_state(Lifecycle::Active).collect();
+    active.sort_by_key(|w| std::cmp::Reverse(w.index));
+    let mut statuses = Vec::new();
+    for w in &active {
+        statuses.push((w.name.clone(), effective(&store.status(&w.name)?)));
+    }
+    let targets: Vec<WorkerName> = if !req.names.is_empty() {
+        req.names.clone()
+    } else {
+        let idle: Vec<WorkerName> = statuses
+            .iter()
+            .filter(|(_, s)| is_idle(*s))
+            .map(|(n, _)| n.clone())
+            .collect();
+        if idle.len() < count && !req.force {
+            return Err(Error::Refused(format!(
+                "not enough idle workers: {} of {} active workers are idle, {count} asked (--force takes busy ones too)",
+                idle.len(),
+                active.len()
+            )));
+        }
+        let mut t: Vec<WorkerName> = idle.into_iter().take(count).collect();
+        for (n, _) in &statuses {
+            if t.len() >= count {
+                break;
+            }
+            if !t.contains(n) {
+                t.push(n.clone());
+            }
+        }
+        t
+    };
+    if targets.len() >= active.len() {
+        return Err(Error::Refused(format!(
+            "removing all {} workers of team {} is refused; use `team-scale shutdown {}`",
+            active.len(),
+            team.name,
+            team.name
+        )));
+    }
+    // Fail closed: the operation's intent must be durable before any change.
+    t.audit
+        .intent(&op_entry(t, &team, "scale_down", &targets))?;
+
+    // Mark draining, remembering the state before.
+    store.transact("drain", |team, changes| {
+        for n in &targets {
+            let w = team
+                .worker(n)
+                .ok_or_else(|| Error::Refused(format!("worker {n} vanished")))?;
+            let prev = store.status(n)?;
+            let s = WorkerStatus {
+                schema_version: SCHEMA_VERSION,
+                worker: n.clone(),
+                incarnation: w.incarnation,
+                state: WorkState::Draining,
+                note: prev.as_ref().and_then(|p| p.note.clone()),
+                updated_at: fsutil::now_rfc3339(),
+                before_drain: effective(&prev),
+            };
+            changes.put_status(&s);
+        }
+        Ok(())
+    })?;
+    let result = (|| {
+        (t.fail)("down.drained")?;
+        if !req.force {
+            rep.drain_timed_out = wait_drained(t, &team, &targets, req.drain_timeout)?;
+        }
+        commit_removing(store, &targets, "down")
+    })();
+    let ids = match result {
+        Ok(ids) => ids,
+        Err(e) => {
+            let _ = restore_drains(store, Some(&targets));
+            return Err(e);
+        }
+    };
+    (t.fail)("down.committed")?;
+    rep.targets = targets.clone();
+    rep.tasks_returned = ids;
+    rep.settle = teardown::settle_removing(t, &targets)?;
+    let team = store.load()?;
+    store.append_event(
+        &team,
+        "scaled_down",
+        json!({
+            "workers": targets,
+            "removed": rep.settle.workers.iter().filter(|w| w.dropped).map(|w| &w.worker).collect::<Vec<_>>(),
+            "blocked": rep.settle.workers.iter().filter(|w| !w.dropped).map(|w| &w.worker).collect::<Vec<_>>(),
+            "tasks_returned": rep.tasks_returned,
+        }),
+    )?;
+    Ok(rep)
+}
+
+/// Waits until every target that was busy reports idle/done or its pane is gone, up to
+/// `timeout`. Returns those still busy at the end. Status files are polled often (cheap), tmux
+/// about once a second.
+fn wait_drained(
+    t: &Teardown,
+    team: &Team,
+    targets: &[WorkerName],
+    timeout: Duration,
+) -> Result<Vec<WorkerName>> {
+    let deadline = Instant::now() + timeout;
+    let mut waiting: Vec<WorkerName> = Vec::new();
+    for n in targets {
+        if let Some(s) = t.store.status(n)?
+            && s.state == WorkState::Draining
+            && !is_idle(s.before_drain)
+        {
+            waiting.push(n.clone());
+        }
+    }
+    let mut next_list = Instant::now() + Duration::from_secs(1);
+    while !waiting.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        let mut still = Vec::new();
+        for n in waiting {
+            match t.store.status(&n)? {
+                Some(s) if matches!(s.state, WorkState::Idle | WorkState::Done) => {}
+                _ => still.push(n),
+            }
+        }
+        waiting = still;
+        if !waiting.is_empty() && Instant::now() >= next_list {
+            next_list = Instant::now() + Duration::from_secs(1);
+            let listing = t.tmux.list();
+            waiting.retain(|n| {
+                !team
+                    .worker(n)
+                    .and_then(|w| view::prove_worker(team, w, &listing))
+                    .is_some_and(|p| matches!(p, PaneProof::Gone(_)))
+            });
+        }
+    }
+    Ok(waiting)
+}
+
+/// What `shutdown` did.
+#[derive(Debug, Clone, Default)]
+pub struct ShutdownReport {
+    pub already_stopped: bool,
+    pub settle: SettleReport,
+    pub tasks_returned: Vec<u64>,
+    /// `killed`, `gone`, `adopted` (left alone), `kept` (not proven ours), `skipped`.
+    pub leader: String,
+    pub leader_reason: Option<String>,
+    pub stopped: bool,
+}
+
+/// `team-scale shutdown`.
+pub fn shutdown(t: &Teardown) -> Result<ShutdownReport> {
+    let store = t.store;
+    let _g = store.lock_scale("shutdown")?;
+    let team = store.load()?;
+    teardown::validate_team(store, &team)?;
+    let mut rep = ShutdownReport::default();
+    if team.state == TeamState::Stopped && team.workers.is_empty() {
+        rep.already_stopped = true;
+        rep.stopped = true;
+        rep.leader = "skipped".into();
+        return Ok(rep);
+    }
+    let names: Vec<WorkerName> = team.workers.iter().map(|w| w.name.clone()).collect();
+    t.audit.intent(&op_entry(t, &team, "shutdown", &names))?;
+    rep.tasks_returned = commit_removing(store, &names, "shutdown")?;
+    rep.settle = teardown::settle_removing(t, &[])?;
+    if rep.settle.blocked() {
+        rep.leader = "skipped".into();
+        rep.leader_reason = Some("workers remain".into());
+        return Ok(rep);
+    }
+    let team = store.load()?;
+    if !team.leader.created_by_tools {
+        rep.leader = "adopted".into();
+    } else {
+        let listing = t.tmux.list();
+        match view::prove_leader(&team, &listing) {
+            PaneProof::Gone(_) => rep.leader = "gone".into(),
+            PaneProof::Mismatch(r) | PaneProof::Unverifiable(r) => {
+                rep.leader = "kept".into();
+                rep.leader_reason = Some(r);
+            }
+            PaneProof::Live(_) | PaneProof::Dead(_) => {
+                let tags = view::leader_tags(&team);
+                let refs: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                let txn = Txn::kill_pane(Guard::pane(&team.leader.pane, &refs, false)?);
+                let mut e = op_entry(t, &team, "kill_leader", &[]);
+                let mut target = view::pane_json(&team.leader.pane);
+                target["owner"] = json!(team.owner_id);
+                e.targets = vec![target];
+                e.reason = Some("shutdown of a team whose leader the tools created".into());
+                let id = t.audit.intent(&e)?;
+                let out = t
+                    .tmux
+                    .run_txns(&[txn])
+                    .map(|mut v| v.remove(0))
+                    .unwrap_or_else(|e| TxnOutcome::Unknown(e.to_string()));
+                let confirm = view::prove_leader(
+                    &team,
+                    &teardown::confirm_listing(t.tmux, team.leader.pane.server_pid),
+                );
+                let ok = matches!(confirm, PaneProof::Gone(_));
+                rep.leader = if ok { "killed".into() } else { "kept".into() };
+                if !ok {
+                    rep.leader_reason = Some(format!(
+                        "kill-pane not confirmed ({out:?}): {}",
+                        confirm
+                            .reason()
+                            .unwrap_or_else(|| "the pane is still there".into())
+                    ));
+                }
+                e.outcome = Some(rep.leader.clone());
+                if let Err(err) = t.audit.outcome(id, ok, &e) {
+                    tracing::warn!(error = %err, "could not record the leader kill outcome");
+                }
+            }
+        }
+    }
+    let (team, ()) = store.transact("shutdown", |team, _| {
+        team.state = TeamState::Stopped;
+        Ok(())
+    })?;
+    rep.stopped = true;
+    store.append_event(&team, "stopped", json!({"leader": rep.leader}))?;
+    Ok(rep)
+}

@@ -1,0 +1,558 @@
+//! Teardown of `removing` workers, shared by `down`, `shutdown`, `reconcile` and the reaper's
+//! `debt` verdict.
+//!
+//! For every worker, from one fresh snapshot: prove its pane. A pane that proves ours gets, in
+//! this order: a durable audit intent (all workers in one group commit); a graceful stop of its
+//! processes through pidfds (the pane's process and every process carrying this team's owner id
+//! and this worker's name, detached ones included; SIGTERM, grace, SIGKILL for survivors that
+//! still prove ours); one proven `kill-pane` per worker, all in one tmux invocation; a fresh
+//! snapshot to confirm; the audit outcome. A pane that does not prove ours is not touched and its
+//! worker stays `removing` with the reason. Then resources are removed, and each worker whose
+//! everything is gone is dropped from `team.json` (its unfinished tasks back to `pending`).
+//!
+//! tmux invocations: one snapshot, one batched kill, one confirming snapshot, whatever the
+//! number of workers.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::audit::{AuditLog, Entry, Stage};
+use crate::error::{Error, Result};
+use crate::model::{Lifecycle, PaneIncarnation, Task, TaskStatus, Team, Worker};
+use crate::paths::WorkerName;
+use crate::process::{self, ProcVerdict, Proven, StopOutcome};
+use crate::proof::PaneProof;
+use crate::store::{Changes, Store};
+use crate::tmux::{Guard, Listing, Tmux, Txn, TxnOutcome};
+use crate::view;
+
+use super::resources::{self, ResourceReport};
+
+/// What a teardown needs.
+pub struct Teardown<'a> {
+    pub store: &'a Store,
+    pub tmux: &'a Tmux,
+    pub audit: &'a AuditLog,
+    /// `team-scale down`, `team-reap`, ...
+    pub caller: String,
+    pub argv: Vec<String>,
+    /// How long processes get between SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// Fail points (`failpoint::hit` in the binaries; a no-op otherwise).
+    pub fail: &'a dyn Fn(&str) -> Result<()>,
+}
+
+/// What became of one process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcReport {
+    pub pid: u32,
+    pub start_time: Option<u64>,
+    /// `exited_after_term`, `killed`, `gone`, `not_owned`, `unverifiable`, `still_alive`.
+    pub outcome: String,
+    pub reason: Option<String>,
+}
+
+/// What became of one worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerReport {
+    pub worker: WorkerName,
+    pub pane_id: Option<String>,
+    /// `killed`, `gone` (already), `kept` (not proven ours, or the kill was not confirmed).
+    pub pane: String,
+    pub processes: Vec<ProcReport>,
+    pub resources: Option<ResourceReport>,
+    /// Why the worker stays `removing`; empty when it was dropped.
+    pub blocked: Vec<String>,
+    pub dropped: bool,
+    /// Tasks put back to `pending` when the record was dropped (normally none: `down` does
+    /// that at its commit).
+    pub tasks_returned: Vec<u64>,
+}
+
+/// What a teardown did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SettleReport {
+    pub workers: Vec<WorkerReport>,
+}
+
+impl SettleReport {
+    /// Whether some worker stays `removing` (exit 3).
+    pub fn blocked(&self) -> bool {
+        self.workers.iter().any(|w| !w.dropped)
+    }
+}
+
+/// Validates every record a teardown could act on: pane ids (shape and collisions are
+/// [`Team::validate`]'s) and resource paths. A state file that fails is refused whole.
+pub fn validate_team(store: &Store, team: &Team) -> Result<()> {
+    team.validate(&store.root().team_json(&team.name))?;
+    for w in &team.workers {
+        resources::validate(store.root(), team, w)?;
+    }
+    Ok(())
+}
+
+/// Returns to `pending` every unfinished task owned or claimed by `w` (owner and claim
+/// cleared, version bumped). Call inside [`Store::transact`].
+pub fn return_tasks(tasks: &[Task], w: &WorkerName, changes: &mut Changes) -> Vec<u64> {
+    let mut out = Vec::new();
+    for t in tasks {
+        let mine = t.owner.as_ref() == Some(w) || t.claim.as_ref().is_some_and(|c| &c.worker == w);
+        if mine && !matches!(t.status, TaskStatus::Completed | TaskStatus::Failed) {
+            let mut t = t.clone();
+            t.status = TaskStatus::Pending;
+            t.owner = None;
+            t.claim = None;
+            t.version += 1;
+            changes.put_task(&t);
+            out.push(t.id);
+        }
+    }
+    out
+}
+
+struct Plan {
+    worker: Worker,
+    proof: PaneProof,
+    procs: Vec<Proven>,
+    report: WorkerReport,
+    audit_id: Option<uuid::Uuid>,
+    kill: Option<usize>,
+}
+
+fn entry(t: &Teardown, team: &Team, w: &Worker, action: &str, procs: &[Proven]) -> Entry {
+    let mut targets = Vec::new();
+    if let Some(p) = &w.pane {
+        let mut v = view::pane_json(p);
+        v["owner"] = json!(team.owner_id);
+        v["worker"] = json!(w.name);
+        v["incarnation"] = json!(w.incarnation);
+        targets.push(v);
+    }
+    for p in procs {
+        targets.push(json!({"pid": p.id.pid, "start_time": p.id.start_time}));
+    }
+    Entry {
+        caller: t.caller.clone(),
+        action: action.into(),
+        argv: t.argv.clone(),
+        endpoint: Some(team.endpoint.to_string_lossy().into_owned()),
+        targets,
+        workspace: Some(team.workspace.to_string_lossy().into_owned()),
+        team: Some(team.name.to_string()),
+        generation: Some(team.generation),
+        owner_evidence: Some(json!({
+            "@team_owner": team.owner_id, "@team_worker": w.name,
+            "@team_incarnation": w.incarnation, "env": "TEAM_OWNER+TEAM_WORKER",
+        })),
+        reason: Some("worker is removing".into()),
+        outcome: None,
+    }
+}
+
+/// Records a pane found by its incarnation tag for a `removing` worker that has none
+/// recorded (a scale-up that crashed between split and record).
+fn adopt_tagged_panes(
+    t: &Teardown,
+    team: &mut Team,
+    names: &[WorkerName],
+    listing: &Listing,
+) -> Result<()> {
+    let Listing::Panes(snap) = listing else {
+        return Ok(());
+    };
+    let owner = team.owner_id.to_string();
+    let mut found: Vec<(WorkerName, PaneIncarnation)> = Vec::new();
+    for w in team.workers.iter().filter(|w| {
+        w.lifecycle == Lifecycle::Removing && w.pane.is_none() && names.contains(&w.name)
+    }) {
+        let inc = w.incarnation.to_string();
+        let rows: Vec<_> = snap
+            .rows
+            .iter()
+            .filter(|r| {
+                r.tags.owner == owner
+                    && r.tags.incarnation == inc
+                    && r.tags.worker == w.name.as_str()
+            })
+            .collect();
+        if let [r] = rows.as_slice()
+            && !team.is_protected_pane(&r.pane_id)
+            && !team
+                .workers
+                .iter()
+                .any(|o| o.pane.as_ref().is_some_and(|p| p.pane_id == r.pane_id))
+        {
+            found.push((
+                w.name.clone(),
+                PaneIncarnation {
+                    server_pid: r.server_pid,
+                    server_start: r.server_start,
+                    pane_id: r.pane_id.clone(),
+                    pane_pid: r.pane_pid,
+                    session_id: r.session_id.clone(),
+                    window_id: r.window_id.clone(),
+                    process_start: process::start_time(r.pane_pid).ok().flatten(),
+                },
+            ));
+        }
+    }
+    if found.is_empty() {
+        return Ok(());
+    }
+    let (nt, ()) = t.store.transact("adopt-pane", |team, _| {
+        for (n, p) in &found {
+            if let Some(w) = team.worker_mut(n)
+                && w.lifecycle == Lifecycle::Removing
+                && w.pane.is_none()
+            {
+                w.pane = Some(p.clone());
+            }
+        }
+        Ok(())
+    })?;
+    *team = nt;
+    Ok(())
+}
+
+/// Tears down the `removing` workers among `names` (all of them when `names` is empty). The
+/// caller holds the team's scale lock.
+pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleReport> {
+    let mut team = t.store.load()?;
+    validate_team(t.store, &team)?;
+    let names: Vec<WorkerName> = team
+        .workers
+        .iter()
+        .filter(|w| {
+            w.lifecycle == Lifecycle::Removing && (names.is_empty() || names.contains(&w.name))
+        })
+        .map(|w| w.name.clone())
+        .collect();
+    if names.is_empty() {
+        return Ok(SettleReport::default());
+    }
+    // 1. One snapshot.
+    let mut listing = t.tmux.list();
+    if team
+        .workers
+        .iter()
+        .any(|w| names.contains(&w.name) && w.pane.is_none())
+    {
+        adopt_tagged_panes(t, &mut team, &names, &listing)?;
+        validate_team(t.store, &team)?;
+    }
+    let owner = team.owner_id.to_string();
+    let scan = process::scan_team_processes();
+    let mut plans: Vec<Plan> = Vec::new();
+    for n in &names {
+        let w = team.worker(n).expect("selected from team").clone();
+        let proof = view::prove_worker(&team, &w, &listing)
+            .unwrap_or_else(|| PaneProof::Gone("no pane was ever recorded".into()));
+        let mut report = WorkerReport {
+            worker: w.name.clone(),
+            pane_id: w.pane.as_ref().map(|p| p.pane_id.clone()),
+            pane: "kept".into(),
+            processes: Vec::new(),
+            resources: None,
+            blocked: Vec::new(),
+            dropped: false,
+            tasks_returned: Vec::new(),
+        };
+        let mut procs = Vec::new();
+        match &proof {
+            PaneProof::Mismatch(r) | PaneProof::Unverifiable(r) => {
+                report.blocked.push(format!("pane not touched: {r}"));
+            }
+            PaneProof::Live(_) | PaneProof::Dead(_) | PaneProof::Gone(_) => {
+                // Candidates: the pane's process, and every process naming this owner and worker.
+                let mut cands: Vec<(u32, Option<u64>)> = Vec::new();
+                if proof.is_ours()
+                    && let Some(p) = &w.pane
+                {
+                    cands.push((p.pane_pid, p.process_start));
+                }
+                match &scan {
+                    Ok(s) => {
+                        for tp in &s.found {
+                            if tp.owner == owner
+                                && tp.worker.as_deref() == Some(w.name.as_str())
+                                && !cands.iter().any(|c| c.0 == tp.id.pid)
+                            {
+                                cands.push((tp.id.pid, Some(tp.id.start_time)));
+                            }
+                        }
+                    }
+                    Err(e) => report.blocked.push(format!("process scan failed: {e}")),
+                }
+                for (i, (pid, start)) in cands.into_iter().enumerate() {
+                    let is_pane_pid = i == 0 && proof.is_ours();
+                    let (v, pr) = process::prove(pid, start, &owner, Some(w.name.as_str()));
+                    match (v, pr) {
+                        (ProcVerdict::Owned, Some(p)) => procs.push(p),
+                        (ProcVerdict::Gone, _) => report.processes.push(ProcReport {
+                            pid,
+                            start_time: start,
+                            outcome: "gone".into(),
+                            reason: None,
+                        }),
+                        (ProcVerdict::NotOwned { reason }, _) => {
+                            if is_pane_pid {
+                                report
+                                    .blocked
+                                    .push(format!("not_owned: pane process {reason}"));
+                            }
+                            report.processes.push(ProcReport {
+                                pid,
+                                start_time: start,
+                                outcome: "not_owned".into(),
+                                reason: Some(reason),
+                            });
+                        }
+                        (v, _) => {
+                            let reason = match v {
+                                ProcVerdict::Unverifiable { reason } => reason,
+                                _ => "no proof handle".into(),
+                            };
+                            report
+                                .blocked
+                                .push(format!("process {pid} unverifiable: {reason}"));
+                            report.processes.push(ProcReport {
+                                pid,
+                                start_time: start,
+                                outcome: "unverifiable".into(),
+                                reason: Some(reason),
+                            });
+                        }
+                    }
+                }
+                if report.blocked.iter().any(|b| b.starts_with("not_owned")) {
+                    // The pane's process is not the recorded one: touch nothing of this worker.
+                    procs.clear();
+                }
+            }
+        }
+        plans.push(Plan {
+            worker: w,
+            proof,
+            procs,
+            report,
+            audit_id: None,
+            kill: None,
+        });
+    }
+
+    // 2. Durable intents, one group commit, before any effect.
+    let actionable: Vec<usize> = (0..plans.len())
+        .filter(|&i| {
+            let p = &plans[i];
+            p.report.blocked.is_empty() && (p.proof.is_ours() || !p.procs.is_empty())
+        })
+        .collect();
+    if !actionable.is_empty() {
+        let items: Vec<(Stage, Option<uuid::Uuid>, Entry)> = actionable
+            .iter()
+            .map(|&i| {
+                (
+                    Stage::Intent,
+                    None,
+                    entry(
+                        t,
+                        &team,
+                        &plans[i].worker,
+                        "teardown_worker",
+                        &plans[i].procs,
+                    ),
+                )
+            })
+            .collect();
+        let recs = t.audit.append_batch(&items)?;
+        for (&i, r) in actionable.iter().zip(recs) {
+            plans[i].audit_id = Some(r.audit_id);
+        }
+    }
+
+    // 3. Graceful stop of every proven process of every worker at once.
+    let mut all: Vec<Proven> = Vec::new();
+    let mut owner_of: Vec<usize> = Vec::new();
+    for &i in &actionable {
+        for p in std::mem::take(&mut plans[i].procs) {
+            owner_of.push(i);
+            all.push(p);
+        }
+    }
+    let outcomes = process::terminate(all, t.grace);
+    for ((id, o), i) in outcomes.into_iter().zip(owner_of) {
+        let (word, reason, alive) = match o {
+            StopOutcome::ExitedAfterTerm => ("exited_after_term", None, false),
+            StopOutcome::Killed => ("killed", None, false),
+            StopOutcome::GoneBefore => ("gone", None, false),
+            StopOutcome::NotOwnedAnymore { reason } => ("not_owned", Some(reason), false),
+            StopOutcome::StillAlive { reason } => ("still_alive", Some(reason), true),
+        };
+        if alive {
+            plans[i]
+                .report
+                .blocked
+                .push(format!("process {} still alive", id.pid));
+        }
+        plans[i].report.processes.push(ProcReport {
+            pid: id.pid,
+            start_time: Some(id.start_time),
+            outcome: word.into(),
+            reason,
+        });
+    }
+    (t.fail)("down.stopped")?;
+
+    // 4. Proven kill-pane for every pane that proved ours, in one invocation.
+    let mut txns = Vec::new();
+    for &i in &actionable {
+        let p = &plans[i];
+        if p.proof.is_ours()
+            && let Some(inc) = &p.worker.pane
+        {
+            let tags = view::worker_tags(&team, &p.worker);
+            let refs: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            txns.push(Txn::kill_pane(Guard::pane(inc, &refs, false)?));
+            plans[i].kill = Some(txns.len() - 1);
+        }
+    }
+    let kill_out: Vec<TxnOutcome> = if txns.is_empty() {
+        Vec::new()
+    } else {
+        match t.tmux.run_txns(&txns) {
+            Ok(o) => o,
+            Err(e) => vec![TxnOutcome::Unknown(e.to_string()); txns.len()],
+        }
+    };
+    (t.fail)("down.killed")?;
+
+    // 5. Confirm with a fresh snapshot.
+    if !txns.is_empty() {
+        listing = confirm_listing(t.tmux, team.leader.pane.server_pid);
+    }
+    let mut outcome_items = Vec::new();
+    for p in plans.iter_mut() {
+        if let Some(k) = p.kill {
+            let confirm = view::prove_worker(&team, &p.worker, &listing)
+                .unwrap_or_else(|| PaneProof::Gone(String::new()));
+            match (&kill_out[k], confirm) {
+                (_, PaneProof::Gone(_)) => {
+                    p.report.pane = if matches!(kill_out[k], TxnOutcome::Done(_)) {
+                        "killed"
+                    } else {
+                        "gone"
+                    }
+                    .into()
+                }
+                (o, c) => p.report.blocked.push(format!(
+                    "kill-pane not confirmed ({}): {}",
+                    match o {
+                        TxnOutcome::Done(_) => "done".to_string(),
+                        TxnOutcome::Refused =>
+                            "refused: the pane no longer proves ours".to_string(),
+                        TxnOutcome::Unknown(e) => format!("unknown: {e}"),
+                    },
+                    c.reason().unwrap_or_else(|| "pane still present".into())
+                )),
+            }
+        } else if matches!(p.proof, PaneProof::Gone(_)) {
+            p.report.pane = "gone".into();
+        }
+        if let Some(id) = p.audit_id {
+            let ok = p.report.blocked.is_empty();
+            let mut e = entry(t, &team, &p.worker, "teardown_worker", &[]);
+            e.outcome = Some(if ok {
+                format!("pane {}", p.report.pane)
+            } else {
+                p.report.blocked.join("; ")
+            });
+            e.targets.extend(
+                p.report.processes.iter().map(
+                    |r| json!({"pid": r.pid, "start_time": r.start_time, "outcome": r.outcome}),
+                ),
+            );
+            outcome_items.push((
+                if ok { Stage::Complete } else { Stage::Failed },
+                Some(id),
+                e,
+            ));
+        }
+    }
+    if !outcome_items.is_empty()
+        && let Err(e) = t.audit.append_batch(&outcome_items)
+    {
+        tracing::warn!(error = %e, "could not record teardown outcomes");
+    }
+
+    // 6. Resources, for workers whose pane and processes are gone.
+    for p in plans.iter_mut() {
+        if !p.report.blocked.is_empty() {
+            continue;
+        }
+        match resources::remove(t.store.root(), &team, &p.worker, t.fail) {
+            Ok(r) => {
+                p.report.blocked.extend(r.blocked.iter().cloned());
+                p.report.resources = Some(r);
+            }
+            Err(e @ (Error::UnsafePath { .. } | Error::MalformedState { .. })) => return Err(e),
+            Err(Error::FailPoint(f)) => return Err(Error::FailPoint(f)),
+            Err(e) => p.report.blocked.push(format!("resources: {e}")),
+        }
+    }
+    (t.fail)("settle.before_drop")?;
+
+    // 7. Drop finished records; record why the others stay.
+    let store = t.store;
+    let (_, returned) = store.transact("settle", |team, changes| {
+        let tasks = store.tasks()?;
+        let mut returned: Vec<(WorkerName, Vec<u64>)> = Vec::new();
+        for p in &plans {
+            let Some(w) = team.worker_mut(&p.worker.name) else {
+                continue;
+            };
+            if w.lifecycle != Lifecycle::Removing || w.incarnation != p.worker.incarnation {
+                continue;
+            }
+            if p.report.blocked.is_empty() {
+                returned.push((w.name.clone(), return_tasks(&tasks, &w.name, changes)));
+                let n = w.name.clone();
+                team.workers.retain(|x| x.name != n);
+            } else {
+                w.removal_reasons = p.report.blocked.clone();
+            }
+        }
+        Ok(returned)
+    })?;
+    for p in plans.iter_mut() {
+        if let Some((_, r)) = returned.iter().find(|(n, _)| n == &p.worker.name) {
+            p.report.dropped = true;
+            p.report.tasks_returned = r.clone();
+        }
+    }
+    Ok(SettleReport {
+        workers: plans.into_iter().map(|p| p.report).collect(),
+    })
+}
+
+/// A fresh snapshot to confirm kills. A server that no longer answers but whose pid still runs
+/// (or answers that it has no session) is exiting (its last session just went): wait for the pid to go, polling, up to 2 s, so that
+/// the proof can say `gone` rather than `unverifiable`.
+pub fn confirm_listing(tmux: &Tmux, server_pid: u32) -> Listing {
+    let l = tmux.list();
+    let exiting = match &l {
+        Listing::NoServer => true,
+        // `list-panes -a` on a server whose last session just went.
+        Listing::Failed(e) => e.contains("no current target"),
+        Listing::Panes(_) => false,
+    };
+    if !exiting {
+        return l;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while view::pid_alive(server_pid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    tmux.list()
+}

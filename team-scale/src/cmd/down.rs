@@ -1,0 +1,147 @@
+//! `team-scale down`: remove workers without losing a task or touching a pane that is not
+//! provably theirs.
+
+use serde_json::json;
+use team_core::audit::AuditLog;
+use team_core::ops::down::{self, DownRequest};
+use team_core::ops::teardown::{SettleReport, Teardown};
+use team_core::paths::{TeamName, WorkerName};
+use team_core::{Error, Result};
+
+use crate::cli::{AuditArgs, DownArgs};
+use crate::ctx::Ctx;
+use crate::error::CliResult;
+use crate::out::Out;
+
+/// The audit log: `--audit-log`/`TEAM_AUDIT_LOG`, else `<state-dir>/audit.jsonl`.
+pub fn audit_log(ctx: &Ctx, a: &AuditArgs) -> AuditLog {
+    AuditLog::new(a.audit_log.clone().unwrap_or_else(|| ctx.root.audit_log()))
+}
+
+/// The fail point hook handed to the library.
+pub fn fail(name: &str) -> Result<()> {
+    team_core::failpoint::hit(name)
+}
+
+/// The caller's argv, for audit records.
+pub fn argv() -> Vec<String> {
+    std::env::args().collect()
+}
+
+/// Prints one record per worker of a teardown.
+pub fn print_settle(out: &mut Out, r: &SettleReport) -> CliResult<()> {
+    for w in &r.workers {
+        let res = w.resources.as_ref();
+        out.record(&json!({
+            "type": "worker",
+            "worker": w.worker,
+            "pane_id": w.pane_id,
+            "pane": w.pane,
+            "removed": w.dropped,
+            "blocked": w.blocked,
+            "processes": w.processes.iter().map(|p| json!({
+                "pid": p.pid, "start_time": p.start_time, "outcome": p.outcome, "reason": p.reason,
+            })).collect::<Vec<_>>(),
+            "saved_branch": res.and_then(|r| r.saved_branch.clone()),
+            "branch_deleted": res.and_then(|r| r.branch_deleted.clone()),
+            "branch_kept": res.and_then(|r| r.kept_branch.clone()),
+            "tasks_returned": w.tasks_returned,
+        }))?;
+        let pane = w.pane_id.as_deref().unwrap_or("-");
+        if w.dropped {
+            out.line(&format!("removed {} (pane {pane} {})", w.worker, w.pane))?;
+        } else {
+            out.line(&format!(
+                "kept {} as removing (pane {pane}): {}",
+                w.worker,
+                w.blocked.join("; ")
+            ))?;
+        }
+        for p in &w.processes {
+            if p.outcome == "not_owned" {
+                out.line(&format!(
+                    "  process {} not_owned, not signalled: {}",
+                    p.pid,
+                    p.reason.as_deref().unwrap_or("")
+                ))?;
+            }
+        }
+        if let Some(r) = res {
+            if let Some(b) = &r.saved_branch {
+                out.line(&format!(
+                    "  worktree state of {} saved on branch {b}",
+                    w.worker
+                ))?;
+            }
+            if let Some(b) = &r.kept_branch {
+                out.line(&format!(
+                    "  branch {b} kept: no other branch reaches its commits"
+                ))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn run(ctx: &Ctx, a: DownArgs) -> CliResult<i32> {
+    let team = TeamName::new(&a.team)?;
+    let names = a
+        .workers
+        .iter()
+        .map(|w| WorkerName::new(w))
+        .collect::<Result<Vec<_>>>()?;
+    if a.count.is_some() && !names.is_empty() {
+        return Err(Error::Usage("give a count or --worker names, not both".into()).into());
+    }
+    if a.count == Some(0) {
+        return Err(Error::Usage("the count must be at least 1".into()).into());
+    }
+    let store = ctx.store(&team);
+    let t0 = store.load()?;
+    let tmux = ctx.tmux(&t0.endpoint);
+    let audit = audit_log(ctx, &a.audit);
+    let td = Teardown {
+        store: &store,
+        tmux: &tmux,
+        audit: &audit,
+        caller: "team-scale down".into(),
+        argv: argv(),
+        grace: a.grace,
+        fail: &fail,
+    };
+    let rep = down::down(
+        &td,
+        &DownRequest {
+            count: a.count,
+            names,
+            force: a.force,
+            drain_timeout: a.drain_timeout,
+        },
+    )?;
+    let mut out = Out::new(ctx.json);
+    if !rep.earlier.workers.is_empty() {
+        out.line("earlier leftovers:")?;
+        print_settle(&mut out, &rep.earlier)?;
+    }
+    for n in &rep.drain_timed_out {
+        out.line(&format!(
+            "{n} did not report idle within the drain timeout; removing it anyway"
+        ))?;
+    }
+    print_settle(&mut out, &rep.settle)?;
+    let removed = rep.settle.workers.iter().filter(|w| w.dropped).count();
+    let blocked = rep.settle.blocked() || rep.earlier.blocked();
+    out.line(&format!(
+        "team {team}: {removed} of {} workers removed, {} tasks returned to pending",
+        rep.targets.len(),
+        rep.tasks_returned.len()
+    ))?;
+    out.record(&json!({
+        "type": "summary", "team": team, "action": "down", "ok": !blocked,
+        "targets": rep.targets, "removed": removed,
+        "tasks_returned": rep.tasks_returned,
+        "drain_timed_out": rep.drain_timed_out,
+    }))?;
+    out.flush()?;
+    Ok(if blocked { 3 } else { 0 })
+}

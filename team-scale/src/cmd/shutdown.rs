@@ -1,0 +1,57 @@
+//! `team-scale shutdown`: every worker, then the leader pane and session only if the tools
+//! created them; the team is marked stopped. Idempotent.
+
+use serde_json::json;
+use team_core::ops::down;
+use team_core::ops::teardown::Teardown;
+use team_core::paths::TeamName;
+
+use super::down::{argv, audit_log, fail, print_settle};
+use crate::cli::ShutdownArgs;
+use crate::ctx::Ctx;
+use crate::error::CliResult;
+use crate::out::Out;
+
+pub fn run(ctx: &Ctx, a: ShutdownArgs) -> CliResult<i32> {
+    let team = TeamName::new(&a.team)?;
+    let store = ctx.store(&team);
+    let t0 = store.load()?;
+    let tmux = ctx.tmux(&t0.endpoint);
+    let audit = audit_log(ctx, &a.audit);
+    let td = Teardown {
+        store: &store,
+        tmux: &tmux,
+        audit: &audit,
+        caller: "team-scale shutdown".into(),
+        argv: argv(),
+        grace: a.grace,
+        fail: &fail,
+    };
+    let rep = down::shutdown(&td)?;
+    let mut out = Out::new(ctx.json);
+    print_settle(&mut out, &rep.settle)?;
+    let partial = rep.settle.blocked() || !rep.stopped || rep.leader == "kept";
+    if rep.already_stopped {
+        out.line(&format!("team {team} is already stopped"))?;
+    } else {
+        let why = rep
+            .leader_reason
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        out.line(&format!("leader pane: {}{why}", rep.leader))?;
+        out.line(&if rep.stopped {
+            format!("team {team} stopped")
+        } else {
+            format!("team {team} not stopped: workers remain as removing")
+        })?;
+    }
+    out.record(&json!({
+        "type": "summary", "team": team, "action": "shutdown", "ok": !partial,
+        "stopped": rep.stopped, "already_stopped": rep.already_stopped,
+        "leader": rep.leader, "leader_reason": rep.leader_reason,
+        "tasks_returned": rep.tasks_returned,
+    }))?;
+    out.flush()?;
+    Ok(if partial { 3 } else { 0 })
+}
