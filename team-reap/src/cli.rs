@@ -68,6 +68,10 @@ pub struct Global {
     /// How long an orphan process gets between SIGTERM and SIGKILL.
     #[arg(long, global = true, default_value = "5s", value_parser = humantime::parse_duration, value_name = "DUR")]
     pub grace: std::time::Duration,
+    /// Act only on teams whose state root lies under DIR (panes and processes); others are
+    /// still listed.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub only_under: Option<PathBuf>,
     /// Do not scan /proc for residue processes.
     #[arg(long, global = true)]
     pub no_processes: bool,

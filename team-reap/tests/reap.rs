@@ -737,7 +737,25 @@ fn residue_process_of_a_removed_worker_is_terminated() {
         panic!("no pid file {tag}");
     };
     let (removed_pid, member_pid) = (read_pid("removed"), read_pid("member"));
-    let mut unrelated = Command::new("sleep").arg("100000").spawn().unwrap();
+    struct Reap(Vec<u32>);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            for p in &self.0 {
+                let _ = Command::new("kill")
+                    .arg(p.to_string())
+                    .stderr(Stdio::null())
+                    .status();
+            }
+        }
+    }
+    let mut unrelated = Command::new("sleep")
+        .arg("100000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Our own descendants, ended by pid on drop (also when an assertion fails).
+    let _cleanup = Reap(vec![removed_pid, member_pid, unrelated.id()]);
     // Wait for environ to be readable (right after exec it reads empty for a moment).
     std::thread::sleep(Duration::from_millis(200));
     // The worker's pane is killed by hand and the worker removed from team.json.
@@ -756,7 +774,8 @@ fn residue_process_of_a_removed_worker_is_terminated() {
     };
     assert!(alive(removed_pid));
 
-    let o = fx.reap(&["--json", "--grace", "2s"]);
+    let scope = fx.tmp.path().to_str().unwrap().to_string();
+    let o = fx.reap(&["--json", "--grace", "2s", "--only-under", &scope]);
     let v = json_lines(&o);
     assert_eq!(
         code(&o),
@@ -786,6 +805,44 @@ fn residue_process_of_a_removed_worker_is_terminated() {
     let _ = unrelated.kill();
     let _ = unrelated.wait();
     assert_eq!(audit_pairs(&live.audit()), 1);
-    // The member's detached process is ours to end (by pid, our own test's child's child).
-    let _ = Command::new("kill").arg(member_pid.to_string()).status();
+}
+
+#[test]
+fn debt_is_settled_through_reconcile() {
+    let fx = Fx::new();
+    let t = fx.team("debt", "s1");
+    let (member, _) = fx.worker(&t, Some(Lifecycle::Active), None, "sleep 100000");
+    let (removing, _) = fx.worker(&t, Some(Lifecycle::Removing), None, "sleep 100000");
+    let (pending, _) = fx.worker(
+        &t,
+        Some(Lifecycle::Pending),
+        Some(Uuid::new_v4()),
+        "sleep 100000",
+    );
+    let o = fx.reap(&["scan", "--json", "--no-processes"]);
+    let v = json_lines(&o);
+    assert_eq!(pane(&v, &t.sock, &removing)["verdict"], "debt");
+    assert_eq!(pane(&v, &t.sock, &pending)["reason"], "abandoned_op");
+    assert_eq!(code(&fx.reap(&["--check", "--no-processes"])), 1);
+    let o = fx.reap(&["--json", "--no-processes"]);
+    let v = json_lines(&o);
+    assert_eq!(
+        code(&o),
+        0,
+        "{v:#?}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let left = fx.panes(&t.sock);
+    assert!(
+        !left.contains(&removing) && !left.contains(&pending),
+        "{left:?}"
+    );
+    assert!(
+        left.contains(&member) && left.contains(&t.leader),
+        "{left:?}"
+    );
+    let team = t.store().load().unwrap();
+    assert_eq!(team.workers.len(), 1, "{:?}", team.workers);
+    assert_eq!(team.workers[0].lifecycle, Lifecycle::Active);
+    assert_eq!(summary(&v)["reapable_left"], 0);
 }

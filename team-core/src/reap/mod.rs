@@ -270,7 +270,9 @@ pub fn kill_panes(
     servers: &mut [Server],
     select: &dyn Fn(&PaneReport) -> bool,
     dry_run: bool,
+    grace: Duration,
 ) {
+    let mut debt_keys: std::collections::BTreeSet<TeamKey> = Default::default();
     for s in servers.iter_mut() {
         let tmux = Tmux::new(&cfg.tmux_bin, &s.endpoint);
         let mut targets = Vec::new();
@@ -281,8 +283,12 @@ pub fn kill_panes(
             }
             let key = p.key.clone().expect("a reapable pane has a team key");
             if p.class.verdict == Verdict::Debt {
-                p.action = Action::Skipped;
-                p.note = Some(format!("debt: run team-scale reconcile {}", key.name));
+                if dry_run {
+                    p.action = Action::WouldKill;
+                    p.note = Some("debt: would settle through reconcile".into());
+                } else {
+                    debt_keys.insert(key);
+                }
                 continue;
             }
             let lookup = oracle.lookup(&key);
@@ -342,6 +348,94 @@ pub fn kill_panes(
                     p.action = Action::Failed;
                     p.audit_failed = true;
                     p.note = Some(format!("not killed: {msg}"));
+                }
+            }
+        }
+    }
+    if !debt_keys.is_empty() {
+        settle_debt(cfg, oracle, servers, debt_keys, grace);
+    }
+}
+
+/// Settles the debt of each team in `keys` through `team-scale reconcile`'s code
+/// ([`crate::ops::reconcile::reconcile`]), then marks each debt pane by a fresh listing:
+/// gone means settled (`killed`), still there means `skipped` with the reason.
+fn settle_debt(
+    cfg: &Config,
+    oracle: &mut Oracle,
+    servers: &mut [Server],
+    keys: std::collections::BTreeSet<TeamKey>,
+    grace: Duration,
+) {
+    for key in keys {
+        let team = match oracle.lookup(&key) {
+            Lookup::Present(t) => t,
+            _ => continue,
+        };
+        let root = key.state_root();
+        // reconcile takes the scale lock itself; hand ours over.
+        oracle.release(&key);
+        let store =
+            crate::store::Store::new(root.clone(), key.name.clone(), Duration::from_secs(5));
+        let tmux = Tmux::new(&cfg.tmux_bin, &team.endpoint);
+        let audit = AuditLog::new(root.audit_log());
+        let fail = |n: &str| crate::failpoint::hit(n);
+        let td = crate::ops::teardown::Teardown {
+            store: &store,
+            tmux: &tmux,
+            audit: &audit,
+            caller: CALLER.into(),
+            argv: cfg.argv.clone(),
+            grace,
+            fail: &fail,
+        };
+        let result = crate::ops::reconcile::reconcile(&td);
+        let blocked: HashMap<String, Vec<String>> = match &result {
+            Ok(r) => r
+                .settle
+                .workers
+                .iter()
+                .map(|w| (w.worker.to_string(), w.blocked.clone()))
+                .collect(),
+            Err(_) => HashMap::new(),
+        };
+        for s in servers.iter_mut() {
+            let listing = Tmux::new(&cfg.tmux_bin, &s.endpoint).list();
+            for p in s.panes.iter_mut() {
+                if p.class.verdict != Verdict::Debt || p.key.as_ref() != Some(&key) {
+                    continue;
+                }
+                let still = match &listing {
+                    Listing::Panes(snap) => snap
+                        .pane(&p.pane_id)
+                        .is_some_and(|r| Some(r) == p.row.as_ref()),
+                    Listing::NoServer => false,
+                    Listing::Failed(_) => true,
+                };
+                if !still && result.is_ok() {
+                    p.action = Action::Killed;
+                    p.note = Some("settled through reconcile".into());
+                } else {
+                    p.action = Action::Skipped;
+                    let worker = p
+                        .row
+                        .as_ref()
+                        .map(|r| r.tags.worker.clone())
+                        .unwrap_or_default();
+                    p.note = Some(match &result {
+                        Err(e) => format!(
+                            "debt: reconcile failed: {e}; run team-scale reconcile {}",
+                            key.name
+                        ),
+                        Ok(_) => format!(
+                            "debt: still removing ({}); run team-scale reconcile {}",
+                            blocked
+                                .get(&worker)
+                                .map(|b| b.join("; "))
+                                .unwrap_or_default(),
+                            key.name
+                        ),
+                    });
                 }
             }
         }

@@ -78,7 +78,7 @@ pub struct Oracle {
     lock_teams: bool,
     state_wait: Duration,
     cache: HashMap<TeamKey, Lookup>,
-    guards: Vec<LockGuard>,
+    guards: HashMap<TeamKey, LockGuard>,
 }
 
 impl Oracle {
@@ -88,7 +88,7 @@ impl Oracle {
             lock_teams,
             state_wait,
             cache: HashMap::new(),
-            guards: Vec::new(),
+            guards: HashMap::new(),
         }
     }
 
@@ -100,6 +100,12 @@ impl Oracle {
         let l = self.read(key);
         self.cache.insert(key.clone(), l.clone());
         l
+    }
+
+    /// Releases the scale lock this oracle holds for `key` (so that code taking it itself,
+    /// like `reconcile`, can run). Returns whether it held one.
+    pub fn release(&mut self, key: &TeamKey) -> bool {
+        self.guards.remove(key).is_some()
     }
 
     /// Every lookup made so far.
@@ -132,7 +138,9 @@ impl Oracle {
                 return Lookup::Unverifiable(e.to_string());
             }
             match lock::acquire(&scale, Duration::ZERO, &Holder::me("reap")) {
-                Ok(g) => self.guards.push(g),
+                Ok(g) => {
+                    self.guards.insert(key.clone(), g);
+                }
                 Err(crate::Error::Busy { holder, .. }) => {
                     return Lookup::Busy(format!("scale lock held by {holder}"));
                 }

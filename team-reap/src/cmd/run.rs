@@ -76,15 +76,29 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
         Mode::KillFrom(s) => Some(s),
         _ => None,
     };
-    let pane_selected = |p: &PaneReport| match sel {
+    let in_scope = |k: Option<&TeamKey>| match &g.only_under {
         None => true,
-        Some(s) => s
-            .panes
-            .iter()
-            .any(|(e, id)| *e == p.endpoint && *id == p.pane_id),
+        Some(d) => k.is_some_and(|k| k.root.starts_with(d)),
+    };
+    let pane_selected = |p: &PaneReport| {
+        in_scope(p.key.as_ref())
+            && match sel {
+                None => true,
+                Some(s) => s
+                    .panes
+                    .iter()
+                    .any(|(e, id)| *e == p.endpoint && *id == p.pane_id),
+            }
     };
     if effects {
-        reap::kill_panes(cfg, &mut oracle, &mut servers, &pane_selected, g.dry_run);
+        reap::kill_panes(
+            cfg,
+            &mut oracle,
+            &mut servers,
+            &pane_selected,
+            g.dry_run,
+            g.grace,
+        );
     }
 
     let mut procs: Vec<ProcReport> = Vec::new();
@@ -109,9 +123,12 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
                         &format!("{unreadable} processes could not be read"),
                     );
                 }
-                let proc_selected = |r: &ProcReport| match sel {
-                    None => true,
-                    Some(s) => s.procs.contains(&(r.proc.id.pid, r.proc.id.start_time)),
+                let proc_selected = |r: &ProcReport| {
+                    in_scope(r.key.as_ref())
+                        && match sel {
+                            None => true,
+                            Some(s) => s.procs.contains(&(r.proc.id.pid, r.proc.id.start_time)),
+                        }
                 };
                 if effects {
                     reap::kill_processes(
