@@ -15,6 +15,7 @@ pub mod ops;
 pub mod paths;
 pub mod process;
 pub mod proof;
+pub mod reap;
 pub mod store;
 pub mod tmux;
 pub mod view;

@@ -1,1 +1,20 @@
-fn main() {}
+//! `team-reap`: a cron-safe reaper that kills only what is provably ours and provably abandoned.
+
+mod cli;
+mod cmd;
+mod ctx;
+mod error;
+mod out;
+
+use clap::Parser;
+
+fn main() {
+    let cli = cli::Cli::parse();
+    error::init_tracing();
+    team_core::failpoint::configure(std::env::var("TEAM_FAILPOINTS").ok().as_deref());
+    let code = match cmd::run(cli) {
+        Ok(code) => code,
+        Err(e) => error::report(&e),
+    };
+    std::process::exit(code);
+}

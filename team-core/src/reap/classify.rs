@@ -1,0 +1,486 @@
+//! Pure verdicts: a snapshot row plus what is known about its team gives one verdict.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Lifecycle, Team, TeamState};
+use crate::process::TeamProc;
+use crate::tmux::PaneRow;
+
+use super::state::Lookup;
+
+/// The verdict on one pane or process (DESIGN.md section 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// A member (or the leader) of a live team.
+    Owned,
+    /// Ours, and provably abandoned: kill with proof.
+    Orphan,
+    /// Cleanup debt of a live team (`removing`, or `pending` of an abandoned operation).
+    Debt,
+    /// Its team's scale lock is held: skip the whole team this run.
+    Busy,
+    /// Tags, state or listing could not be read or trusted: report only.
+    Unverifiable,
+    /// Not tagged as ours (shown only with `-v`).
+    Untagged,
+}
+
+impl Verdict {
+    /// The word used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Owned => "owned",
+            Verdict::Orphan => "orphan",
+            Verdict::Debt => "debt",
+            Verdict::Busy => "busy",
+            Verdict::Unverifiable => "unverifiable",
+            Verdict::Untagged => "untagged",
+        }
+    }
+}
+
+/// Orphan reasons.
+pub const TEAM_STATE_GONE: &str = "team_state_gone";
+pub const OWNER_MISMATCH: &str = "owner_mismatch";
+pub const NOT_MEMBER: &str = "not_member";
+pub const ABANDONED_OP: &str = "abandoned_op";
+pub const TEAM_STOPPED: &str = "team_stopped";
+/// Debt reason for a `removing` worker.
+pub const REMOVING: &str = "removing";
+
+/// A verdict with its reason and whether the reaper may kill it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Classified {
+    pub verdict: Verdict,
+    pub reason: String,
+    /// Whether it may be killed (an orphan not otherwise protected).
+    pub killable: bool,
+    /// Why an orphan may still not be killed.
+    pub blocker: Option<String>,
+}
+
+impl Classified {
+    fn new(verdict: Verdict, reason: impl Into<String>) -> Classified {
+        Classified {
+            verdict,
+            reason: reason.into(),
+            killable: verdict == Verdict::Orphan,
+            blocker: None,
+        }
+    }
+    fn blocked(mut self, why: impl Into<String>) -> Classified {
+        self.killable = false;
+        self.blocker = Some(why.into());
+        self
+    }
+}
+
+/// Classifies one listed pane. `lookup` is its team (`Err` when its tags could not even name
+/// a team).
+pub fn classify_pane(row: &PaneRow, lookup: Result<&Lookup, &str>) -> Classified {
+    let t = &row.tags;
+    if !t.pane_tagged() {
+        return Classified::new(Verdict::Untagged, "no team tags of its own");
+    }
+    let lookup = match lookup {
+        Ok(l) => l,
+        Err(why) => return Classified::new(Verdict::Unverifiable, why),
+    };
+    let is_leader = !t.role.is_empty();
+    // A leader pane the tools did not create (an adopted pane: the user's own) is never
+    // killed. The tools tag the sessions they create with @team_session_owner, which panes
+    // never carry themselves, so it shows on a pane only through a tools-made session.
+    let adopted_leader = is_leader && t.session_owner != t.owner;
+    let orphan = |reason: &str| {
+        let c = Classified::new(Verdict::Orphan, reason);
+        if adopted_leader {
+            c.blocked("an adopted leader pane (not created by the tools) is never killed")
+        } else {
+            c
+        }
+    };
+    let team: &Team = match lookup {
+        Lookup::Unverifiable(why) => return Classified::new(Verdict::Unverifiable, why.clone()),
+        Lookup::Busy(why) => return Classified::new(Verdict::Busy, why.clone()),
+        Lookup::Gone(_) => return orphan(TEAM_STATE_GONE),
+        Lookup::Present(team) => team,
+    };
+    if team.owner_id.to_string() != t.owner {
+        return orphan(OWNER_MISMATCH);
+    }
+    let recorded_here = |p: &crate::model::PaneIncarnation| {
+        p.pane_id == row.pane_id
+            && p.pane_pid == row.pane_pid
+            && (p.server_pid, p.server_start) == (row.server_pid, row.server_start)
+    };
+    if team.protected.iter().any(&recorded_here) {
+        return Classified::new(Verdict::Owned, "protected pane");
+    }
+    if team.state == TeamState::Stopped {
+        let c = orphan(TEAM_STOPPED);
+        if is_leader && recorded_here(&team.leader.pane) && !team.leader.created_by_tools {
+            return c.blocked("an adopted leader pane is never killed");
+        }
+        return c;
+    }
+    // A live team from here on.
+    if is_leader {
+        // The leader of a live team is never killed, whatever else is true of it.
+        return Classified::new(Verdict::Owned, "leader of a live team");
+    }
+    if recorded_here(&team.leader.pane) {
+        return Classified::new(Verdict::Owned, "leader of a live team");
+    }
+    let rec = team
+        .workers
+        .iter()
+        .find(|w| w.incarnation.to_string() == t.incarnation);
+    let Some(w) = rec else {
+        return if t.op.is_empty() {
+            orphan(NOT_MEMBER)
+        } else if team.workers.iter().any(|w| w.op_id.to_string() == t.op) {
+            // Its operation still has records (a pending reservation): settle, not kill.
+            Classified::new(Verdict::Debt, ABANDONED_OP)
+        } else {
+            orphan(ABANDONED_OP)
+        };
+    };
+    if w.name.as_str() != t.worker {
+        return Classified::new(
+            Verdict::Unverifiable,
+            format!(
+                "the pane's incarnation is {}'s but it is tagged @team_worker={:?}",
+                w.name, t.worker
+            ),
+        );
+    }
+    match w.lifecycle {
+        Lifecycle::Removing => Classified::new(Verdict::Debt, REMOVING),
+        // The scale lock is not held (else the lookup is Busy): its operation was abandoned.
+        Lifecycle::Pending => Classified::new(Verdict::Debt, ABANDONED_OP),
+        Lifecycle::Active => match &w.pane {
+            Some(p) if recorded_here(p) => {
+                Classified::new(Verdict::Owned, format!("member {}", w.name))
+            }
+            _ => Classified::new(
+                Verdict::Unverifiable,
+                format!(
+                    "tagged as member {} but not the pane its record names",
+                    w.name
+                ),
+            ),
+        },
+    }
+}
+
+/// Classifies one process that carries `TEAM_OWNER`. `lookup` is its team, `None` when its
+/// environment does not say where the team's state is.
+pub fn classify_process(p: &TeamProc, lookup: Option<&Lookup>) -> Classified {
+    let Some(lookup) = lookup else {
+        return Classified::new(
+            Verdict::Unverifiable,
+            "its environment does not say where its team's state is",
+        );
+    };
+    let team = match lookup {
+        Lookup::Unverifiable(why) => return Classified::new(Verdict::Unverifiable, why.clone()),
+        Lookup::Busy(why) => return Classified::new(Verdict::Busy, why.clone()),
+        Lookup::Gone(_) => return Classified::new(Verdict::Orphan, TEAM_STATE_GONE),
+        Lookup::Present(t) => t,
+    };
+    if team.owner_id.to_string() != p.owner {
+        return Classified::new(Verdict::Orphan, OWNER_MISMATCH);
+    }
+    if team.state == TeamState::Stopped {
+        return Classified::new(Verdict::Orphan, TEAM_STOPPED);
+    }
+    let Some(worker) = &p.worker else {
+        return Classified::new(Verdict::Owned, "a process of a live team (no TEAM_WORKER)");
+    };
+    match team.workers.iter().find(|w| w.name.as_str() == worker) {
+        None => Classified::new(Verdict::Orphan, NOT_MEMBER),
+        Some(w) => match w.lifecycle {
+            Lifecycle::Removing => Classified::new(Verdict::Debt, REMOVING),
+            Lifecycle::Pending | Lifecycle::Active => {
+                Classified::new(Verdict::Owned, format!("process of member {}", w.name))
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::*;
+    use crate::paths::{TeamName, WorkerName};
+    use crate::process::ProcId;
+    use crate::tmux::Tags;
+    use uuid::Uuid;
+
+    fn inc(pane: &str, pid: u32) -> PaneIncarnation {
+        PaneIncarnation {
+            server_pid: 100,
+            server_start: 200,
+            pane_id: pane.into(),
+            pane_pid: pid,
+            session_id: "$1".into(),
+            window_id: "@1".into(),
+            process_start: None,
+        }
+    }
+
+    fn worker(n: u64, lc: Lifecycle, pane: Option<PaneIncarnation>) -> Worker {
+        Worker {
+            name: WorkerName::for_index(n),
+            index: n,
+            role: None,
+            lifecycle: lc,
+            incarnation: Uuid::new_v4(),
+            op_id: Uuid::new_v4(),
+            pane,
+            resources: Resources::default(),
+            removal_reasons: vec![],
+            created_at: "now".into(),
+        }
+    }
+
+    fn team(workers: Vec<Worker>) -> Team {
+        Team {
+            schema_version: SCHEMA_VERSION,
+            name: TeamName::new("t").unwrap(),
+            owner_id: Uuid::new_v4(),
+            generation: 1,
+            created_at: "now".into(),
+            workspace: "/ws".into(),
+            state: TeamState::Active,
+            endpoint: "/sock".into(),
+            private_server: true,
+            session: SessionRecord {
+                id: "$1".into(),
+                name: "t".into(),
+                created_by_tools: true,
+            },
+            leader: Leader {
+                pane: inc("%0", 10),
+                created_by_tools: true,
+            },
+            protected: vec![],
+            settings: Settings {
+                max_workers: 4,
+                worker_cmd: "sh".into(),
+                worktree: WorktreeMode::Off,
+                ready_pattern: None,
+                trigger: None,
+                scaling: true,
+            },
+            next_worker_index: 10,
+            next_task_id: 1,
+            workers,
+        }
+    }
+
+    fn row_for(t: &Team, w: &Worker) -> PaneRow {
+        let p = w.pane.clone().unwrap();
+        PaneRow {
+            pane_id: p.pane_id,
+            pane_pid: p.pane_pid,
+            dead: false,
+            session_id: "$1".into(),
+            session_name: "t".into(),
+            window_id: "@1".into(),
+            server_pid: 100,
+            server_start: 200,
+            tags: Tags {
+                owner: t.owner_id.to_string(),
+                worker: w.name.to_string(),
+                incarnation: w.incarnation.to_string(),
+                workspace: "/ws".into(),
+                name: "t".into(),
+                session_owner: t.owner_id.to_string(),
+                ..Default::default()
+            },
+        }
+    }
+
+    fn leader_row(t: &Team) -> PaneRow {
+        PaneRow {
+            pane_id: "%0".into(),
+            pane_pid: 10,
+            dead: false,
+            session_id: "$1".into(),
+            session_name: "t".into(),
+            window_id: "@1".into(),
+            server_pid: 100,
+            server_start: 200,
+            tags: Tags {
+                owner: t.owner_id.to_string(),
+                role: "leader".into(),
+                workspace: "/ws".into(),
+                name: "t".into(),
+                session_owner: t.owner_id.to_string(),
+                ..Default::default()
+            },
+        }
+    }
+
+    fn present(t: &Team) -> Lookup {
+        Lookup::Present(Box::new(t.clone()))
+    }
+
+    fn v(row: &PaneRow, l: &Lookup) -> (Verdict, String, bool) {
+        let c = classify_pane(row, Ok(l));
+        (c.verdict, c.reason, c.killable)
+    }
+
+    #[test]
+    fn members_and_leader_are_owned() {
+        let w1 = worker(1, Lifecycle::Active, Some(inc("%1", 11)));
+        let t = team(vec![w1.clone()]);
+        assert_eq!(v(&row_for(&t, &w1), &present(&t)).0, Verdict::Owned);
+        assert_eq!(v(&leader_row(&t), &present(&t)).0, Verdict::Owned);
+        // Even a leader-tagged pane that is not the recorded leader pane: never killed.
+        let mut other = leader_row(&t);
+        other.pane_id = "%9".into();
+        assert_eq!(v(&other, &present(&t)).0, Verdict::Owned);
+    }
+
+    #[test]
+    fn orphan_reasons() {
+        let w1 = worker(1, Lifecycle::Active, Some(inc("%1", 11)));
+        let t = team(vec![w1.clone()]);
+        let row = row_for(&t, &w1);
+        assert_eq!(
+            v(&row, &Lookup::Gone("x".into())),
+            (Verdict::Orphan, TEAM_STATE_GONE.into(), true)
+        );
+        // Re-created under the same name: a new owner id.
+        let mut t2 = t.clone();
+        t2.owner_id = Uuid::new_v4();
+        assert_eq!(v(&row, &present(&t2)).1, OWNER_MISMATCH);
+        assert_eq!(v(&leader_row(&t), &present(&t2)).1, OWNER_MISMATCH);
+        // Removed from team.json by hand.
+        let t3 = team(vec![]);
+        let mut r3 = row.clone();
+        r3.tags.owner = t3.owner_id.to_string();
+        assert_eq!(
+            v(&r3, &present(&t3)),
+            (Verdict::Orphan, NOT_MEMBER.into(), true)
+        );
+        // Made by an operation whose records are gone.
+        r3.tags.op = Uuid::new_v4().to_string();
+        assert_eq!(
+            v(&r3, &present(&t3)),
+            (Verdict::Orphan, ABANDONED_OP.into(), true)
+        );
+        // Stopped team: workers and a tools-made leader go.
+        let mut t4 = t.clone();
+        t4.state = TeamState::Stopped;
+        assert_eq!(v(&row, &present(&t4)).1, TEAM_STOPPED);
+        assert_eq!(
+            v(&leader_row(&t), &present(&t4)),
+            (Verdict::Orphan, TEAM_STOPPED.into(), true)
+        );
+    }
+
+    #[test]
+    fn adopted_leaders_are_never_killed() {
+        let t = team(vec![]);
+        let mut row = leader_row(&t);
+        row.tags.session_owner = String::new();
+        let c = classify_pane(&row, Ok(&Lookup::Gone("x".into())));
+        assert_eq!(c.verdict, Verdict::Orphan);
+        assert!(!c.killable && c.blocker.is_some());
+        let mut t2 = t.clone();
+        t2.state = TeamState::Stopped;
+        t2.leader.created_by_tools = false;
+        let row = leader_row(&t2);
+        assert!(!classify_pane(&row, Ok(&present(&t2))).killable);
+    }
+
+    #[test]
+    fn debt_busy_unverifiable_untagged() {
+        let w1 = worker(1, Lifecycle::Removing, Some(inc("%1", 11)));
+        let w2 = worker(2, Lifecycle::Pending, Some(inc("%2", 12)));
+        let t = team(vec![w1.clone(), w2.clone()]);
+        assert_eq!(
+            v(&row_for(&t, &w1), &present(&t)),
+            (Verdict::Debt, REMOVING.into(), false)
+        );
+        assert_eq!(
+            v(&row_for(&t, &w2), &present(&t)),
+            (Verdict::Debt, ABANDONED_OP.into(), false)
+        );
+        let busy = Lookup::Busy("held".into());
+        assert_eq!(v(&row_for(&t, &w1), &busy).0, Verdict::Busy);
+        assert_eq!(v(&leader_row(&t), &busy).0, Verdict::Busy);
+        let unv = Lookup::Unverifiable("EACCES".into());
+        assert_eq!(
+            v(&row_for(&t, &w1), &unv),
+            (Verdict::Unverifiable, "EACCES".into(), false)
+        );
+        let c = classify_pane(&row_for(&t, &w1), Err("tags unreadable"));
+        assert_eq!(c.verdict, Verdict::Unverifiable);
+        // Session tags showing through do not make a pane ours.
+        let mut r = row_for(&t, &w1);
+        r.tags.incarnation.clear();
+        assert_eq!(v(&r, &Lookup::Gone("x".into())).0, Verdict::Untagged);
+        // An active record naming another pane: not provably this one.
+        let w3 = worker(3, Lifecycle::Active, Some(inc("%3", 13)));
+        let t = team(vec![w3.clone()]);
+        let mut r = row_for(&t, &w3);
+        r.pane_pid = 99;
+        assert_eq!(v(&r, &present(&t)).0, Verdict::Unverifiable);
+        // Incarnation of one worker, name of another.
+        let mut r = row_for(&t, &w3);
+        r.tags.worker = "worker-1".into();
+        assert_eq!(v(&r, &present(&t)).0, Verdict::Unverifiable);
+    }
+
+    #[test]
+    fn processes() {
+        let w1 = worker(1, Lifecycle::Active, Some(inc("%1", 11)));
+        let t = team(vec![w1]);
+        let p = |worker: Option<&str>, owner: String| TeamProc {
+            id: ProcId {
+                pid: 5,
+                start_time: 6,
+            },
+            owner,
+            worker: worker.map(str::to_string),
+            team: Some("t".into()),
+            state_dir: None,
+            workspace: None,
+        };
+        let o = t.owner_id.to_string();
+        let l = present(&t);
+        assert_eq!(
+            classify_process(&p(Some("worker-1"), o.clone()), Some(&l)).verdict,
+            Verdict::Owned
+        );
+        assert_eq!(
+            classify_process(&p(None, o.clone()), Some(&l)).verdict,
+            Verdict::Owned
+        );
+        assert_eq!(
+            classify_process(&p(Some("worker-2"), o.clone()), Some(&l)).reason,
+            NOT_MEMBER
+        );
+        assert_eq!(
+            classify_process(&p(Some("worker-1"), "x".into()), Some(&l)).reason,
+            OWNER_MISMATCH
+        );
+        assert_eq!(
+            classify_process(&p(None, o.clone()), Some(&Lookup::Gone("g".into()))).reason,
+            TEAM_STATE_GONE
+        );
+        assert_eq!(
+            classify_process(&p(None, o.clone()), None).verdict,
+            Verdict::Unverifiable
+        );
+        assert_eq!(
+            classify_process(&p(None, o), Some(&Lookup::Busy("b".into()))).verdict,
+            Verdict::Busy
+        );
+    }
+}

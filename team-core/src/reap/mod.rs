@@ -1,0 +1,701 @@
+//! The reaper (DESIGN.md section 7): find panes and processes that are provably ours and
+//! provably abandoned, and kill them with proof.
+//!
+//! - [`discover`]: which servers to scan.
+//! - [`state`]: a pane's team state, with proof of absence, and the audit log to use.
+//! - [`classify`]: pure verdicts over a snapshot row (or a process) and its team state.
+//! - [`kill`]: batched proven audited kills, one tmux invocation per server.
+//! - this module: the run over all servers, session verdicts, and residue processes.
+
+pub mod classify;
+pub mod discover;
+pub mod kill;
+pub mod state;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::audit::{AuditLog, Entry, Stage};
+use crate::error::Result;
+use crate::ops::kill::KillResult;
+use crate::process::{self, ProcVerdict, Proven, StopOutcome, TeamProc};
+use crate::tmux::{Listing, PaneRow, Tmux};
+
+pub use classify::{Classified, Verdict};
+pub use kill::ReapTarget;
+pub use state::{Lookup, Oracle, TeamKey};
+
+/// The caller name in audit records.
+pub const CALLER: &str = "team-reap";
+
+/// What the run is given (read from the environment and options by the binary).
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub tmux_bin: PathBuf,
+    /// `<tmux_tmpdir>/tmux-<uid>`.
+    pub socket_dir: PathBuf,
+    /// `--socket` paths.
+    pub sockets: Vec<PathBuf>,
+    /// `--state-dir` / `TEAM_STATE_DIR`: the state root of every team (relative: per workspace).
+    pub state_dir: Option<PathBuf>,
+    /// `--audit-log` / `TEAM_AUDIT_LOG`: the log for teams whose state is gone.
+    pub audit_log: Option<PathBuf>,
+    /// The command line, for audit records.
+    pub argv: Vec<String>,
+}
+
+/// How a server answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerStatus {
+    Listed,
+    /// No server answers on the socket: reported and skipped.
+    Dead,
+    /// The listing failed: every pane on it is unknown.
+    Failed(String),
+}
+
+/// What was (or would be) done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing to do.
+    None,
+    WouldKill,
+    Killed,
+    /// Reapable but deliberately not done (debt left for reconcile, a blocked orphan).
+    Skipped,
+    /// Tried (or refused to try, fail closed) and it is still there.
+    Failed,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::None => "none",
+            Action::WouldKill => "would_kill",
+            Action::Killed => "killed",
+            Action::Skipped => "skipped",
+            Action::Failed => "failed",
+        }
+    }
+}
+
+/// One pane and its verdict.
+#[derive(Debug, Clone)]
+pub struct PaneReport {
+    pub endpoint: PathBuf,
+    pub pane_id: String,
+    /// `None` for a pane whose listing line was malformed.
+    pub row: Option<PaneRow>,
+    pub class: Classified,
+    pub key: Option<TeamKey>,
+    pub generation: Option<u64>,
+    pub action: Action,
+    pub note: Option<String>,
+    /// The effect was refused because its audit intent could not be written.
+    pub audit_failed: bool,
+}
+
+impl PaneReport {
+    /// Whether the run should act on it (an orphan it may kill, or debt).
+    pub fn reapable(&self) -> bool {
+        self.class.killable || self.class.verdict == Verdict::Debt
+    }
+}
+
+/// One server.
+#[derive(Debug, Clone)]
+pub struct Server {
+    pub endpoint: PathBuf,
+    pub status: ServerStatus,
+    pub panes: Vec<PaneReport>,
+}
+
+/// A team session with orphan panes in it.
+#[derive(Debug, Clone)]
+pub struct SessionReport {
+    pub endpoint: PathBuf,
+    pub session_id: String,
+    pub session_name: String,
+    pub team: String,
+    /// `killed`/`would_kill` when every pane in it is ours and went (or would go) in one
+    /// batch; otherwise `skipped` with the reason in `note`.
+    pub action: Action,
+    pub note: Option<String>,
+}
+
+/// Lists every server and classifies every pane.
+pub fn scan(cfg: &Config, oracle: &mut Oracle) -> Result<Vec<Server>> {
+    let mut out = Vec::new();
+    for endpoint in discover::sockets(&cfg.socket_dir, &cfg.sockets)? {
+        let tmux = Tmux::new(&cfg.tmux_bin, &endpoint);
+        let server = match tmux.list() {
+            Listing::NoServer => Server {
+                endpoint,
+                status: ServerStatus::Dead,
+                panes: vec![],
+            },
+            Listing::Failed(e) => Server {
+                endpoint,
+                status: ServerStatus::Failed(e),
+                panes: vec![],
+            },
+            Listing::Panes(snap) => {
+                let mut panes = Vec::new();
+                for m in &snap.malformed {
+                    if let Some(id) = &m.pane_id {
+                        panes.push(PaneReport {
+                            endpoint: endpoint.clone(),
+                            pane_id: id.clone(),
+                            row: None,
+                            class: Classified {
+                                verdict: Verdict::Unverifiable,
+                                reason: format!("listing line unreadable: {}", m.reason),
+                                killable: false,
+                                blocker: None,
+                            },
+                            key: None,
+                            generation: None,
+                            action: Action::None,
+                            note: None,
+                            audit_failed: false,
+                        });
+                    }
+                }
+                for row in &snap.rows {
+                    panes.push(classify_row(cfg, oracle, &endpoint, row));
+                }
+                Server {
+                    endpoint,
+                    status: ServerStatus::Listed,
+                    panes,
+                }
+            }
+        };
+        out.push(server);
+    }
+    Ok(out)
+}
+
+fn classify_row(cfg: &Config, oracle: &mut Oracle, endpoint: &Path, row: &PaneRow) -> PaneReport {
+    let mut key = None;
+    let mut generation = None;
+    let class = if !row.tags.pane_tagged() {
+        classify::classify_pane(row, Err("untagged"))
+    } else {
+        match TeamKey::from_tags(
+            &row.tags.workspace,
+            &row.tags.name,
+            cfg.state_dir.as_deref(),
+        ) {
+            Err(why) => classify::classify_pane(row, Err(&why)),
+            Ok(k) => {
+                let l = oracle.lookup(&k);
+                if let Lookup::Present(t) = &l {
+                    generation = Some(t.generation);
+                }
+                let mut c = classify::classify_pane(row, Ok(&l));
+                if c.reason == classify::TEAM_STATE_GONE
+                    && let Some(sd) = state::env_state_dir(row.pane_pid)
+                {
+                    let theirs =
+                        crate::paths::StateRoot::resolve(Path::new(&row.tags.workspace), Some(&sd));
+                    if theirs.as_ref().map(|r| r.path() != k.root).unwrap_or(true) {
+                        c = Classified {
+                            verdict: Verdict::Unverifiable,
+                            reason: format!(
+                                "its process names TEAM_STATE_DIR={}, not the state root searched ({}); pass --state-dir",
+                                sd.display(),
+                                k.root.display()
+                            ),
+                            killable: false,
+                            blocker: None,
+                        };
+                    }
+                }
+                key = Some(k);
+                c
+            }
+        }
+    };
+    PaneReport {
+        endpoint: endpoint.to_path_buf(),
+        pane_id: row.pane_id.clone(),
+        row: Some(row.clone()),
+        class,
+        key,
+        generation,
+        action: Action::None,
+        note: None,
+        audit_failed: false,
+    }
+}
+
+fn entry_for(
+    cfg: &Config,
+    action: &str,
+    key: &TeamKey,
+    generation: Option<u64>,
+    class: &Classified,
+    evidence: serde_json::Value,
+) -> Entry {
+    Entry {
+        caller: CALLER.into(),
+        action: action.into(),
+        argv: vec![],
+        endpoint: None,
+        targets: vec![],
+        workspace: key.workspace.as_ref().map(|w| w.display().to_string()),
+        team: Some(key.name.to_string()),
+        generation,
+        owner_evidence: Some(evidence),
+        reason: Some(format!(
+            "{}: {} (argv: {})",
+            class.verdict.as_str(),
+            class.reason,
+            cfg.argv.join(" ")
+        )),
+        outcome: None,
+    }
+}
+
+/// Acts on the panes `select` picks among the reapable ones: orphans are killed with proof
+/// (all kills of one server in one tmux invocation), debt is left for `team-scale reconcile`.
+pub fn kill_panes(
+    cfg: &Config,
+    oracle: &mut Oracle,
+    servers: &mut [Server],
+    select: &dyn Fn(&PaneReport) -> bool,
+    dry_run: bool,
+    grace: Duration,
+) {
+    let mut debt_keys: std::collections::BTreeSet<TeamKey> = Default::default();
+    for s in servers.iter_mut() {
+        let tmux = Tmux::new(&cfg.tmux_bin, &s.endpoint);
+        let mut targets = Vec::new();
+        let mut which = Vec::new();
+        for (i, p) in s.panes.iter_mut().enumerate() {
+            if !p.reapable() || !select(p) {
+                continue;
+            }
+            let key = p.key.clone().expect("a reapable pane has a team key");
+            if p.class.verdict == Verdict::Debt {
+                if dry_run {
+                    p.action = Action::WouldKill;
+                    p.note = Some("debt: would settle through reconcile".into());
+                } else {
+                    debt_keys.insert(key);
+                }
+                continue;
+            }
+            let lookup = oracle.lookup(&key);
+            let log = match state::audit_log_for(&key, &lookup, cfg.audit_log.as_deref()) {
+                Ok(l) => l,
+                Err(why) => {
+                    p.action = Action::Failed;
+                    p.note = Some(why);
+                    continue;
+                }
+            };
+            if dry_run {
+                p.action = Action::WouldKill;
+                continue;
+            }
+            let row = p.row.clone().expect("a classified pane has a row");
+            let recorded = match &lookup {
+                Lookup::Present(t) => t.owner_id.to_string(),
+                _ => "none".into(),
+            };
+            targets.push(ReapTarget {
+                row,
+                audit_log: log,
+                reason: format!(
+                    "{}: {} (recorded owner {recorded}, state root {}; {})",
+                    p.class.verdict.as_str(),
+                    p.class.reason,
+                    key.root.display(),
+                    cfg.argv.join(" ")
+                ),
+                team: Some(key.name.to_string()),
+                workspace: key.workspace.as_ref().map(|w| w.display().to_string()),
+            });
+            which.push(i);
+        }
+        if targets.is_empty() {
+            continue;
+        }
+        let results = kill::reap_batch(&tmux, CALLER, &targets);
+        for (i, r) in which.into_iter().zip(results) {
+            let p = &mut s.panes[i];
+            match r {
+                Ok(KillResult::Killed) => p.action = Action::Killed,
+                Ok(KillResult::Gone(why)) => {
+                    p.action = Action::None;
+                    p.note = Some(format!("already gone: {why}"));
+                }
+                Ok(other) => {
+                    p.action = Action::Failed;
+                    p.note = Some(format!(
+                        "{}: {}",
+                        other.word(),
+                        other.reason().unwrap_or("")
+                    ));
+                }
+                Err(msg) => {
+                    p.action = Action::Failed;
+                    p.audit_failed = true;
+                    p.note = Some(format!("not killed: {msg}"));
+                }
+            }
+        }
+    }
+    if !debt_keys.is_empty() {
+        settle_debt(cfg, oracle, servers, debt_keys, grace);
+    }
+}
+
+/// Settles the debt of each team in `keys` through `team-scale reconcile`'s code
+/// ([`crate::ops::reconcile::reconcile`]), then marks each debt pane by a fresh listing:
+/// gone means settled (`killed`), still there means `skipped` with the reason.
+fn settle_debt(
+    cfg: &Config,
+    oracle: &mut Oracle,
+    servers: &mut [Server],
+    keys: std::collections::BTreeSet<TeamKey>,
+    grace: Duration,
+) {
+    for key in keys {
+        let team = match oracle.lookup(&key) {
+            Lookup::Present(t) => t,
+            _ => continue,
+        };
+        let root = key.state_root();
+        // reconcile takes the scale lock itself; hand ours over.
+        oracle.release(&key);
+        let store =
+            crate::store::Store::new(root.clone(), key.name.clone(), Duration::from_secs(5));
+        let tmux = Tmux::new(&cfg.tmux_bin, &team.endpoint);
+        let audit = AuditLog::new(root.audit_log());
+        let fail = |n: &str| crate::failpoint::hit(n);
+        let td = crate::ops::teardown::Teardown {
+            store: &store,
+            tmux: &tmux,
+            audit: &audit,
+            caller: CALLER.into(),
+            argv: cfg.argv.clone(),
+            grace,
+            fail: &fail,
+        };
+        let result = crate::ops::reconcile::reconcile(&td);
+        let blocked: HashMap<String, Vec<String>> = match &result {
+            Ok(r) => r
+                .settle
+                .workers
+                .iter()
+                .map(|w| (w.worker.to_string(), w.blocked.clone()))
+                .collect(),
+            Err(_) => HashMap::new(),
+        };
+        for s in servers.iter_mut() {
+            let listing = Tmux::new(&cfg.tmux_bin, &s.endpoint).list();
+            for p in s.panes.iter_mut() {
+                if p.class.verdict != Verdict::Debt || p.key.as_ref() != Some(&key) {
+                    continue;
+                }
+                let still = match &listing {
+                    Listing::Panes(snap) => snap
+                        .pane(&p.pane_id)
+                        .is_some_and(|r| Some(r) == p.row.as_ref()),
+                    Listing::NoServer => false,
+                    Listing::Failed(_) => true,
+                };
+                if !still && result.is_ok() {
+                    p.action = Action::Killed;
+                    p.note = Some("settled through reconcile".into());
+                } else {
+                    p.action = Action::Skipped;
+                    let worker = p
+                        .row
+                        .as_ref()
+                        .map(|r| r.tags.worker.clone())
+                        .unwrap_or_default();
+                    p.note = Some(match &result {
+                        Err(e) => format!(
+                            "debt: reconcile failed: {e}; run team-scale reconcile {}",
+                            key.name
+                        ),
+                        Ok(_) => format!(
+                            "debt: still removing ({}); run team-scale reconcile {}",
+                            blocked
+                                .get(&worker)
+                                .map(|b| b.join("; "))
+                                .unwrap_or_default(),
+                            key.name
+                        ),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// The team sessions (tagged `@team_session_owner`) that hold orphan panes: whole only when
+/// every pane in them is ours and went in the batch.
+pub fn sessions(servers: &[Server]) -> Vec<SessionReport> {
+    let mut out = Vec::new();
+    for s in servers {
+        let mut by_session: BTreeMap<&str, Vec<&PaneReport>> = BTreeMap::new();
+        for p in &s.panes {
+            if let Some(r) = &p.row {
+                by_session.entry(r.session_id.as_str()).or_default().push(p);
+            }
+        }
+        for (sid, panes) in by_session {
+            let first = panes[0].row.as_ref().expect("rows only");
+            // A team session whose team is gone, re-created or stopped.
+            let team_level = |p: &&PaneReport| {
+                p.class.killable
+                    && [
+                        classify::TEAM_STATE_GONE,
+                        classify::OWNER_MISMATCH,
+                        classify::TEAM_STOPPED,
+                    ]
+                    .contains(&p.class.reason.as_str())
+            };
+            if first.tags.session_owner.is_empty() || !panes.iter().any(team_level) {
+                continue;
+            }
+            let all = |a: Action| panes.iter().all(|p| p.action == a);
+            let (action, note) = if all(Action::Killed) {
+                (Action::Killed, None)
+            } else if all(Action::WouldKill) {
+                (Action::WouldKill, None)
+            } else {
+                let keep: Vec<String> = panes
+                    .iter()
+                    .filter(|p| !matches!(p.action, Action::Killed | Action::WouldKill))
+                    .map(|p| format!("{} ({})", p.pane_id, p.class.verdict.as_str()))
+                    .collect();
+                (
+                    Action::Skipped,
+                    Some(format!(
+                        "kept: not every pane in it is ours and reapable: {}",
+                        keep.join(", ")
+                    )),
+                )
+            };
+            out.push(SessionReport {
+                endpoint: s.endpoint.clone(),
+                session_id: sid.to_string(),
+                session_name: first.session_name.clone(),
+                team: first.tags.name.clone(),
+                action,
+                note,
+            });
+        }
+    }
+    out
+}
+
+/// One process carrying `TEAM_OWNER`.
+#[derive(Debug, Clone)]
+pub struct ProcReport {
+    pub proc: TeamProc,
+    pub class: Classified,
+    pub key: Option<TeamKey>,
+    pub generation: Option<u64>,
+    pub action: Action,
+    pub note: Option<String>,
+    pub audit_id: Option<Uuid>,
+    /// The signal was refused because its audit intent could not be written.
+    pub audit_failed: bool,
+}
+
+impl ProcReport {
+    /// Whether the run should act on it.
+    pub fn reapable(&self) -> bool {
+        self.class.killable || self.class.verdict == Verdict::Debt
+    }
+}
+
+/// Scans `/proc` for processes carrying `TEAM_OWNER` and classifies each. The panes' own
+/// processes (`skip_pids`) are reported as panes, not here. `owner_hints` maps an owner id
+/// to the team its panes are tagged with, for processes whose environment names no workspace.
+/// Returns the reports and how many processes could not be read.
+pub fn scan_processes(
+    cfg: &Config,
+    oracle: &mut Oracle,
+    skip_pids: &HashSet<u32>,
+    owner_hints: &HashMap<String, TeamKey>,
+) -> Result<(Vec<ProcReport>, usize)> {
+    let scan = process::scan_team_processes()?;
+    let mut out = Vec::new();
+    for p in scan.found {
+        if skip_pids.contains(&p.id.pid) {
+            continue;
+        }
+        let key = proc_key(cfg, &p).or_else(|| owner_hints.get(&p.owner).cloned());
+        let lookup = key.as_ref().map(|k| oracle.lookup(k));
+        let generation = match &lookup {
+            Some(Lookup::Present(t)) => Some(t.generation),
+            _ => None,
+        };
+        let class = classify::classify_process(&p, lookup.as_ref());
+        out.push(ProcReport {
+            proc: p,
+            class,
+            key,
+            generation,
+            action: Action::None,
+            note: None,
+            audit_id: None,
+            audit_failed: false,
+        });
+    }
+    Ok((out, scan.unreadable))
+}
+
+fn proc_key(cfg: &Config, p: &TeamProc) -> Option<TeamKey> {
+    let name = crate::paths::TeamName::new(p.team.as_deref()?).ok()?;
+    if let Some(sd) = p.state_dir.as_deref().filter(|d| d.is_absolute()) {
+        let root = crate::paths::StateRoot::resolve(sd, Some(sd)).ok()?;
+        return Some(TeamKey {
+            root: root.path().to_path_buf(),
+            name,
+            workspace: p.workspace.clone(),
+        });
+    }
+    let ws = p.workspace.as_deref()?;
+    TeamKey::from_tags(ws.to_str()?, name.as_str(), cfg.state_dir.as_deref()).ok()
+}
+
+/// Terminates the orphan processes `select` picks: each proven (pidfd, start time, owner and
+/// worker in its environment), audited (intent before the first signal), then SIGTERM, `grace`,
+/// re-proof, SIGKILL.
+pub fn kill_processes(
+    cfg: &Config,
+    oracle: &mut Oracle,
+    procs: &mut [ProcReport],
+    select: &dyn Fn(&ProcReport) -> bool,
+    dry_run: bool,
+    grace: Duration,
+) {
+    let mut by_log: BTreeMap<PathBuf, Vec<(usize, Proven, Entry)>> = BTreeMap::new();
+    for (i, r) in procs.iter_mut().enumerate() {
+        if !r.class.killable || !select(r) {
+            if r.class.verdict == Verdict::Debt && select(r) {
+                r.action = Action::Skipped;
+                r.note = Some("debt: run team-scale reconcile".into());
+            }
+            continue;
+        }
+        let key = r.key.clone().expect("an orphan process has a team key");
+        let lookup = oracle.lookup(&key);
+        let log = match state::audit_log_for(&key, &lookup, cfg.audit_log.as_deref()) {
+            Ok(l) => l,
+            Err(why) => {
+                r.action = Action::Failed;
+                r.note = Some(why);
+                continue;
+            }
+        };
+        let p = &r.proc;
+        let (verdict, proven) = process::prove(
+            p.id.pid,
+            Some(p.id.start_time),
+            &p.owner,
+            p.worker.as_deref(),
+        );
+        let Some(proven) = proven else {
+            match verdict {
+                ProcVerdict::Gone => {
+                    r.action = Action::None;
+                    r.note = Some("already gone".into());
+                }
+                other => {
+                    r.action = Action::Failed;
+                    r.note = Some(format!("not proven: {other:?}"));
+                }
+            }
+            continue;
+        };
+        if dry_run {
+            r.action = Action::WouldKill;
+            continue;
+        }
+        let mut e = entry_for(
+            cfg,
+            "terminate-process",
+            &key,
+            r.generation,
+            &r.class,
+            json!({"env_team_owner": p.owner, "env_team_worker": p.worker, "state_root": key.root}),
+        );
+        e.argv = vec![
+            "SIGTERM".into(),
+            format!("grace={grace:?}"),
+            "SIGKILL".into(),
+        ];
+        e.targets = vec![
+            json!({"pid": p.id.pid, "start_time": p.id.start_time, "owner": p.owner, "worker": p.worker}),
+        ];
+        by_log.entry(log).or_default().push((i, proven, e));
+    }
+    for (path, items) in by_log {
+        let log = AuditLog::new(path.clone());
+        let intents: Vec<_> = items
+            .iter()
+            .map(|(_, _, e)| (Stage::Intent, None, e.clone()))
+            .collect();
+        let recs = match log.append_batch(&intents) {
+            Ok(r) => r,
+            Err(err) => {
+                for (i, _, _) in &items {
+                    procs[*i].action = Action::Failed;
+                    procs[*i].audit_failed = true;
+                    procs[*i].note = Some(format!(
+                        "not signalled: the audit intent could not be written: {err}"
+                    ));
+                }
+                continue;
+            }
+        };
+        let mut idx = Vec::new();
+        let mut entries = Vec::new();
+        let mut proven = Vec::new();
+        for ((i, p, e), rec) in items.into_iter().zip(recs) {
+            procs[i].audit_id = Some(rec.audit_id);
+            idx.push((i, rec.audit_id));
+            entries.push(e);
+            proven.push(p);
+        }
+        let outcomes = process::terminate(proven, grace);
+        let mut done = Vec::new();
+        for (((i, id), mut e), (_, o)) in idx.into_iter().zip(entries).zip(outcomes) {
+            let ok = matches!(
+                o,
+                StopOutcome::ExitedAfterTerm | StopOutcome::Killed | StopOutcome::GoneBefore
+            );
+            procs[i].action = if ok { Action::Killed } else { Action::Failed };
+            if !ok {
+                procs[i].note = Some(format!("{o:?}"));
+            }
+            e.outcome = Some(
+                serde_json::to_value(&o)
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+            );
+            done.push((
+                if ok { Stage::Complete } else { Stage::Failed },
+                Some(id),
+                e,
+            ));
+        }
+        if let Err(err) = log.append_batch(&done) {
+            tracing::warn!(log = %path.display(), error = %err, "could not record process outcomes");
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! Finding a pane's (or a process's) team state, with proof of absence.
+//!
+//! A team is found through the workspace and name a pane is tagged with. Its state root is
+//! `<workspace>/.team` unless the reaper was given an explicit state dir (`--state-dir` /
+//! `TEAM_STATE_DIR`, read by the binary). "Gone" needs proof: `team.json` (and `journal.json`)
+//! must be reported *absent* by the file system (`ENOENT`); anything else (permission, a file
+//! where a directory should be, a malformed file, a busy state lock) is unverifiable.
+
+use std::collections::HashMap;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::lock::{self, Holder, LockGuard};
+use crate::model::Team;
+use crate::paths::{StateRoot, TeamName};
+use crate::store::Store;
+
+/// Which team state a pane or process points at.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TeamKey {
+    /// The state root directory.
+    pub root: PathBuf,
+    pub name: TeamName,
+    /// The workspace, when known (from the pane's `@team_workspace` tag).
+    pub workspace: Option<PathBuf>,
+}
+
+impl TeamKey {
+    /// The key of a team tagged with `workspace` and `name`; `explicit` is the reaper's state
+    /// dir override. Errors are "tags unreadable" reasons.
+    pub fn from_tags(
+        workspace: &str,
+        name: &str,
+        explicit: Option<&Path>,
+    ) -> Result<TeamKey, String> {
+        let name = TeamName::new(name).map_err(|e| format!("tags unreadable: @team_name: {e}"))?;
+        let ws = Path::new(workspace);
+        if !ws.is_absolute() {
+            return Err(format!(
+                "tags unreadable: @team_workspace {workspace:?} is not an absolute path"
+            ));
+        }
+        let root = StateRoot::resolve(ws, explicit)
+            .map_err(|e| format!("tags unreadable: @team_workspace: {e}"))?;
+        Ok(TeamKey {
+            root: root.path().to_path_buf(),
+            name,
+            workspace: Some(ws.to_path_buf()),
+        })
+    }
+
+    /// The state root.
+    pub fn state_root(&self) -> StateRoot {
+        // `root` came out of `StateRoot::resolve`, so it is absolute and normalized.
+        StateRoot::resolve(&self.root, Some(&self.root)).expect("an absolute state root")
+    }
+}
+
+/// What the reaper knows about a team.
+#[derive(Debug, Clone)]
+pub enum Lookup {
+    /// The team's state, read and validated.
+    Present(Box<Team>),
+    /// Proven absent: the file system said `team.json` does not exist.
+    Gone(String),
+    /// Its scale lock is held by someone else: skip the whole team this run.
+    Busy(String),
+    /// The state could not be read or trusted.
+    Unverifiable(String),
+}
+
+/// Reads team states once per run, caching by key. With `lock_teams`, it takes each present
+/// team's scale lock (zero wait) and holds it until dropped, so no membership change can run
+/// between classification and the kills; a lock already held makes the team [`Lookup::Busy`].
+#[derive(Debug)]
+pub struct Oracle {
+    lock_teams: bool,
+    state_wait: Duration,
+    cache: HashMap<TeamKey, Lookup>,
+    guards: HashMap<TeamKey, LockGuard>,
+}
+
+impl Oracle {
+    /// A new oracle. `state_wait` bounds the wait for a team's state lock while reading.
+    pub fn new(lock_teams: bool, state_wait: Duration) -> Oracle {
+        Oracle {
+            lock_teams,
+            state_wait,
+            cache: HashMap::new(),
+            guards: HashMap::new(),
+        }
+    }
+
+    /// The team behind `key` (read on first use).
+    pub fn lookup(&mut self, key: &TeamKey) -> Lookup {
+        if let Some(l) = self.cache.get(key) {
+            return l.clone();
+        }
+        let l = self.read(key);
+        self.cache.insert(key.clone(), l.clone());
+        l
+    }
+
+    /// Releases the scale lock this oracle holds for `key` (so that code taking it itself,
+    /// like `reconcile`, can run). Returns whether it held one.
+    pub fn release(&mut self, key: &TeamKey) -> bool {
+        self.guards.remove(key).is_some()
+    }
+
+    /// Every lookup made so far.
+    pub fn known(&self) -> impl Iterator<Item = (&TeamKey, &Lookup)> {
+        self.cache.iter()
+    }
+
+    fn read(&mut self, key: &TeamKey) -> Lookup {
+        let root = key.state_root();
+        let team_json = root.team_json(&key.name);
+        match absent(&team_json) {
+            Ok(true) => match absent(&root.journal(&key.name)) {
+                Ok(true) => {
+                    return Lookup::Gone(format!("{} does not exist", team_json.display()));
+                }
+                Ok(false) => {
+                    return Lookup::Unverifiable(format!(
+                        "{} is missing but a journal is left; run a team-scale command first",
+                        team_json.display()
+                    ));
+                }
+                Err(e) => return Lookup::Unverifiable(e),
+            },
+            Ok(false) => {}
+            Err(e) => return Lookup::Unverifiable(e),
+        }
+        let scale = root.scale_lock(&key.name);
+        if self.lock_teams {
+            if let Err(e) = root.ensure() {
+                return Lookup::Unverifiable(e.to_string());
+            }
+            match lock::acquire(&scale, Duration::ZERO, &Holder::me("reap")) {
+                Ok(g) => {
+                    self.guards.insert(key.clone(), g);
+                }
+                Err(crate::Error::Busy { holder, .. }) => {
+                    return Lookup::Busy(format!("scale lock held by {holder}"));
+                }
+                Err(e) => return Lookup::Unverifiable(e.to_string()),
+            }
+        } else {
+            match Store::new(root.clone(), key.name.clone(), Duration::ZERO).scale_holder() {
+                Ok(Some(h)) => return Lookup::Busy(format!("scale lock held by {h}")),
+                Ok(None) => {}
+                Err(e) => return Lookup::Unverifiable(e.to_string()),
+            }
+        }
+        match Store::new(root, key.name.clone(), self.state_wait).load() {
+            Ok(t) => Lookup::Present(Box::new(t)),
+            Err(e) => Lookup::Unverifiable(format!("team state unreadable: {e}")),
+        }
+    }
+}
+
+/// `Ok(true)` only when the file system says the path does not exist.
+fn absent(p: &Path) -> Result<bool, String> {
+    match std::fs::symlink_metadata(p) {
+        Ok(_) => Ok(false),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(true),
+        Err(e) => Err(format!("cannot inspect {}: {e}", p.display())),
+    }
+}
+
+/// The audit log for effects on a team: the team's state root's log when its state exists;
+/// when it is gone, `explicit` (`--audit-log` / `TEAM_AUDIT_LOG`), else the state root's log
+/// if the workspace still exists. `Err` means: refuse the effect (fail closed).
+pub fn audit_log_for(
+    key: &TeamKey,
+    lookup: &Lookup,
+    explicit: Option<&Path>,
+) -> Result<PathBuf, String> {
+    let root = key.state_root();
+    match lookup {
+        Lookup::Present(_) => Ok(root.audit_log()),
+        Lookup::Gone(_) => {
+            if let Some(p) = explicit {
+                return Ok(p.to_path_buf());
+            }
+            let ws_exists = key.workspace.as_deref().is_some_and(Path::is_dir);
+            if ws_exists {
+                Ok(root.audit_log())
+            } else {
+                Err("no audit log: the team's workspace is gone; pass --audit-log (or TEAM_AUDIT_LOG)".into())
+            }
+        }
+        Lookup::Busy(_) | Lookup::Unverifiable(_) => {
+            Err("no audit log for a team that is busy or unverifiable".into())
+        }
+    }
+}
+
+/// `TEAM_STATE_DIR` in a process's environment, when readable and set.
+pub fn env_state_dir(pid: u32) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    env.split(|b| *b == 0)
+        .find_map(|kv| kv.strip_prefix(b"TEAM_STATE_DIR="))
+        .filter(|v| !v.is_empty())
+        .map(|v| PathBuf::from(std::ffi::OsStr::from_bytes(v)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gone_needs_enoent() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let key = TeamKey::from_tags(ws.to_str().unwrap(), "t", None).unwrap();
+        let mut o = Oracle::new(false, Duration::from_secs(1));
+        assert!(matches!(o.lookup(&key), Lookup::Gone(_)));
+        // A file where the state root's directory should be: not "gone".
+        std::fs::write(ws.join(".team"), b"x").unwrap();
+        let mut o = Oracle::new(false, Duration::from_secs(1));
+        assert!(
+            matches!(o.lookup(&key), Lookup::Unverifiable(_)),
+            "{:?}",
+            o.lookup(&key)
+        );
+        // A whole missing workspace is gone.
+        let key = TeamKey::from_tags(d.path().join("nope").to_str().unwrap(), "t", None).unwrap();
+        assert!(matches!(
+            Oracle::new(false, Duration::ZERO).lookup(&key),
+            Lookup::Gone(_)
+        ));
+    }
+
+    #[test]
+    fn bad_tags_are_unreadable() {
+        assert!(TeamKey::from_tags("relative", "t", None).is_err());
+        assert!(TeamKey::from_tags("/x", "Bad Name", None).is_err());
+        assert!(TeamKey::from_tags("/x/../y", "t", None).is_err());
+    }
+
+    #[test]
+    fn audit_log_fails_closed_without_a_workspace() {
+        let d = tempfile::tempdir().unwrap();
+        let key = TeamKey::from_tags(d.path().join("gone").to_str().unwrap(), "t", None).unwrap();
+        let g = Lookup::Gone("x".into());
+        assert!(audit_log_for(&key, &g, None).is_err());
+        assert_eq!(
+            audit_log_for(&key, &g, Some(Path::new("/a/log"))).unwrap(),
+            PathBuf::from("/a/log")
+        );
+        let key = TeamKey::from_tags(d.path().to_str().unwrap(), "t", None).unwrap();
+        assert_eq!(
+            audit_log_for(&key, &g, None).unwrap(),
+            d.path().join(".team/audit.jsonl")
+        );
+    }
+}
