@@ -43,4 +43,11 @@ impl Ctx {
             .unwrap_or_else(|| self.cfg.socket_dir.clone())
             .join("team-reap.lock")
     }
+
+    /// Where the dead sockets already warned about are remembered, beside the lock, so a
+    /// stale socket file is reported once and cron stays silent after that.
+    pub fn dead_sockets_path(&self) -> PathBuf {
+        self.lock_path()
+            .with_file_name("team-reap.dead-sockets.json")
+    }
 }

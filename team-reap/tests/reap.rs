@@ -710,6 +710,12 @@ fn dead_socket_is_skipped_with_a_warning() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("warning") && err.contains("dead"), "{err}");
     assert!(!fx.panes(&live.sock).contains(&orphan));
+    // The same stale socket is not reported again, so cron stays silent; -v still shows it.
+    let o = fx.reap(&["--no-processes"]);
+    assert_eq!(code(&o), 0, "{o:?}");
+    assert!(o.stdout.is_empty() && o.stderr.is_empty(), "{o:?}");
+    let o = fx.reap(&["--no-processes", "-v"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("dead"), "{o:?}");
 }
 
 #[test]

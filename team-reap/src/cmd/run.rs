@@ -152,6 +152,10 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
     let mut t = Tally::default();
     let human_all = (matches!(mode, Mode::Scan) && !g.check) || g.verbose;
 
+    // A dead socket is warned about once (by path, inode and mtime), so a stale socket file
+    // does not make every cron run speak; `-v` and `--json` always report it.
+    let known_dead = dead_socket_keys_seen(ctx);
+    let mut dead_now = Vec::new();
     for s in &servers {
         match &s.status {
             ServerStatus::Listed => {}
@@ -160,7 +164,10 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
                     &json!({"type": "server", "endpoint": s.endpoint, "status": "dead",
                     "reason": "no server answers on the socket; skipped"}),
                 )?;
-                if !g.json {
+                let key = dead_socket_key(&s.endpoint);
+                let new = !known_dead.contains(&key);
+                dead_now.push(key);
+                if !g.json && (new || g.verbose) {
                     warn(
                         g.quiet,
                         &format!("no server answers on {}; skipped", s.endpoint.display()),
@@ -180,6 +187,11 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
                 }
             }
         }
+    }
+    dead_now.sort();
+    if dead_now != known_dead {
+        let bytes = serde_json::to_vec(&dead_now).unwrap_or_default();
+        let _ = team_core::fsutil::atomic_write(&ctx.dead_sockets_path(), &bytes);
     }
     // Panes named by `kill --from` that are not in any fresh snapshot.
     if let Some(s) = sel {
@@ -416,4 +428,26 @@ fn pane_line(p: &PaneReport, effects: bool) -> String {
         },
         note.map(|n| format!(" ({n})")).unwrap_or_default()
     )
+}
+
+/// Identifies one dead socket file: path, inode and modification time.
+fn dead_socket_key(p: &std::path::Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(p) {
+        Ok(m) => format!(
+            "{}|{}|{}",
+            p.display(),
+            m.ino(),
+            m.mtime_nsec() + m.mtime() * 1_000_000_000
+        ),
+        Err(_) => format!("{}|gone", p.display()),
+    }
+}
+
+/// The dead sockets already warned about.
+fn dead_socket_keys_seen(ctx: &Ctx) -> Vec<String> {
+    std::fs::read(ctx.dead_sockets_path())
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Vec<String>>(&b).ok())
+        .unwrap_or_default()
 }

@@ -182,6 +182,11 @@ fn init_private(
                 ("TEAM_OWNER".into(), o.clone()),
                 ("TEAM_NAME".into(), name.clone()),
                 ("TEAM_ROLE".into(), "leader".into()),
+                ("TEAM_WORKSPACE".into(), ws.to_string()),
+                (
+                    "TEAM_STATE_DIR".into(),
+                    ctx.root.path().to_string_lossy().into_owned(),
+                ),
             ],
             tags: vec![
                 ("@team_owner".into(), o.clone()),
