@@ -110,9 +110,42 @@ impl Server {
             .stdin(Stdio::null())
             .output()?;
         if !o.status.success() {
-            bail!("tmux {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+            bail!(
+                "tmux {} ...: {}",
+                args.first().copied().unwrap_or(""),
+                String::from_utf8_lossy(&o.stderr)
+            );
         }
         Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+    }
+}
+
+impl Server {
+    /// Runs many commands in as few invocations as tmux accepts (one message is at most
+    /// 16 KiB); returns the concatenated output.
+    pub fn batch(&self, cmds: &[Vec<String>]) -> anyhow::Result<String> {
+        let mut out = String::new();
+        let mut argv: Vec<String> = Vec::new();
+        let mut bytes = 0;
+        for c in cmds {
+            let n: usize = c.iter().map(|a| a.len() + 1).sum::<usize>() + 2;
+            if !argv.is_empty() && bytes + n > 14 * 1024 {
+                let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+                out.push_str(&self.tmux(&refs)?);
+                argv.clear();
+                bytes = 0;
+            }
+            if !argv.is_empty() {
+                argv.push(";".into());
+            }
+            argv.extend(c.iter().cloned());
+            bytes += n;
+        }
+        if !argv.is_empty() {
+            let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+            out.push_str(&self.tmux(&refs)?);
+        }
+        Ok(out)
     }
 }
 
@@ -368,30 +401,22 @@ fn humantime_now() -> String {
 /// Builds `sessions` sessions of `per` single-pane windows on `s`, every pane running `sleep`.
 /// Returns the pane ids in creation order.
 pub fn populate(s: &Server, sessions: usize, per: usize) -> anyhow::Result<Vec<String>> {
-    let mut args: Vec<String> = Vec::new();
+    let mut cmds: Vec<Vec<String>> = Vec::new();
     for i in 0..sessions {
-        if !args.is_empty() {
-            args.push(";".into());
-        }
-        args.extend(
-            ["new-session", "-d", "-s", &format!("s{i}"), "sleep 100000"].map(String::from),
+        cmds.push(
+            ["new-session", "-d", "-s", &format!("s{i}"), "sleep 100000"]
+                .map(String::from)
+                .to_vec(),
         );
         for _ in 1..per {
-            args.extend(
-                [
-                    ";",
-                    "new-window",
-                    "-d",
-                    "-t",
-                    &format!("=s{i}:"),
-                    "sleep 100000",
-                ]
-                .map(String::from),
+            cmds.push(
+                ["new-window", "-d", "-t", &format!("=s{i}:"), "sleep 100000"]
+                    .map(String::from)
+                    .to_vec(),
             );
         }
     }
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    s.tmux(&refs)?;
+    s.batch(&cmds)?;
     let out = s.tmux(&["list-panes", "-a", "-F", "#{session_name} #{pane_id}"])?;
     Ok(out
         .lines()
@@ -411,7 +436,7 @@ pub fn reap(b: &mut Bench) -> anyhow::Result<()> {
     let owner = "00000000-0000-4000-8000-00000000dead";
     let setup = |s: &Server| -> anyhow::Result<Vec<String>> {
         let panes = populate(s, 50, 20)?;
-        let mut args: Vec<String> = Vec::new();
+        let mut cmds: Vec<Vec<String>> = Vec::new();
         for (i, p) in panes.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
             for (k, v) in [
                 ("@team_owner", owner.to_string()),
@@ -423,10 +448,7 @@ pub fn reap(b: &mut Bench) -> anyhow::Result<()> {
                 ("@team_workspace", ws.display().to_string()),
                 ("@team_name", "gone".to_string()),
             ] {
-                if !args.is_empty() {
-                    args.push(";".into());
-                }
-                args.extend([
+                cmds.push(vec![
                     "set-option".into(),
                     "-p".into(),
                     "-t".into(),
@@ -436,8 +458,7 @@ pub fn reap(b: &mut Bench) -> anyhow::Result<()> {
                 ]);
             }
         }
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        s.tmux(&refs)?;
+        s.batch(&cmds)?;
         Ok(panes)
     };
     let s = Server::start(&sockdir, "reap")?;

@@ -314,20 +314,47 @@ fn check_option_name(k: &str) -> Result<()> {
     }
 }
 
-/// Runs `txns` in one tmux invocation and reads each outcome from its receipt.
+/// The most argv bytes one tmux invocation carries. tmux sends a command line to its server
+/// in one message of at most 16 KiB (`MAX_IMSGSIZE`) and refuses longer ones ("command too
+/// long"), so larger batches are split over several invocations.
+pub const MAX_ARGV_BYTES: usize = 14 * 1024;
+
+/// Runs `txns` in as few tmux invocations as fit (usually one) and reads each outcome from its
+/// receipt.
 pub fn run(tmux: &Tmux, txns: &[Txn]) -> Result<Vec<TxnOutcome>> {
-    if txns.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut argv: Vec<String> = Vec::new();
-    for (i, t) in txns.iter().enumerate() {
-        if i > 0 {
-            argv.push(";".into());
+    let mut outcomes = Vec::with_capacity(txns.len());
+    for chunk in chunks(txns) {
+        let mut argv: Vec<String> = Vec::new();
+        for (i, t) in chunk.iter().enumerate() {
+            if i > 0 {
+                argv.push(";".into());
+            }
+            argv.extend(t.argv());
         }
-        argv.extend(t.argv());
+        let out = tmux.run(&argv)?;
+        outcomes.extend(read_outcomes(chunk, &out.stdout, &out.stderr));
     }
-    let out = tmux.run(&argv)?;
-    Ok(read_outcomes(txns, &out.stdout, &out.stderr))
+    Ok(outcomes)
+}
+
+/// Splits `txns` into runs whose argv fits one invocation (a single oversized transaction
+/// still gets a run of its own: tmux then refuses it, and it reads as unknown).
+fn chunks(txns: &[Txn]) -> Vec<&[Txn]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, t) in txns.iter().enumerate() {
+        let n: usize = t.argv().iter().map(|a| a.len() + 1).sum::<usize>() + 2;
+        if i > start && bytes + n > MAX_ARGV_BYTES {
+            out.push(&txns[start..i]);
+            start = i;
+            bytes = 0;
+        }
+        bytes += n;
+    }
+    if start < txns.len() {
+        out.push(&txns[start..]);
+    }
+    out
 }
 
 /// Matches output lines to receipts (pure).
@@ -423,6 +450,23 @@ mod tests {
         let mut i = inc();
         i.pane_id = "%3 ; kill-server".into();
         assert!(Guard::pane(&i, &[], true).is_err());
+    }
+
+    #[test]
+    fn big_batches_are_split_to_fit_one_message() {
+        let g = Guard::pane(&inc(), &[("@team_owner", "abc")], false).unwrap();
+        let txns: Vec<Txn> = (0..500).map(|_| Txn::kill_pane(g.clone())).collect();
+        let parts = chunks(&txns);
+        assert!(parts.len() > 1);
+        assert_eq!(parts.iter().map(|p| p.len()).sum::<usize>(), 500);
+        for p in &parts {
+            let bytes: usize = p
+                .iter()
+                .map(|t| t.argv().iter().map(|a| a.len() + 1).sum::<usize>() + 2)
+                .sum();
+            assert!(bytes <= MAX_ARGV_BYTES, "{bytes}");
+        }
+        assert!(chunks(&[]).is_empty());
     }
 
     #[test]

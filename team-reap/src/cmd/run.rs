@@ -321,7 +321,7 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
         (Mode::KillFrom(_), ..) => "kill",
     };
     let v = |k: &str| t.by_verdict.get(k).copied().unwrap_or(0);
-    out.record(&json!({"type": "summary", "mode": mode_word,
+    out.record(&json!({"type": "summary", "tmux_invocations": team_core::tmux::invocations(), "mode": mode_word,
         "servers": servers.len(),
         "dead_servers": servers.iter().filter(|s| s.status == ServerStatus::Dead).count(),
         "panes": t.panes, "owned": v("owned"), "orphan": v("orphan"), "debt": v("debt"),
