@@ -39,7 +39,7 @@ struct World {
     bin: PathBuf,
     ws: PathBuf,
     tt: PathBuf,
-    sock: PathBuf,
+    sock: std::sync::OnceLock<PathBuf>,
     /// Running tool processes, for the killer. A child stays here until it has been reaped
     /// under its own lock, so the killer can only ever signal our own, unreaped child.
     running: Mutex<HashMap<u64, Arc<Mutex<Child>>>>,
@@ -51,6 +51,13 @@ struct World {
 }
 
 impl World {
+    fn sock(&self) -> &Path {
+        self.sock
+            .get()
+            .map(PathBuf::as_path)
+            .unwrap_or(Path::new("/nonexistent"))
+    }
+
     fn cmd(&self, tool: &str) -> Command {
         let mut c = crate::util::tool(&self.bin, tool, Some(&self.tt));
         c.current_dir(&self.ws)
@@ -123,7 +130,7 @@ impl World {
     }
 
     fn tmux(&self, args: &[&str]) -> anyhow::Result<String> {
-        let o = crate::util::tmux(&self.sock).args(args).output()?;
+        let o = crate::util::tmux(self.sock()).args(args).output()?;
         if !o.status.success() {
             bail!("tmux {args:?}: {}", String::from_utf8_lossy(&o.stderr));
         }
@@ -165,7 +172,7 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let ws = ws.canonicalize()?;
     let world = Arc::new(World {
         bin,
-        sock: PathBuf::new(),
+        sock: std::sync::OnceLock::new(),
         ws,
         tt,
         running: Mutex::new(HashMap::new()),
@@ -235,11 +242,7 @@ fn chaos(w: Arc<World>, seconds: u64, seed: u64) -> anyhow::Result<()> {
         .as_str()
         .context("endpoint")?
         .to_string();
-    // SAFETY of the world: replace the empty socket path now that it is known.
-    let w = Arc::new(World {
-        sock: PathBuf::from(&sock),
-        ..Arc::try_unwrap(w).map_err(|_| anyhow::anyhow!("world shared too early"))?
-    });
+    let _ = w.sock.set(PathBuf::from(&sock));
     let (code, err) = w.run(
         "team-scale",
         &s(&["up", "other", "2", "--ready-timeout", "0"]),
@@ -352,7 +355,7 @@ fn chaos(w: Arc<World>, seconds: u64, seed: u64) -> anyhow::Result<()> {
                 std::thread::sleep(Duration::from_secs(3));
                 w.run(
                     "team-reap",
-                    &["--socket".to_string(), w.sock.display().to_string()],
+                    &["--socket".to_string(), w.sock().display().to_string()],
                     None,
                 )?;
             }
@@ -461,7 +464,7 @@ fn settle_and_check(w: &World, protected_before: &BTreeSet<String>) -> anyhow::R
     }
     let (code, err) = w.run(
         "team-reap",
-        &["--socket".to_string(), w.sock.display().to_string()],
+        &["--socket".to_string(), w.sock().display().to_string()],
         None,
     )?;
     if code != Some(0) {
