@@ -61,16 +61,18 @@ pub enum Command {
     Init(InitArgs),
     /// Show a team's workers with live proof, pending operations, cleanup debt and lock holder.
     Status(StatusArgs),
-    /// Remove workers: idle ones (highest index first) or named ones, draining them first.
-    Down(DownArgs),
-    /// Remove every worker, then the leader pane and session if the tools created them.
-    Shutdown(ShutdownArgs),
-    /// Finish what crashed operations left: journal, drains, pending reservations, removing workers.
-    Reconcile(ReconcileArgs),
-    /// Report a worker's state (idle, busy, done); reads TEAM_NAME/TEAM_WORKER/TEAM_INCARNATION.
-    WorkerStatus(WorkerStatusArgs),
+    /// List the teams of the workspace.
+    List,
     /// Add N workers to a live team: all or nothing, rolled back on any failure.
     Up(UpArgs),
+    /// Remove workers: idle ones (highest index first) or named ones, draining them first.
+    Down(DownArgs),
+    /// Report a worker's state (idle, busy, done); reads TEAM_NAME/TEAM_WORKER/TEAM_INCARNATION.
+    WorkerStatus(WorkerStatusArgs),
+    /// Finish what crashed operations left: journal, drains, pending reservations, removing workers.
+    Reconcile(ReconcileArgs),
+    /// Remove every worker, then the leader pane and session if the tools created them.
+    Shutdown(ShutdownArgs),
     /// Change a team's policy (switch scaling on or off).
     Policy(PolicyArgs),
 }

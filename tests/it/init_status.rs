@@ -180,3 +180,32 @@ fn a_lost_session_is_reported_and_state_kept_then_followed_when_re_created() {
     let events = std::fs::read_to_string(sb.ws.join(".team/teams/demo/events.jsonl")).unwrap();
     assert!(events.contains("session_rebound"));
 }
+
+#[test]
+fn list_shows_every_team_and_flags_unreadable_state() {
+    let sb = Sandbox::new();
+    init(&sb);
+    assert_code(
+        &sb.run(
+            "team-scale",
+            &["init", "other", "--private", "--max-workers", "2"],
+        ),
+        0,
+    );
+    let o = sb.run("team-scale", &["list", "--json"]);
+    assert_code(&o, 0);
+    let lines = json_lines(&o.stdout);
+    let names: Vec<_> = lines
+        .iter()
+        .filter(|l| l["type"] == "team")
+        .map(|l| l["team"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["demo", "other"]);
+    assert_eq!(lines.last().unwrap()["teams"], 2);
+    std::fs::write(sb.ws.join(".team/teams/other/team.json"), b"{oops").unwrap();
+    let o = sb.run("team-scale", &["list", "--json"]);
+    assert_code(&o, 65);
+    let lines = json_lines(&o.stdout);
+    assert_eq!(lines[0]["state"], "active");
+    assert_eq!(lines[1]["state"], "unreadable");
+}

@@ -2,6 +2,7 @@
 
 mod down;
 mod init;
+mod list;
 mod policy;
 mod reconcile;
 mod shutdown;
@@ -19,6 +20,7 @@ pub fn run(cli: Cli) -> CliResult<i32> {
     match cli.cmd {
         Command::Init(a) => init::run(&ctx, a),
         Command::Status(a) => status::run(&ctx, a),
+        Command::List => list::run(&ctx),
         Command::Down(a) => down::run(&ctx, a),
         Command::Shutdown(a) => shutdown::run(&ctx, a),
         Command::Reconcile(a) => reconcile::run(&ctx, a),
