@@ -47,6 +47,9 @@ pub enum Command {
     Query(cmd::query::QueryArgs),
     /// Claude Code PreToolUse hook: record (and with --guard, deny) destructive tmux commands
     Hook(cmd::hook::HookArgs),
+    /// Print shell completions or the man page (for packagers: `cargo xtask dist`).
+    #[command(hide = true)]
+    Generate(GenerateArgs),
 }
 
 fn after_help() -> String {
@@ -119,4 +122,12 @@ pub fn init_tracing(verbose: u8) {
         .with_writer(std::io::stderr)
         .without_time()
         .try_init();
+}
+
+/// What `generate` prints.
+#[derive(Debug, clap::Args)]
+pub struct GenerateArgs {
+    /// `man`, or a shell: bash, zsh, fish, elvish, powershell.
+    #[arg(value_parser = ["man", "bash", "zsh", "fish", "elvish", "powershell"])]
+    pub what: String,
 }

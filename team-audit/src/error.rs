@@ -57,6 +57,16 @@ impl std::fmt::Display for AppError {
     }
 }
 
+impl From<io::Error> for AppError {
+    fn from(e: io::Error) -> Self {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            AppError::BrokenPipe
+        } else {
+            AppError::Stdout(e)
+        }
+    }
+}
+
 impl From<team_core::Error> for AppError {
     fn from(e: team_core::Error) -> Self {
         AppError::Core(e)

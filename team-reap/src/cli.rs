@@ -84,6 +84,9 @@ pub enum Command {
     /// Kill the candidates named in FILE (or stdin: `-`), the JSON lines `scan --json` prints.
     /// Nothing in them is trusted: each is re-classified from a fresh snapshot.
     Kill(KillArgs),
+    /// Print shell completions or the man page (for packagers: `cargo xtask dist`).
+    #[command(hide = true)]
+    Generate(GenerateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -91,4 +94,12 @@ pub struct KillArgs {
     /// The candidate lines: a file, or `-` for stdin.
     #[arg(long, value_name = "FILE|-")]
     pub from: String,
+}
+
+/// What `generate` prints.
+#[derive(Debug, clap::Args)]
+pub struct GenerateArgs {
+    /// `man`, or a shell: bash, zsh, fish, elvish, powershell.
+    #[arg(value_parser = ["man", "bash", "zsh", "fish", "elvish", "powershell"])]
+    pub what: String,
 }

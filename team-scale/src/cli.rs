@@ -75,6 +75,9 @@ pub enum Command {
     Shutdown(ShutdownArgs),
     /// Change a team's policy (switch scaling on or off).
     Policy(PolicyArgs),
+    /// Print shell completions or the man page (for packagers: `cargo xtask dist`).
+    #[command(hide = true)]
+    Generate(GenerateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -207,4 +210,12 @@ pub struct PolicyArgs {
     /// Allow (on) or forbid (off) `up` and `down`.
     #[arg(long, value_parser = ["on", "off"])]
     pub scaling: Option<String>,
+}
+
+/// What `generate` prints.
+#[derive(Debug, clap::Args)]
+pub struct GenerateArgs {
+    /// `man`, or a shell: bash, zsh, fish, elvish, powershell.
+    #[arg(value_parser = ["man", "bash", "zsh", "fish", "elvish", "powershell"])]
+    pub what: String,
 }

@@ -3,11 +3,14 @@
 //! - `ci`: fmt check, clippy `-D warnings`, the whole test suite.
 //! - `demo`: a real team on a private tmux server, narrated.
 //! - `bench`: benchmarks against the physical floor, written to `target/bench/`.
+//! - `chaos`: random operations under SIGKILL, then every invariant checked.
+//! - `dist`: binaries, man pages and completions in `target/dist/`.
 
 mod bench;
 mod chaos;
 mod ci;
 mod demo;
+mod dist;
 mod util;
 
 use std::path::{Path, PathBuf};
@@ -21,6 +24,7 @@ fn main() -> anyhow::Result<()> {
         Some("demo") => demo::run(&root, &args[1..]),
         Some("bench") => bench::run(&root, &args[1..]),
         Some("chaos") => chaos::run(&root, &args[1..]),
+        Some("dist") => dist::run(&root),
         Some("-h" | "--help") | None => {
             println!("{HELP}");
             Ok(())
@@ -37,6 +41,7 @@ Tasks:
   demo    run a real team on a private tmux server and narrate it (--keep to leave it up)
   chaos   random up/down/reconcile/reap under SIGKILL, then check every invariant
           (--seconds S, --seed N)
+  dist    release binaries, man pages and shell completions in target/dist/
   bench   every benchmark next to its floor; writes target/bench/report.{json,md}
           (optionally only some groups: scale, audit, reap)";
 

@@ -1,6 +1,7 @@
 //! One module per subcommand. Each `run` returns the exit code of a normal end, or an error
 //! that `error::report` turns into a message and a code.
 
+pub mod generate;
 pub mod hook;
 pub mod pass;
 pub mod query;
@@ -14,6 +15,7 @@ pub fn run(cli: Cli) -> Result<i32, AppError> {
     let g = &cli.global;
     match cli.cmd {
         Command::Record(a) => record::run(g, a),
+        Command::Generate(a) => Ok(generate::run(&a.what)?),
         Command::Pass(a) => pass::run(g, a),
         Command::Verify(a) => verify::run(g, a),
         Command::Query(a) => query::run(g, a),

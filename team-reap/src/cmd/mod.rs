@@ -1,5 +1,6 @@
 //! One file per mode: `run` (the default: scan, then kill), `scan`, `kill --from`.
 
+mod generate;
 mod kill;
 mod run;
 mod scan;
@@ -15,5 +16,6 @@ pub fn run(cli: Cli) -> CliResult<i32> {
         None => run::run(&ctx, &cli.global, run::Mode::Reap),
         Some(Command::Scan) => scan::run(&ctx, &cli.global),
         Some(Command::Kill(a)) => kill::run(&ctx, &cli.global, a),
+        Some(Command::Generate(a)) => Ok(generate::run(&a.what)?),
     }
 }

@@ -1,6 +1,7 @@
 //! One file per subcommand.
 
 mod down;
+mod generate;
 mod init;
 mod list;
 mod policy;
@@ -16,6 +17,9 @@ use crate::error::CliResult;
 
 /// Runs the chosen subcommand; returns the exit status.
 pub fn run(cli: Cli) -> CliResult<i32> {
+    if let Command::Generate(a) = &cli.cmd {
+        return Ok(generate::run(&a.what)?);
+    }
     let ctx = Ctx::from_env(&cli.global)?;
     match cli.cmd {
         Command::Init(a) => init::run(&ctx, a),
@@ -27,5 +31,6 @@ pub fn run(cli: Cli) -> CliResult<i32> {
         Command::WorkerStatus(a) => worker_status::run(&ctx, a),
         Command::Up(a) => up::run(&ctx, a),
         Command::Policy(a) => policy::run(&ctx, a),
+        Command::Generate(a) => Ok(generate::run(&a.what)?),
     }
 }
