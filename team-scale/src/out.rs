@@ -42,3 +42,11 @@ impl Out {
         Ok(())
     }
 }
+
+/// Progress during a wait: on stderr, and only when stderr is a terminal.
+pub fn progress(msg: &str) {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        eprintln!("team-scale: {msg}");
+    }
+}

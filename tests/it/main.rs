@@ -3,5 +3,6 @@
 mod hook_guard;
 mod init_status;
 mod locks;
+mod progress;
 mod proofs;
 mod quoting;

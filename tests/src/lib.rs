@@ -185,7 +185,12 @@ impl Sandbox {
 
     /// A command for one of our binaries, in the workspace, with a clean environment.
     pub fn cmd(&self, name: &str) -> Command {
-        let mut c = Command::new(bin(name));
+        self.command(bin(name))
+    }
+
+    /// Any program, in the workspace, with the same clean environment as [`Sandbox::cmd`].
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut c = Command::new(program);
         c.current_dir(&self.ws)
             .env_remove("TMUX")
             .env_remove("TMUX_PANE")

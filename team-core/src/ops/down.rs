@@ -257,6 +257,15 @@ fn down_after_intent(
     let result = (|| {
         (t.fail)("down.drained")?;
         if !req.force {
+            (t.progress)(&format!(
+                "waiting up to {:?} for {} to report idle",
+                req.drain_timeout,
+                targets
+                    .iter()
+                    .map(|n| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
             rep.drain_timed_out = wait_drained(t, team, &targets, req.drain_timeout)?;
         }
         commit_removing(store, &targets, "down")

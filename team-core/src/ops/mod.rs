@@ -20,7 +20,7 @@ use crate::store::Store;
 use crate::tmux::Tmux;
 
 /// What an operation works with; the binary builds it from its options and environment.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Env<'a> {
     pub store: &'a Store,
     pub audit: &'a AuditLog,
@@ -29,6 +29,8 @@ pub struct Env<'a> {
     pub tmux_config: Option<PathBuf>,
     /// The audit `caller` (`team-scale up`, `team-scale reconcile`, ...).
     pub caller: String,
+    /// Progress during waits (the binary shows it on a terminal only).
+    pub progress: &'a dyn Fn(&str),
 }
 
 impl Env<'_> {

@@ -41,6 +41,8 @@ pub struct Teardown<'a> {
     pub grace: Duration,
     /// Fail points (`failpoint::hit` in the binaries; a no-op otherwise).
     pub fail: &'a dyn Fn(&str) -> Result<()>,
+    /// Progress during waits (the binary shows it on a terminal only).
+    pub progress: &'a dyn Fn(&str),
 }
 
 /// What became of one process.
@@ -375,6 +377,13 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
             owner_of.push(i);
             all.push(p);
         }
+    }
+    if !all.is_empty() {
+        (t.progress)(&format!(
+            "stopping {} process(es): SIGTERM, then SIGKILL after {:?} for any still running",
+            all.len(),
+            t.grace
+        ));
     }
     let outcomes = process::terminate(all, t.grace);
     for ((id, o), i) in outcomes.into_iter().zip(owner_of) {

@@ -730,6 +730,13 @@ fn build(
     failpoint::hit("up.tagged")?;
 
     // Readiness.
+    if !req.ready_timeout.is_zero() {
+        (env.progress)(&format!(
+            "waiting up to {:?} for {} new worker(s) to be ready",
+            req.ready_timeout,
+            incs.len()
+        ));
+    }
     let readiness = wait_ready(
         tmux,
         &incs,

@@ -388,6 +388,8 @@ fn settle_debt(
             argv: cfg.argv.clone(),
             grace,
             fail: &fail,
+            // The reaper runs from cron: no progress lines.
+            progress: &|_| {},
         };
         let result = crate::ops::reconcile::reconcile(&td);
         let blocked: HashMap<String, Vec<String>> = match &result {

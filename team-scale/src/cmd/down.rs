@@ -37,6 +37,7 @@ pub fn with_teardown<R>(
         argv: argv(),
         grace,
         fail: &fail,
+        progress: &crate::out::progress,
     };
     Ok(f(&td)?)
 }

@@ -48,6 +48,7 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
         tmux_bin: ctx.tmux_bin.clone(),
         tmux_config: ctx.tmux_config.clone(),
         caller: "team-scale up".into(),
+        progress: &crate::out::progress,
     };
     let req = UpRequest {
         count: a.n,
