@@ -1280,4 +1280,17 @@ mod tests {
         assert_eq!(share(3, 4), Some(75));
         assert_eq!(share(1, 1), None);
     }
+
+    proptest::proptest! {
+        /// Task JSON is untrusted input: any bytes give tasks or a named error, never a panic.
+        #[test]
+        fn parse_tasks_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+            let _ = parse_tasks(&bytes);
+        }
+
+        #[test]
+        fn task_shaped_json_never_panics(s in r#"\[(\{"subject":"[a-z]{0,5}"(,"owner":("new:[0-9]{1,3}"|"[a-zA-Z0-9 -]{0,8}"|[0-9]{1,3}|null))?(,"blocked_by":\[("new:[0-9]{1,2}"|[0-9]{1,3}|-1|"x")?\])?(,"role":"[a-z]{0,4}")?\},?){0,4}\]"#) {
+            let _ = parse_tasks(s.as_bytes());
+        }
+    }
 }

@@ -107,4 +107,17 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad}");
         }
     }
+
+    proptest::proptest! {
+        /// Candidate lines are hostile input: any text gives keys or a named error.
+        #[test]
+        fn parse_never_panics(text in "\\PC{0,300}") {
+            let _ = parse(&text);
+        }
+
+        #[test]
+        fn candidate_shaped_lines_never_panic(s in r#"\{"type":"(pane|process|session|x)"(,"endpoint":"/?[a-z/]{0,6}")?(,"pane_id":"%?[0-9a-z]{0,4}")?(,"pid":-?[0-9]{0,12})?(,"start_time":[0-9]{0,22})?\}"#) {
+            let _ = parse(&s);
+        }
+    }
 }
