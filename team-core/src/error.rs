@@ -250,6 +250,26 @@ impl Error {
             Error::UnknownSchema { .. } => {
                 Some("use the team-scale build that wrote this state".into())
             }
+            Error::MalformedState { .. } | Error::UnsafePath { .. } => Some(
+                "the state file was edited or damaged; nothing was changed: repair or restore it by hand"
+                    .into(),
+            ),
+            Error::MalformedInput { .. } => Some("fix the input; nothing was changed".into()),
+            Error::Audit { .. } => Some(
+                "nothing was killed: make the audit log writable, or choose another with --audit-log / TEAM_AUDIT_LOG"
+                    .into(),
+            ),
+            Error::TmuxUnavailable { endpoint, .. } => Some(format!(
+                "check the server with `tmux -S {} list-sessions`",
+                endpoint.display()
+            )),
+            Error::NonLocalFs { .. } => {
+                Some("put team state on a local disk with --state-dir / TEAM_STATE_DIR".into())
+            }
+            Error::CleanupDebt(_) => Some(
+                "`team-scale status <team>` shows what remains; `team-scale reconcile <team>` retries it"
+                    .into(),
+            ),
             _ => None,
         }
     }

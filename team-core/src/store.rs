@@ -264,6 +264,31 @@ impl Store {
         }
     }
 
+    /// Removes the temp files that writers killed mid-write left in the team directory and in
+    /// `tasks/` (`.<name>.tmp-<pid>-<uuid>`, see `fsutil::atomic_write`). Every writer there
+    /// holds the state lock, so under it no such file belongs to a live writer. Returns how many
+    /// were removed.
+    pub fn sweep_temp_files(&self) -> Result<usize> {
+        let _g = self.lock_state("sweep")?;
+        let mut n = 0;
+        for dir in [self.team_dir(), self.root.tasks_dir(&self.team)] {
+            let rd = match std::fs::read_dir(&dir) {
+                Ok(rd) => rd,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io("read directory", &dir, e)),
+            };
+            for e in rd.flatten() {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                if name.starts_with('.') && name.contains(".tmp-") && e.path().is_file() {
+                    fsutil::remove_durable(&e.path())?;
+                    n += 1;
+                }
+            }
+        }
+        Ok(n)
+    }
+
     /// Reads every task file, sorted by id. A malformed task file fails the read.
     pub fn tasks(&self) -> Result<Vec<Task>> {
         let dir = self.root.tasks_dir(&self.team);
@@ -350,4 +375,27 @@ pub fn list_teams(root: &StateRoot) -> Result<Vec<TeamName>> {
 /// Whether a path exists (a helper for callers that report resources).
 pub fn path_exists(p: &Path) -> bool {
     std::fs::symlink_metadata(p).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweep_removes_only_dead_writers_temp_files() {
+        let d = tempfile::tempdir().unwrap();
+        let root = StateRoot::resolve(d.path(), None).unwrap();
+        let team = TeamName::new("t").unwrap();
+        let store = Store::new(root.clone(), team.clone(), Duration::from_secs(1));
+        let tasks = root.tasks_dir(&team);
+        std::fs::create_dir_all(&tasks).unwrap();
+        std::fs::write(tasks.join("1.json"), "{}").unwrap();
+        std::fs::write(tasks.join(".1.json.tmp-99-abc"), "{}").unwrap();
+        std::fs::write(root.team_dir(&team).join(".team.json.tmp-99-abc"), "{}").unwrap();
+        std::fs::write(root.team_dir(&team).join("team.json"), "{}").unwrap();
+        assert_eq!(store.sweep_temp_files().unwrap(), 2);
+        assert!(tasks.join("1.json").exists());
+        assert!(root.team_dir(&team).join("team.json").exists());
+        assert_eq!(store.sweep_temp_files().unwrap(), 0);
+    }
 }

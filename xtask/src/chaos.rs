@@ -530,6 +530,14 @@ fn settle_and_check(w: &World, protected_before: &BTreeSet<String>) -> anyhow::R
     let dir = w.ws.join(".team/teams/chaos/tasks");
     let mut seen: BTreeMap<String, u32> = BTreeMap::new();
     for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let is_task = name
+            .strip_suffix(".json")
+            .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()));
+        if !is_task {
+            problems.push(format!("stray file {name} in tasks/ after reconcile"));
+            continue;
+        }
         let v: Value = match std::fs::read(e.path())
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())

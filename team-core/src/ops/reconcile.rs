@@ -20,12 +20,15 @@ pub struct ReconcileReport {
     pub abandoned: Vec<WorkerName>,
     pub tasks_returned: Vec<u64>,
     pub settle: SettleReport,
+    /// Temp files of writers killed mid-write, removed.
+    pub temp_files_removed: usize,
 }
 
 impl ReconcileReport {
     /// Whether anything changed.
     pub fn did_something(&self) -> bool {
         self.replayed
+            || self.temp_files_removed > 0
             || !self.drains_restored.is_empty()
             || !self.abandoned.is_empty()
             || !self.settle.workers.is_empty()
@@ -43,6 +46,7 @@ pub fn reconcile(t: &Teardown) -> Result<ReconcileReport> {
     let team = store.load()?;
     teardown::validate_team(store, &team)?;
     (t.fail)("reconcile.started")?;
+    rep.temp_files_removed = store.sweep_temp_files()?;
     rep.drains_restored = restore_drains(store, None)?;
     rep.abandoned = team
         .in_state(Lifecycle::Pending)

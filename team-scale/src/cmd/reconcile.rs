@@ -33,12 +33,18 @@ pub fn run(ctx: &Ctx, a: ReconcileArgs) -> CliResult<i32> {
     }
     print_settle(&mut out, &rep.settle)?;
     let blocked = rep.settle.blocked();
+    if rep.temp_files_removed > 0 {
+        out.line(&format!(
+            "removed {} temp file(s) of writers killed mid-write",
+            rep.temp_files_removed
+        ))?;
+    }
     if !rep.did_something() {
         out.line(&format!("team {team}: nothing to reconcile"))?;
     }
     out.record(&json!({
         "type": "summary", "tmux_invocations": team_core::tmux::invocations(), "team": team, "action": "reconcile", "ok": !blocked,
-        "changed": rep.did_something(), "replayed": rep.replayed,
+        "changed": rep.did_something(), "replayed": rep.replayed, "temp_files_removed": rep.temp_files_removed,
         "drains_restored": rep.drains_restored, "abandoned": rep.abandoned,
         "remaining": rep.settle.workers.iter().filter(|w| !w.dropped).map(|w| &w.worker).collect::<Vec<_>>(),
     }))?;
