@@ -1,0 +1,262 @@
+//! Safety gaps the other suites left open: an adopted leader at shutdown, another team's pane
+//! in our session, `not_owned` processes, an up rollback that meets an unprovable pane, and a
+//! recycled pane id for a `pending` worker. All against real tmux on sockets the tests start.
+//!
+//! Every test has its own temp dir (TMUX_TMPDIR inside it); TMUX/TMUX_PANE are removed from
+//! every child except where a test sets them to a server it started itself; every server the
+//! test started (its own sockets and every socket under `<tmp>/tt/`) is killed with
+//! `kill-server -S <socket>` when the fixture drops, also on panic.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_team-scale");
+
+struct Fx {
+    dir: tempfile::TempDir,
+    ws: PathBuf,
+    tt: PathBuf,
+    /// Sockets of servers the test started outside `tt`.
+    own: RefCell<Vec<PathBuf>>,
+}
+
+impl Drop for Fx {
+    fn drop(&mut self) {
+        let mut socks = self.own.borrow().clone();
+        if let Ok(rd) = std::fs::read_dir(&self.tt) {
+            for d in rd.flatten() {
+                if let Ok(rd2) = std::fs::read_dir(d.path()) {
+                    socks.extend(rd2.flatten().map(|e| e.path()));
+                }
+            }
+        }
+        for s in socks {
+            let _ = raw_tmux(&s, &["kill-server"]);
+        }
+    }
+}
+
+/// tmux on the socket `sock`, never the caller's server.
+fn raw_tmux(sock: &Path, args: &[&str]) -> Output {
+    Command::new("tmux")
+        .arg("-S")
+        .arg(sock)
+        .args(args)
+        .env_remove("TMUX")
+        .env_remove("TMUX_PANE")
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn all(o: &Output) -> String {
+    format!("{}{}", text(&o.stdout), text(&o.stderr))
+}
+
+/// Whether the process `pid` with start time `start` still runs (a zombie does not).
+fn alive(pid: u64, start: u64) -> bool {
+    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let rest = s.rsplit_once(')').unwrap().1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    f[0] != "Z" && f[19].parse::<u64>().unwrap() == start
+}
+
+fn start_time(pid: u64) -> u64 {
+    team_core::process::start_time(pid as u32)
+        .unwrap()
+        .expect("process runs")
+}
+
+impl Fx {
+    fn new() -> Fx {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let ws = ws.canonicalize().unwrap();
+        let tt = dir.path().join("tt");
+        std::fs::create_dir_all(&tt).unwrap();
+        Fx {
+            dir,
+            ws,
+            tt,
+            own: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn cmd(&self, args: &[&str], envs: &[(&str, &str)]) -> Output {
+        let mut c = Command::new(BIN);
+        c.arg("--workspace")
+            .arg(&self.ws)
+            .args(args)
+            .current_dir(&self.ws)
+            .env("TMUX_TMPDIR", &self.tt)
+            .env("TEAM_TMUX_CONFIG", "/dev/null")
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .env_remove("TEAM_NAME")
+            .env_remove("TEAM_WORKER")
+            .env_remove("TEAM_INCARNATION")
+            .env_remove("TEAM_OWNER")
+            .env_remove("TEAM_STATE_DIR")
+            .env_remove("TEAM_AUDIT_LOG")
+            .env_remove("TEAM_SCALING")
+            .env_remove("TEAM_FAILPOINTS");
+        for (k, v) in envs {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let o = self.cmd(args, &[]);
+        assert_eq!(code(&o), 0, "{args:?}: {}", all(&o));
+        text(&o.stdout)
+    }
+
+    fn init_private(&self, worker_cmd: &str) {
+        self.ok(&[
+            "init",
+            "demo",
+            "--private",
+            "--max-workers",
+            "8",
+            "--leader-cmd",
+            "exec sleep 100000",
+            "--worker-cmd",
+            worker_cmd,
+        ]);
+    }
+
+    fn team_json(&self) -> Value {
+        serde_json::from_slice(&std::fs::read(self.ws.join(".team/teams/demo/team.json")).unwrap())
+            .unwrap()
+    }
+
+    fn edit_team(&self, f: impl FnOnce(&mut Value)) {
+        let p = self.ws.join(".team/teams/demo/team.json");
+        let mut t = self.team_json();
+        f(&mut t);
+        std::fs::write(&p, serde_json::to_vec_pretty(&t).unwrap()).unwrap();
+    }
+
+    fn worker(&self, name: &str) -> Option<Value> {
+        self.team_json()["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["name"] == name)
+            .cloned()
+    }
+
+    fn endpoint(&self) -> PathBuf {
+        PathBuf::from(self.team_json()["endpoint"].as_str().unwrap())
+    }
+
+    /// tmux on the team's server.
+    fn tmux(&self, args: &[&str]) -> String {
+        let o = raw_tmux(&self.endpoint(), args);
+        assert!(o.status.success(), "tmux {args:?}: {}", text(&o.stderr));
+        text(&o.stdout)
+    }
+
+    /// `pane_id -> pane_pid` of every pane on the team's server.
+    fn panes(&self) -> Vec<(String, u64)> {
+        let o = raw_tmux(&self.endpoint(), &["list-panes", "-a", "-F", "#{pane_id} #{pane_pid}"]);
+        text(&o.stdout)
+            .lines()
+            .map(|l| {
+                let (a, b) = l.split_once(' ').unwrap();
+                (a.to_string(), b.parse().unwrap())
+            })
+            .collect()
+    }
+
+    fn has_pane(&self, id: &str) -> bool {
+        self.panes().iter().any(|(p, _)| p == id)
+    }
+
+    /// Starts a tmux server of the test's own on `<tmp>/<name>`; returns the socket, the server
+    /// pid, and the first pane's id.
+    fn own_server(&self, name: &str) -> (PathBuf, u64, String) {
+        let sock = self.dir.path().join(name);
+        self.own.borrow_mut().push(sock.clone());
+        let o = Command::new("tmux")
+            .arg("-S")
+            .arg(&sock)
+            .args(["-f", "/dev/null", "new-session", "-d", "-s", "mine", "-x", "200", "-y", "50"])
+            .args(["-P", "-F", "#{pane_id} #{pid}", "exec sleep 100000"])
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let out = text(&o.stdout);
+        let (pane, pid) = out.trim().split_once(' ').unwrap();
+        (sock, pid.parse().unwrap(), pane.to_string())
+    }
+}
+
+fn pane_of(w: &Value) -> (String, u64, u64) {
+    let p = &w["pane"];
+    (
+        p["pane_id"].as_str().unwrap().to_string(),
+        p["pane_pid"].as_u64().unwrap(),
+        p["process_start"].as_u64().unwrap(),
+    )
+}
+
+/// 1. `shutdown` of a team whose leader pane was adopted leaves that pane exactly as it was.
+#[test]
+fn shutdown_leaves_an_adopted_leader_untouched() {
+    let fx = Fx::new();
+    let (sock, server_pid, leader) = fx.own_server("sock");
+    let leader_pid: u64 = text(
+        &raw_tmux(&sock, &["display-message", "-p", "-t", &leader, "#{pane_pid}"]).stdout,
+    )
+    .trim()
+    .parse()
+    .unwrap();
+    let leader_start = start_time(leader_pid);
+    let tmux_env = format!("{},{server_pid},0", sock.display());
+    let o = fx.cmd(
+        &["init", "demo", "--max-workers", "4", "--worker-cmd", "exec cat"],
+        &[("TMUX", &tmux_env), ("TMUX_PANE", &leader)],
+    );
+    assert_eq!(code(&o), 0, "{}", all(&o));
+    let t = fx.team_json();
+    assert_eq!(t["private_server"], false, "{t}");
+    assert_eq!(t["leader"]["created_by_tools"], false);
+    assert_eq!(t["leader"]["pane"]["pane_id"], leader.as_str());
+    assert_eq!(fx.endpoint(), sock);
+
+    fx.ok(&["up", "demo", "1", "--ready-timeout", "0"]);
+    let (wpane, wpid, wstart) = pane_of(&fx.worker("worker-1").unwrap());
+    assert!(fx.has_pane(&wpane) && alive(wpid, wstart));
+
+    let o = fx.cmd(&["shutdown", "demo", "--grace", "1s"], &[]);
+    assert_eq!(code(&o), 0, "{}", all(&o));
+    assert!(text(&o.stdout).contains("leader pane: adopted"), "{}", all(&o));
+    // The leader: same pane, same process.
+    let panes = fx.panes();
+    assert_eq!(panes, vec![(leader.clone(), leader_pid)], "{panes:?}");
+    assert!(alive(leader_pid, leader_start), "the adopted leader's process is gone");
+    // The worker: gone, pane and process.
+    assert!(!fx.has_pane(&wpane));
+    assert!(!alive(wpid, wstart));
+    let t = fx.team_json();
+    assert_eq!(t["state"], "stopped");
+    assert_eq!(t["workers"], serde_json::json!([]));
+}
