@@ -260,3 +260,74 @@ fn shutdown_leaves_an_adopted_leader_untouched() {
     assert_eq!(t["state"], "stopped");
     assert_eq!(t["workers"], serde_json::json!([]));
 }
+
+/// 2. A pane of another team (same workspace, same team name, same worker name, even the same
+/// incarnation and op tags, only another owner), split into our own session, survives `down`,
+/// `reconcile` (also when it is the only pane that carries a pane-less removing worker's tags)
+/// and `shutdown`.
+#[test]
+fn another_teams_pane_in_our_session_is_never_killed() {
+    let fx = Fx::new();
+    fx.init_private("exec cat");
+    fx.ok(&["up", "demo", "3", "--ready-timeout", "0"]);
+    let t = fx.team_json();
+    let leader = t["leader"]["pane"]["pane_id"].as_str().unwrap().to_string();
+    let w1 = fx.worker("worker-1").unwrap();
+    let (w1pane, w1pid, w1start) = pane_of(&w1);
+    let w3pane = pane_of(&fx.worker("worker-3").unwrap()).0;
+    let other = uuid::Uuid::new_v4().to_string();
+    let foreign = fx
+        .tmux(&[
+            "split-window", "-d", "-t", &leader, "-P", "-F", "#{pane_id}", "exec sleep 100000",
+        ])
+        .trim()
+        .to_string();
+    let ws = fx.ws.display().to_string();
+    for (k, v) in [
+        ("@team_owner", other.as_str()),
+        ("@team_worker", "worker-1"),
+        ("@team_incarnation", w1["incarnation"].as_str().unwrap()),
+        ("@team_op", w1["op_id"].as_str().unwrap()),
+        ("@team_name", "demo"),
+        ("@team_workspace", ws.as_str()),
+    ] {
+        fx.tmux(&["set-option", "-p", "-t", &foreign, k, v]);
+    }
+    let fpid = fx.panes().into_iter().find(|(p, _)| *p == foreign).unwrap().1;
+    let fstart = start_time(fpid);
+    let session = |p: &str| fx.tmux(&["display-message", "-p", "-t", p, "#{session_id}"]);
+    assert_eq!(session(&foreign), session(&leader), "not in our session");
+    let foreign_intact = |what: &str| {
+        assert!(
+            fx.panes().contains(&(foreign.clone(), fpid)),
+            "{what} killed the other team's pane"
+        );
+        assert!(alive(fpid, fstart), "{what} signalled the other team's process");
+    };
+
+    fx.ok(&["down", "demo", "1", "--grace", "1s"]);
+    assert!(!fx.has_pane(&w3pane), "down removed worker-3");
+    foreign_intact("down");
+
+    // worker-1's real pane is killed out of band, and its record loses its pane: the only
+    // pane carrying worker-1's name and incarnation is now the other team's.
+    fx.tmux(&["kill-pane", "-t", &w1pane]);
+    let _ = (w1pid, w1start);
+    fx.edit_team(|t| {
+        let w = &mut t["workers"][0];
+        assert_eq!(w["name"], "worker-1");
+        w["lifecycle"] = "removing".into();
+        w["pane"] = Value::Null;
+    });
+    let o = fx.cmd(&["reconcile", "demo", "--grace", "1s"], &[]);
+    assert_eq!(code(&o), 0, "{}", all(&o));
+    assert!(fx.worker("worker-1").is_none());
+    foreign_intact("reconcile");
+
+    let o = fx.cmd(&["shutdown", "demo", "--grace", "1s"], &[]);
+    assert_eq!(code(&o), 0, "{}", all(&o));
+    assert!(!fx.has_pane(&leader), "shutdown kills the leader the tools made");
+    foreign_intact("shutdown");
+    assert_eq!(fx.panes().len(), 1, "{:?}", fx.panes());
+    assert_eq!(fx.team_json()["state"], "stopped");
+}
