@@ -273,7 +273,7 @@ fn another_teams_pane_in_our_session_is_never_killed() {
     let t = fx.team_json();
     let leader = t["leader"]["pane"]["pane_id"].as_str().unwrap().to_string();
     let w1 = fx.worker("worker-1").unwrap();
-    let (w1pane, w1pid, w1start) = pane_of(&w1);
+    let w1pane = pane_of(&w1).0;
     let w3pane = pane_of(&fx.worker("worker-3").unwrap()).0;
     let other = uuid::Uuid::new_v4().to_string();
     let foreign = fx
@@ -312,7 +312,6 @@ fn another_teams_pane_in_our_session_is_never_killed() {
     // worker-1's real pane is killed out of band, and its record loses its pane: the only
     // pane carrying worker-1's name and incarnation is now the other team's.
     fx.tmux(&["kill-pane", "-t", &w1pane]);
-    let _ = (w1pid, w1start);
     fx.edit_team(|t| {
         let w = &mut t["workers"][0];
         assert_eq!(w["name"], "worker-1");
@@ -330,4 +329,121 @@ fn another_teams_pane_in_our_session_is_never_killed() {
     foreign_intact("shutdown");
     assert_eq!(fx.panes().len(), 1, "{:?}", fx.panes());
     assert_eq!(fx.team_json()["state"], "stopped");
+}
+
+/// 3a. A worker whose recorded pane process start time is wrong (everything else matches): its
+/// process is `not_owned`, never signalled, its pane never killed; the worker stays `removing`
+/// with the reason, and every command says so with exit 3.
+#[test]
+fn wrong_process_start_is_not_owned_and_never_signalled() {
+    let fx = Fx::new();
+    fx.init_private("exec cat");
+    fx.ok(&["up", "demo", "2", "--ready-timeout", "0"]);
+    let (pane, pid, start) = pane_of(&fx.worker("worker-2").unwrap());
+    assert!(alive(pid, start));
+    fx.edit_team(|t| {
+        let p = &mut t["workers"][1]["pane"];
+        assert_eq!(p["pane_id"], pane.as_str());
+        p["process_start"] = (start + 1).into();
+    });
+    let o = fx.cmd(
+        &["down", "demo", "--worker", "worker-2", "--force", "--grace", "1s"],
+        &[],
+    );
+    assert_eq!(code(&o), 3, "{}", all(&o));
+    assert!(all(&o).contains("not_owned"), "{}", all(&o));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(alive(pid, start), "a not_owned process was signalled");
+    assert!(fx.panes().contains(&(pane.clone(), pid)), "its pane was killed");
+    let w = fx.worker("worker-2").unwrap();
+    assert_eq!(w["lifecycle"], "removing");
+    let reasons = w["removal_reasons"].to_string();
+    assert!(reasons.contains("not_owned"), "{reasons}");
+    // reconcile and shutdown agree and leave it alone too.
+    for args in [&["reconcile", "demo", "--grace", "1s"][..], &["shutdown", "demo", "--grace", "1s"]] {
+        let o = fx.cmd(args, &[]);
+        assert_eq!(code(&o), 3, "{args:?}: {}", all(&o));
+        assert!(all(&o).contains("not_owned"), "{args:?}: {}", all(&o));
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(alive(pid, start), "{args:?} signalled a not_owned process");
+        assert!(fx.panes().contains(&(pane.clone(), pid)), "{args:?} killed its pane");
+        assert_eq!(fx.worker("worker-2").unwrap()["lifecycle"], "removing");
+    }
+    // worker-1 was proven and removed by shutdown; the leader stays while a worker remains.
+    assert!(fx.worker("worker-1").is_none());
+    let leader = fx.team_json()["leader"]["pane"]["pane_id"].as_str().unwrap().to_string();
+    assert!(fx.has_pane(&leader));
+}
+
+/// 3b. An `active` worker whose recorded pane pid (and start time) point at an unrelated live
+/// process of the test's (no TEAM_OWNER) is never signalled; nor is a worker's real pane
+/// process that does not carry the team's owner id in its environment (the pane proof passes,
+/// the process proof must not).
+#[test]
+fn processes_without_the_owner_id_are_never_signalled() {
+    let fx = Fx::new();
+    // worker-2's pane process drops TEAM_OWNER from its environment; the others keep it.
+    fx.init_private(
+        r#"if [ "$TEAM_WORKER" = worker-2 ]; then exec env -u TEAM_OWNER sleep 100007; fi; exec cat"#,
+    );
+    fx.ok(&["up", "demo", "3", "--ready-timeout", "0"]);
+
+    // An unrelated process of the test's, recorded as worker-3's pane process.
+    let mut unrelated = Command::new("sleep")
+        .arg("100008")
+        .env_remove("TEAM_OWNER")
+        .env_remove("TEAM_WORKER")
+        .spawn()
+        .unwrap();
+    struct Reap<'a>(&'a mut std::process::Child);
+    impl Drop for Reap<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let upid = u64::from(unrelated.id());
+    let ustart = start_time(upid);
+    let unrelated = Reap(&mut unrelated);
+    fx.edit_team(|t| {
+        let p = &mut t["workers"][2]["pane"];
+        p["pane_pid"] = upid.into();
+        p["process_start"] = ustart.into();
+    });
+    // worker-2's pane process, as recorded, lacks TEAM_OWNER (once it has exec'd).
+    let (p2, pid2, start2) = pane_of(&fx.worker("worker-2").unwrap());
+    let t0 = Instant::now();
+    while !std::fs::read(format!("/proc/{pid2}/cmdline"))
+        .unwrap()
+        .starts_with(b"sleep\0100007")
+    {
+        assert!(t0.elapsed() < Duration::from_secs(5), "worker-2 never exec'd");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let environ = std::fs::read(format!("/proc/{pid2}/environ")).unwrap();
+    assert!(!environ.split(|b| *b == 0).any(|v| v.starts_with(b"TEAM_OWNER=")));
+    assert!(environ.split(|b| *b == 0).any(|v| v == b"TEAM_WORKER=worker-2"));
+
+    let check = |what: &str| {
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(alive(upid, ustart), "{what} signalled an unrelated process");
+        assert!(alive(pid2, start2), "{what} signalled a process without the owner id");
+        assert!(fx.panes().contains(&(p2.clone(), pid2)), "{what} killed worker-2's pane");
+    };
+    for w in ["worker-3", "worker-2"] {
+        let o = fx.cmd(&["down", "demo", "--worker", w, "--force", "--grace", "1s"], &[]);
+        assert_eq!(code(&o), 3, "{w}: {}", all(&o));
+        check(&format!("down --worker {w}"));
+        assert_eq!(fx.worker(w).unwrap()["lifecycle"], "removing");
+    }
+    let r2 = fx.worker("worker-2").unwrap()["removal_reasons"].to_string();
+    assert!(r2.contains("not_owned") && r2.contains("TEAM_OWNER"), "{r2}");
+    let r3 = fx.worker("worker-3").unwrap()["removal_reasons"].to_string();
+    assert!(r3.contains("pane_pid_changed"), "{r3}");
+    for args in [&["reconcile", "demo", "--grace", "1s"][..], &["shutdown", "demo", "--grace", "1s"]] {
+        let o = fx.cmd(args, &[]);
+        assert_eq!(code(&o), 3, "{args:?}: {}", all(&o));
+        check(&format!("{args:?}"));
+    }
+    assert!(unrelated.0.try_wait().unwrap().is_none());
 }
