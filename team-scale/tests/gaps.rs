@@ -127,7 +127,11 @@ impl Fx {
     }
 
     fn init_private(&self, worker_cmd: &str) {
-        self.ok(&[
+        self.init_private_with(worker_cmd, &[]);
+    }
+
+    fn init_private_with(&self, worker_cmd: &str, extra: &[&str]) {
+        let mut a = vec![
             "init",
             "demo",
             "--private",
@@ -137,7 +141,9 @@ impl Fx {
             "exec sleep 100000",
             "--worker-cmd",
             worker_cmd,
-        ]);
+        ];
+        a.extend_from_slice(extra);
+        self.ok(&a);
     }
 
     fn team_json(&self) -> Value {
@@ -446,4 +452,69 @@ fn processes_without_the_owner_id_are_never_signalled() {
         check(&format!("{args:?}"));
     }
     assert!(unrelated.0.try_wait().unwrap().is_none());
+}
+
+/// 4. An `up` that fails after its panes exist rolls back what it can prove and leaves alone a
+/// new pane that no longer proves ours (its worker re-tagged or respawned its own pane on
+/// start): exit 3, that pane untouched and its worker `removing` with the reason, the other new
+/// panes killed, `next_worker_index` not rewound.
+#[cfg(feature = "failpoints")]
+#[test]
+fn up_rollback_leaves_an_unprovable_new_pane_alone() {
+    let retag = r#"tmux -S "${TMUX%%,*}" set-option -p -t "$TMUX_PANE" @team_incarnation forged"#;
+    let respawn = r#"tmux -S "${TMUX%%,*}" respawn-pane -k -t "$TMUX_PANE" 'exec sleep 100009'"#;
+    for (what, act, reason) in [
+        ("re-tagged", retag, "tag_mismatch"),
+        ("respawned", respawn, "pane_pid_changed"),
+    ] {
+        let fx = Fx::new();
+        fx.init_private_with(
+            &format!(
+                r#"if [ "$TEAM_WORKER" = worker-2 ]; then {act}; fi; echo READY-$TEAM_WORKER; exec cat"#
+            ),
+            &["--ready-pattern", "READY-"],
+        );
+        let before = fx.panes();
+        let o = fx.cmd(
+            &["up", "demo", "3", "--ready-timeout", "2s"],
+            &[("TEAM_FAILPOINTS", "up.ready=error")],
+        );
+        assert_eq!(code(&o), 3, "{what}: {}", all(&o));
+        assert!(all(&o).contains("up.ready"), "{what}: {}", all(&o));
+        assert!(all(&o).contains("worker-2"), "{what}: {}", all(&o));
+        let t = fx.team_json();
+        assert_eq!(t["next_worker_index"], 4, "{what}: the index is never rewound");
+        let ws = t["workers"].as_array().unwrap();
+        assert_eq!(ws.len(), 1, "{what}: {ws:?}");
+        let w2 = &ws[0];
+        assert_eq!(w2["name"], "worker-2");
+        assert_eq!(w2["lifecycle"], "removing");
+        let reasons = w2["removal_reasons"].to_string();
+        assert!(reasons.contains(reason), "{what}: {reasons}");
+        // The unprovable pane is untouched; every other new pane was killed.
+        let p2 = w2["pane"]["pane_id"].as_str().unwrap().to_string();
+        let panes = fx.panes();
+        let (_, pid2) = panes
+            .iter()
+            .find(|(p, _)| *p == p2)
+            .cloned()
+            .unwrap_or_else(|| panic!("{what}: the unprovable pane was killed: {panes:?}"));
+        let start2 = start_time(pid2);
+        let mut expect = before.clone();
+        expect.push((p2.clone(), pid2));
+        assert_eq!(panes, expect, "{what}: the other new panes were not rolled back");
+        for n in ["worker-1", "worker-3"] {
+            assert!(
+                !fx.ws.join(".team/teams/demo/workers").join(n).exists(),
+                "{what}: {n}'s dir left"
+            );
+        }
+        // reconcile agrees: still unprovable, still recorded, still untouched.
+        let o = fx.cmd(&["reconcile", "demo", "--grace", "1s"], &[]);
+        assert_eq!(code(&o), 3, "{what}: {}", all(&o));
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(fx.panes().contains(&(p2.clone(), pid2)), "{what}");
+        assert!(alive(pid2, start2), "{what}: its process was signalled");
+        assert_eq!(fx.worker("worker-2").unwrap()["lifecycle"], "removing");
+    }
 }
