@@ -180,7 +180,10 @@ impl Fx {
 
     /// `pane_id -> pane_pid` of every pane on the team's server.
     fn panes(&self) -> Vec<(String, u64)> {
-        let o = raw_tmux(&self.endpoint(), &["list-panes", "-a", "-F", "#{pane_id} #{pane_pid}"]);
+        let o = raw_tmux(
+            &self.endpoint(),
+            &["list-panes", "-a", "-F", "#{pane_id} #{pane_pid}"],
+        );
         text(&o.stdout)
             .lines()
             .map(|l| {
@@ -202,7 +205,18 @@ impl Fx {
         let o = Command::new("tmux")
             .arg("-S")
             .arg(&sock)
-            .args(["-f", "/dev/null", "new-session", "-d", "-s", "mine", "-x", "200", "-y", "50"])
+            .args([
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-s",
+                "mine",
+                "-x",
+                "200",
+                "-y",
+                "50",
+            ])
             .args(["-P", "-F", "#{pane_id} #{pid}", "exec sleep 100000"])
             .env_remove("TMUX")
             .env_remove("TMUX_PANE")
@@ -230,7 +244,11 @@ fn shutdown_leaves_an_adopted_leader_untouched() {
     let fx = Fx::new();
     let (sock, server_pid, leader) = fx.own_server("sock");
     let leader_pid: u64 = text(
-        &raw_tmux(&sock, &["display-message", "-p", "-t", &leader, "#{pane_pid}"]).stdout,
+        &raw_tmux(
+            &sock,
+            &["display-message", "-p", "-t", &leader, "#{pane_pid}"],
+        )
+        .stdout,
     )
     .trim()
     .parse()
@@ -238,7 +256,14 @@ fn shutdown_leaves_an_adopted_leader_untouched() {
     let leader_start = start_time(leader_pid);
     let tmux_env = format!("{},{server_pid},0", sock.display());
     let o = fx.cmd(
-        &["init", "demo", "--max-workers", "4", "--worker-cmd", "exec cat"],
+        &[
+            "init",
+            "demo",
+            "--max-workers",
+            "4",
+            "--worker-cmd",
+            "exec cat",
+        ],
         &[("TMUX", &tmux_env), ("TMUX_PANE", &leader)],
     );
     assert_eq!(code(&o), 0, "{}", all(&o));
@@ -254,11 +279,18 @@ fn shutdown_leaves_an_adopted_leader_untouched() {
 
     let o = fx.cmd(&["shutdown", "demo", "--grace", "1s"], &[]);
     assert_eq!(code(&o), 0, "{}", all(&o));
-    assert!(text(&o.stdout).contains("leader pane: adopted"), "{}", all(&o));
+    assert!(
+        text(&o.stdout).contains("leader pane: adopted"),
+        "{}",
+        all(&o)
+    );
     // The leader: same pane, same process.
     let panes = fx.panes();
     assert_eq!(panes, vec![(leader.clone(), leader_pid)], "{panes:?}");
-    assert!(alive(leader_pid, leader_start), "the adopted leader's process is gone");
+    assert!(
+        alive(leader_pid, leader_start),
+        "the adopted leader's process is gone"
+    );
     // The worker: gone, pane and process.
     assert!(!fx.has_pane(&wpane));
     assert!(!alive(wpid, wstart));
@@ -284,7 +316,14 @@ fn another_teams_pane_in_our_session_is_never_killed() {
     let other = uuid::Uuid::new_v4().to_string();
     let foreign = fx
         .tmux(&[
-            "split-window", "-d", "-t", &leader, "-P", "-F", "#{pane_id}", "exec sleep 100000",
+            "split-window",
+            "-d",
+            "-t",
+            &leader,
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "exec sleep 100000",
         ])
         .trim()
         .to_string();
@@ -299,7 +338,12 @@ fn another_teams_pane_in_our_session_is_never_killed() {
     ] {
         fx.tmux(&["set-option", "-p", "-t", &foreign, k, v]);
     }
-    let fpid = fx.panes().into_iter().find(|(p, _)| *p == foreign).unwrap().1;
+    let fpid = fx
+        .panes()
+        .into_iter()
+        .find(|(p, _)| *p == foreign)
+        .unwrap()
+        .1;
     let fstart = start_time(fpid);
     let session = |p: &str| fx.tmux(&["display-message", "-p", "-t", p, "#{session_id}"]);
     assert_eq!(session(&foreign), session(&leader), "not in our session");
@@ -308,7 +352,10 @@ fn another_teams_pane_in_our_session_is_never_killed() {
             fx.panes().contains(&(foreign.clone(), fpid)),
             "{what} killed the other team's pane"
         );
-        assert!(alive(fpid, fstart), "{what} signalled the other team's process");
+        assert!(
+            alive(fpid, fstart),
+            "{what} signalled the other team's process"
+        );
     };
 
     fx.ok(&["down", "demo", "1", "--grace", "1s"]);
@@ -331,7 +378,10 @@ fn another_teams_pane_in_our_session_is_never_killed() {
 
     let o = fx.cmd(&["shutdown", "demo", "--grace", "1s"], &[]);
     assert_eq!(code(&o), 0, "{}", all(&o));
-    assert!(!fx.has_pane(&leader), "shutdown kills the leader the tools made");
+    assert!(
+        !fx.has_pane(&leader),
+        "shutdown kills the leader the tools made"
+    );
     foreign_intact("shutdown");
     assert_eq!(fx.panes().len(), 1, "{:?}", fx.panes());
     assert_eq!(fx.team_json()["state"], "stopped");
@@ -353,31 +403,45 @@ fn wrong_process_start_is_not_owned_and_never_signalled() {
         p["process_start"] = (start + 1).into();
     });
     let o = fx.cmd(
-        &["down", "demo", "--worker", "worker-2", "--force", "--grace", "1s"],
+        &[
+            "down", "demo", "--worker", "worker-2", "--force", "--grace", "1s",
+        ],
         &[],
     );
     assert_eq!(code(&o), 3, "{}", all(&o));
     assert!(all(&o).contains("not_owned"), "{}", all(&o));
     std::thread::sleep(Duration::from_millis(300));
     assert!(alive(pid, start), "a not_owned process was signalled");
-    assert!(fx.panes().contains(&(pane.clone(), pid)), "its pane was killed");
+    assert!(
+        fx.panes().contains(&(pane.clone(), pid)),
+        "its pane was killed"
+    );
     let w = fx.worker("worker-2").unwrap();
     assert_eq!(w["lifecycle"], "removing");
     let reasons = w["removal_reasons"].to_string();
     assert!(reasons.contains("not_owned"), "{reasons}");
     // reconcile and shutdown agree and leave it alone too.
-    for args in [&["reconcile", "demo", "--grace", "1s"][..], &["shutdown", "demo", "--grace", "1s"]] {
+    for args in [
+        &["reconcile", "demo", "--grace", "1s"][..],
+        &["shutdown", "demo", "--grace", "1s"],
+    ] {
         let o = fx.cmd(args, &[]);
         assert_eq!(code(&o), 3, "{args:?}: {}", all(&o));
         assert!(all(&o).contains("not_owned"), "{args:?}: {}", all(&o));
         std::thread::sleep(Duration::from_millis(300));
         assert!(alive(pid, start), "{args:?} signalled a not_owned process");
-        assert!(fx.panes().contains(&(pane.clone(), pid)), "{args:?} killed its pane");
+        assert!(
+            fx.panes().contains(&(pane.clone(), pid)),
+            "{args:?} killed its pane"
+        );
         assert_eq!(fx.worker("worker-2").unwrap()["lifecycle"], "removing");
     }
     // worker-1 was proven and removed by shutdown; the leader stays while a worker remains.
     assert!(fx.worker("worker-1").is_none());
-    let leader = fx.team_json()["leader"]["pane"]["pane_id"].as_str().unwrap().to_string();
+    let leader = fx.team_json()["leader"]["pane"]["pane_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(fx.has_pane(&leader));
 }
 
@@ -423,30 +487,56 @@ fn processes_without_the_owner_id_are_never_signalled() {
         .unwrap()
         .starts_with(b"sleep\0100007")
     {
-        assert!(t0.elapsed() < Duration::from_secs(5), "worker-2 never exec'd");
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "worker-2 never exec'd"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let environ = std::fs::read(format!("/proc/{pid2}/environ")).unwrap();
-    assert!(!environ.split(|b| *b == 0).any(|v| v.starts_with(b"TEAM_OWNER=")));
-    assert!(environ.split(|b| *b == 0).any(|v| v == b"TEAM_WORKER=worker-2"));
+    assert!(
+        !environ
+            .split(|b| *b == 0)
+            .any(|v| v.starts_with(b"TEAM_OWNER="))
+    );
+    assert!(
+        environ
+            .split(|b| *b == 0)
+            .any(|v| v == b"TEAM_WORKER=worker-2")
+    );
 
     let check = |what: &str| {
         std::thread::sleep(Duration::from_millis(300));
         assert!(alive(upid, ustart), "{what} signalled an unrelated process");
-        assert!(alive(pid2, start2), "{what} signalled a process without the owner id");
-        assert!(fx.panes().contains(&(p2.clone(), pid2)), "{what} killed worker-2's pane");
+        assert!(
+            alive(pid2, start2),
+            "{what} signalled a process without the owner id"
+        );
+        assert!(
+            fx.panes().contains(&(p2.clone(), pid2)),
+            "{what} killed worker-2's pane"
+        );
     };
     for w in ["worker-3", "worker-2"] {
-        let o = fx.cmd(&["down", "demo", "--worker", w, "--force", "--grace", "1s"], &[]);
+        let o = fx.cmd(
+            &["down", "demo", "--worker", w, "--force", "--grace", "1s"],
+            &[],
+        );
         assert_eq!(code(&o), 3, "{w}: {}", all(&o));
         check(&format!("down --worker {w}"));
         assert_eq!(fx.worker(w).unwrap()["lifecycle"], "removing");
     }
     let r2 = fx.worker("worker-2").unwrap()["removal_reasons"].to_string();
-    assert!(r2.contains("not_owned") && r2.contains("TEAM_OWNER"), "{r2}");
+    assert!(
+        r2.contains("not_owned") && r2.contains("TEAM_OWNER"),
+        "{r2}"
+    );
     let r3 = fx.worker("worker-3").unwrap()["removal_reasons"].to_string();
     assert!(r3.contains("pane_pid_changed"), "{r3}");
-    for args in [&["reconcile", "demo", "--grace", "1s"][..], &["shutdown", "demo", "--grace", "1s"]] {
+    for args in [
+        &["reconcile", "demo", "--grace", "1s"][..],
+        &["shutdown", "demo", "--grace", "1s"],
+    ] {
         let o = fx.cmd(args, &[]);
         assert_eq!(code(&o), 3, "{args:?}: {}", all(&o));
         check(&format!("{args:?}"));
@@ -483,7 +573,10 @@ fn up_rollback_leaves_an_unprovable_new_pane_alone() {
         assert!(all(&o).contains("up.ready"), "{what}: {}", all(&o));
         assert!(all(&o).contains("worker-2"), "{what}: {}", all(&o));
         let t = fx.team_json();
-        assert_eq!(t["next_worker_index"], 4, "{what}: the index is never rewound");
+        assert_eq!(
+            t["next_worker_index"], 4,
+            "{what}: the index is never rewound"
+        );
         let ws = t["workers"].as_array().unwrap();
         assert_eq!(ws.len(), 1, "{what}: {ws:?}");
         let w2 = &ws[0];
@@ -502,7 +595,10 @@ fn up_rollback_leaves_an_unprovable_new_pane_alone() {
         let start2 = start_time(pid2);
         let mut expect = before.clone();
         expect.push((p2.clone(), pid2));
-        assert_eq!(panes, expect, "{what}: the other new panes were not rolled back");
+        assert_eq!(
+            panes, expect,
+            "{what}: the other new panes were not rolled back"
+        );
         for n in ["worker-1", "worker-3"] {
             assert!(
                 !fx.ws.join(".team/teams/demo/workers").join(n).exists(),
@@ -517,4 +613,172 @@ fn up_rollback_leaves_an_unprovable_new_pane_alone() {
         assert!(alive(pid2, start2), "{what}: its process was signalled");
         assert_eq!(fx.worker("worker-2").unwrap()["lifecycle"], "removing");
     }
+}
+
+/// 5. `up` crashes right after its split (the reservations are `pending`, with no pane
+/// recorded); the tmux server is then restarted and the new server happens to have panes with
+/// the same `%N`, carrying the very same tags. `reconcile` must not kill them, must say why and
+/// exit non-zero, and must keep the workers recorded.
+#[cfg(feature = "failpoints")]
+#[test]
+fn reconcile_of_pending_workers_spares_recycled_tagged_panes() {
+    let fx = Fx::new();
+    let before = crash_then_recycle(&fx);
+    for round in 0..2 {
+        let o = fx.cmd(&["reconcile", "demo", "--grace", "1s"], &[]);
+        assert_ne!(code(&o), 0, "round {round}: {}", all(&o));
+        assert!(
+            all(&o).contains("server_changed"),
+            "round {round}: {}",
+            all(&o)
+        );
+        assert_spared(&fx, &before, &format!("reconcile round {round}"));
+        for w in fx.team_json()["workers"].as_array().unwrap() {
+            assert_eq!(w["lifecycle"], "removing", "{w}");
+            assert!(
+                w["removal_reasons"].to_string().contains("server_changed"),
+                "{w}"
+            );
+        }
+    }
+    // A later up does not kill them either (and cannot split from the old server's leader).
+    let o = fx.cmd(&["up", "demo", "1", "--ready-timeout", "0"], &[]);
+    assert_ne!(code(&o), 0, "{}", all(&o));
+    assert_spared(&fx, &before, "up after reconcile");
+
+    // The same, when the next `up` is what finds the abandoned reservations.
+    let fx = Fx::new();
+    let before = crash_then_recycle(&fx);
+    let o = fx.cmd(&["up", "demo", "1", "--ready-timeout", "0"], &[]);
+    assert_ne!(code(&o), 0, "{}", all(&o));
+    assert!(all(&o).contains("server_changed"), "{}", all(&o));
+    assert_spared(&fx, &before, "up");
+    for w in fx.team_json()["workers"].as_array().unwrap() {
+        assert_eq!(w["lifecycle"], "removing", "{w}");
+        assert!(
+            w["removal_reasons"].to_string().contains("server_changed"),
+            "{w}"
+        );
+    }
+    let o = fx.cmd(&["reconcile", "demo", "--grace", "1s"], &[]);
+    assert_ne!(code(&o), 0, "{}", all(&o));
+    assert_spared(&fx, &before, "reconcile after up");
+}
+
+/// No pane of `before` was killed or re-spawned, no process signalled, and both reservations
+/// are still recorded.
+#[cfg(feature = "failpoints")]
+fn assert_spared(fx: &Fx, before: &[(String, u64)], what: &str) {
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(fx.panes(), before, "{what} killed recycled panes");
+    for (_, pid) in before {
+        assert!(
+            Path::new(&format!("/proc/{pid}")).exists(),
+            "{what}: signalled"
+        );
+    }
+    let t = fx.team_json();
+    let names: Vec<&str> = t["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["worker-1", "worker-2"], "{what}: workers forgotten");
+}
+
+/// `up 2` crashes at `up.split`; the server is restarted on the same socket with panes of the
+/// same `%N` as the crashed op's, carrying its exact tags (and processes with the team's owner
+/// id and the workers' names). Returns the new server's panes.
+#[cfg(feature = "failpoints")]
+fn crash_then_recycle(fx: &Fx) -> Vec<(String, u64)> {
+    fx.init_private("exec cat");
+    let o = fx.cmd(
+        &["up", "demo", "2", "--ready-timeout", "0"],
+        &[("TEAM_FAILPOINTS", "up.split=exit")],
+    );
+    assert_eq!(code(&o), 137, "{}", all(&o));
+    let t = fx.team_json();
+    let ws = t["workers"].as_array().unwrap().clone();
+    assert_eq!(ws.len(), 2);
+    for w in &ws {
+        assert_eq!(w["lifecycle"], "pending");
+        assert!(w["pane"].is_null(), "the crash came before the record: {w}");
+    }
+    // The panes the crashed op made, with all their tags.
+    let f = "#{pane_id}\t#{@team_owner}\t#{@team_worker}\t#{@team_incarnation}\t#{@team_op}\t#{@team_name}\t#{@team_workspace}";
+    let made: Vec<Vec<String>> = fx
+        .tmux(&["list-panes", "-a", "-F", f])
+        .lines()
+        .map(|l| l.split('\t').map(String::from).collect::<Vec<_>>())
+        .filter(|r| !r[3].is_empty())
+        .collect();
+    assert_eq!(made.len(), 2, "{made:?}");
+
+    // Restart the server on the same socket, until the same %N exist again; tag them alike.
+    let sock = fx.endpoint();
+    let old_pid: u64 = fx
+        .tmux(&["display-message", "-p", "#{pid}"])
+        .trim()
+        .parse()
+        .unwrap();
+    let _ = raw_tmux(&sock, &["kill-server"]);
+    let t0 = Instant::now();
+    while Path::new(&format!("/proc/{old_pid}")).exists()
+        || !raw_tmux(
+            &sock,
+            &[
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-s",
+                "other",
+                "exec sleep 100000",
+            ],
+        )
+        .status
+        .success()
+    {
+        assert!(t0.elapsed() < Duration::from_secs(5), "no new server");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for _ in 0..5 {
+        if made.iter().all(|r| fx.has_pane(&r[0])) {
+            break;
+        }
+        fx.tmux(&["new-window", "-d", "exec sleep 100000"]);
+    }
+    for r in &made {
+        assert!(fx.has_pane(&r[0]), "{} never recycled", r[0]);
+        // Its process even carries the team's owner id and the worker's name, so only the
+        // pane's proof (the server changed) can protect it.
+        fx.tmux(&[
+            "respawn-pane",
+            "-k",
+            "-t",
+            &r[0],
+            "-e",
+            &format!("TEAM_OWNER={}", r[1]),
+            "-e",
+            &format!("TEAM_WORKER={}", r[2]),
+            "exec sleep 100000",
+        ]);
+        for (k, v) in [
+            "@team_owner",
+            "@team_worker",
+            "@team_incarnation",
+            "@team_op",
+            "@team_name",
+            "@team_workspace",
+        ]
+        .iter()
+        .zip(&r[1..])
+        {
+            fx.tmux(&["set-option", "-p", "-t", &r[0], k, v]);
+        }
+    }
+    let before = fx.panes();
+    assert!(before.len() >= 3, "{before:?}");
+    before
 }
