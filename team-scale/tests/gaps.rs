@@ -278,18 +278,18 @@ fn shutdown_leaves_an_adopted_leader_untouched() {
     assert!(fx.has_pane(&wpane) && alive(wpid, wstart));
 
     let o = fx.cmd(&["shutdown", "demo", "--grace", "1s"], &[]);
-    assert_eq!(code(&o), 0, "{}", all(&o));
-    assert!(
-        text(&o.stdout).contains("leader pane: adopted"),
-        "{}",
-        all(&o)
-    );
     // The leader: same pane, same process.
     let panes = fx.panes();
     assert_eq!(panes, vec![(leader.clone(), leader_pid)], "{panes:?}");
     assert!(
         alive(leader_pid, leader_start),
         "the adopted leader's process is gone"
+    );
+    assert_eq!(code(&o), 0, "{}", all(&o));
+    assert!(
+        text(&o.stdout).contains("leader pane: adopted"),
+        "{}",
+        all(&o)
     );
     // The worker: gone, pane and process.
     assert!(!fx.has_pane(&wpane));
@@ -408,14 +408,14 @@ fn wrong_process_start_is_not_owned_and_never_signalled() {
         ],
         &[],
     );
-    assert_eq!(code(&o), 3, "{}", all(&o));
-    assert!(all(&o).contains("not_owned"), "{}", all(&o));
     std::thread::sleep(Duration::from_millis(300));
     assert!(alive(pid, start), "a not_owned process was signalled");
     assert!(
         fx.panes().contains(&(pane.clone(), pid)),
         "its pane was killed"
     );
+    assert_eq!(code(&o), 3, "{}", all(&o));
+    assert!(all(&o).contains("not_owned"), "{}", all(&o));
     let w = fx.worker("worker-2").unwrap();
     assert_eq!(w["lifecycle"], "removing");
     let reasons = w["removal_reasons"].to_string();
