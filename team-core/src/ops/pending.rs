@@ -69,13 +69,20 @@ pub fn pending_tags(team: &Team, w: &Worker) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// Whether a listed pane carries every tag of `w`'s op.
-fn row_is_of(team: &Team, w: &Worker, r: &PaneRow) -> bool {
+/// Whether a listed pane carries every tag of `w`'s op (on whatever server).
+fn row_tagged_for(team: &Team, w: &Worker, r: &PaneRow) -> bool {
     r.tags.pane_tagged()
         && r.tags.owner == team.owner_id.to_string()
         && r.tags.op == w.op_id.to_string()
         && r.tags.worker == w.name.as_str()
         && r.tags.incarnation == w.incarnation.to_string()
+}
+
+/// Whether a listed pane is on the team's recorded server (the leader's, where every pane of a
+/// scale-up is split): a pane on another one (a restarted server that recycled the ids) is
+/// never ours, whatever its tags say.
+fn on_team_server(team: &Team, r: &PaneRow) -> bool {
+    (r.server_pid, r.server_start) == (team.leader.pane.server_pid, team.leader.pane.server_start)
 }
 
 /// Tears down the `pending` workers of `only_op` (or of every op when `None`). `known` names
@@ -111,12 +118,21 @@ pub fn settle_pending(
         );
         match &listing {
             Listing::Panes(s) => {
-                panes.extend(
-                    s.rows
-                        .iter()
-                        .filter(|r| row_is_of(&team, w, r))
-                        .map(PaneRow::incarnation),
-                );
+                for r in s.rows.iter().filter(|r| row_tagged_for(&team, w, r)) {
+                    if on_team_server(&team, r) {
+                        panes.push(r.incarnation());
+                    } else {
+                        reasons[i].push(format!(
+                            "server_changed: pane {} carries the tags of {} but is on the server pid {} started {}, not the team's recorded pid {} started {}; never touched",
+                            r.pane_id,
+                            w.name,
+                            r.server_pid,
+                            r.server_start,
+                            team.leader.pane.server_pid,
+                            team.leader.pane.server_start
+                        ));
+                    }
+                }
                 if !s.malformed.is_empty() && panes.is_empty() {
                     reasons[i].push(format!(
                         "unverifiable: the listing of {} had unreadable lines, so a pane of op {} may exist unseen",

@@ -154,18 +154,24 @@ fn entry(t: &Teardown, team: &Team, w: &Worker, action: &str, procs: &[Proven]) 
 }
 
 /// Records a pane found by its incarnation tag for a `removing` worker that has none
-/// recorded (a scale-up that crashed between split and record).
+/// recorded (a scale-up that crashed between split and record). Only a pane on the team's own
+/// recorded server (the leader's: every pane a scale-up makes is split there) can be adopted.
+/// Returns, per worker, why panes that carry its tags were not adopted (on another server, a
+/// restarted one with recycled ids; more than one; a protected or another worker's pane):
+/// such a worker is not torn down, since a pane that may be its own exists unproven.
 fn adopt_tagged_panes(
     t: &Teardown,
     team: &mut Team,
     names: &[WorkerName],
     listing: &Listing,
-) -> Result<()> {
+) -> Result<Vec<(WorkerName, String)>> {
     let Listing::Panes(snap) = listing else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let owner = team.owner_id.to_string();
+    let server = (team.leader.pane.server_pid, team.leader.pane.server_start);
     let mut found: Vec<(WorkerName, PaneIncarnation)> = Vec::new();
+    let mut refused: Vec<(WorkerName, String)> = Vec::new();
     for w in team.workers.iter().filter(|w| {
         w.lifecycle == Lifecycle::Removing && w.pane.is_none() && names.contains(&w.name)
     }) {
@@ -179,24 +185,56 @@ fn adopt_tagged_panes(
                     && r.tags.worker == w.name.as_str()
             })
             .collect();
-        if let [r] = rows.as_slice()
-            && !team.is_protected_pane(&r.pane_id)
-            && !team
-                .workers
-                .iter()
-                .any(|o| o.pane.as_ref().is_some_and(|p| p.pane_id == r.pane_id))
-        {
-            found.push((
+        let elsewhere: Vec<_> = rows
+            .iter()
+            .filter(|r| (r.server_pid, r.server_start) != server)
+            .collect();
+        if let Some(r) = elsewhere.first() {
+            refused.push((
                 w.name.clone(),
-                PaneIncarnation {
-                    process_start: process::start_time(r.pane_pid).ok().flatten(),
-                    ..r.incarnation()
-                },
+                format!(
+                    "server_changed: pane {} carries {}'s tags but is on the server pid {} started {}, not the team's recorded pid {} started {}; not adopted",
+                    r.pane_id, w.name, r.server_pid, r.server_start, server.0, server.1
+                ),
             ));
+            continue;
+        }
+        match rows.as_slice() {
+            [] => {}
+            [r] if !team.is_protected_pane(&r.pane_id)
+                && !team
+                    .workers
+                    .iter()
+                    .any(|o| o.pane.as_ref().is_some_and(|p| p.pane_id == r.pane_id)) =>
+            {
+                found.push((
+                    w.name.clone(),
+                    PaneIncarnation {
+                        process_start: process::start_time(r.pane_pid).ok().flatten(),
+                        ..r.incarnation()
+                    },
+                ));
+            }
+            [r] => refused.push((
+                w.name.clone(),
+                format!(
+                    "pane {} carries {}'s tags but is the leader's, a protected or another worker's pane; not adopted",
+                    r.pane_id, w.name
+                ),
+            )),
+            more => refused.push((
+                w.name.clone(),
+                format!(
+                    "{} panes carry {}'s tags ({}); none adopted",
+                    more.len(),
+                    w.name,
+                    more.iter().map(|r| r.pane_id.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            )),
         }
     }
     if found.is_empty() {
-        return Ok(());
+        return Ok(refused);
     }
     let (nt, ()) = t.store.transact("adopt-pane", |team, _| {
         for (n, p) in &found {
@@ -210,7 +248,7 @@ fn adopt_tagged_panes(
         Ok(())
     })?;
     *team = nt;
-    Ok(())
+    Ok(refused)
 }
 
 /// Tears down the `removing` workers among `names` (all of them when `names` is empty). The
@@ -231,12 +269,13 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
     }
     // 1. One snapshot.
     let mut listing = t.tmux.list();
+    let mut unadopted = Vec::new();
     if team
         .workers
         .iter()
         .any(|w| names.contains(&w.name) && w.pane.is_none())
     {
-        adopt_tagged_panes(t, &mut team, &names, &listing)?;
+        unadopted = adopt_tagged_panes(t, &mut team, &names, &listing)?;
         validate_team(t.store, &team)?;
     }
     let owner = team.owner_id.to_string();
@@ -244,8 +283,11 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
     let mut plans: Vec<Plan> = Vec::new();
     for n in &names {
         let w = team.worker(n).expect("selected from team").clone();
-        let proof = view::prove_worker(&team, &w, &listing)
-            .unwrap_or_else(|| PaneProof::Gone("no pane was ever recorded".into()));
+        let proof = match unadopted.iter().find(|(u, _)| u == n) {
+            Some((_, why)) => PaneProof::Mismatch(why.clone()),
+            None => view::prove_worker(&team, &w, &listing)
+                .unwrap_or_else(|| PaneProof::Gone("no pane was ever recorded".into())),
+        };
         let mut report = WorkerReport {
             worker: w.name.clone(),
             pane_id: w.pane.as_ref().map(|p| p.pane_id.clone()),
