@@ -238,7 +238,7 @@ fn pane_of(w: &Value) -> (String, u64, u64) {
     )
 }
 
-/// 1. `shutdown` of a team whose leader pane was adopted leaves that pane exactly as it was.
+/// Case 1: `shutdown` of a team whose leader pane was adopted leaves that pane exactly as it was.
 #[test]
 fn shutdown_leaves_an_adopted_leader_untouched() {
     let fx = Fx::new();
@@ -299,10 +299,10 @@ fn shutdown_leaves_an_adopted_leader_untouched() {
     assert_eq!(t["workers"], serde_json::json!([]));
 }
 
-/// 2. A pane of another team (same workspace, same team name, same worker name, even the same
-/// incarnation and op tags, only another owner), split into our own session, survives `down`,
-/// `reconcile` (also when it is the only pane that carries a pane-less removing worker's tags)
-/// and `shutdown`.
+/// Case 2: a pane of another team (same workspace, same team name, same worker name, even the
+/// same incarnation and op tags, only another owner), split into our own session, survives
+/// `down`, `reconcile` (also when it is the only pane that carries a pane-less removing
+/// worker's tags) and `shutdown`.
 #[test]
 fn another_teams_pane_in_our_session_is_never_killed() {
     let fx = Fx::new();
@@ -485,7 +485,7 @@ fn processes_without_the_owner_id_are_never_signalled() {
     let t0 = Instant::now();
     while !std::fs::read(format!("/proc/{pid2}/cmdline"))
         .unwrap()
-        .starts_with(b"sleep\0100007")
+        .starts_with(b"sleep\x00100007")
     {
         assert!(
             t0.elapsed() < Duration::from_secs(5),
@@ -544,7 +544,7 @@ fn processes_without_the_owner_id_are_never_signalled() {
     assert!(unrelated.0.try_wait().unwrap().is_none());
 }
 
-/// 4. An `up` that fails after its panes exist rolls back what it can prove and leaves alone a
+/// Case 4: An `up` that fails after its panes exist rolls back what it can prove and leaves alone a
 /// new pane that no longer proves ours (its worker re-tagged or respawned its own pane on
 /// start): exit 3, that pane untouched and its worker `removing` with the reason, the other new
 /// panes killed, `next_worker_index` not rewound.
@@ -615,7 +615,7 @@ fn up_rollback_leaves_an_unprovable_new_pane_alone() {
     }
 }
 
-/// 5. `up` crashes right after its split (the reservations are `pending`, with no pane
+/// Case 5: `up` crashes right after its split (the reservations are `pending`, with no pane
 /// recorded); the tmux server is then restarted and the new server happens to have panes with
 /// the same `%N`, carrying the very same tags. `reconcile` must not kill them, must say why and
 /// exit non-zero, and must keep the workers recorded.
