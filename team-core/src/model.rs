@@ -262,16 +262,7 @@ pub struct Event {
 impl Team {
     /// Parses `team.json` bytes, refusing unknown schema versions before anything else.
     pub fn parse(path: &std::path::Path, bytes: &[u8]) -> Result<Team> {
-        let v: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| Error::MalformedState {
-                path: path.to_path_buf(),
-                msg: e.to_string(),
-            })?;
-        check_schema(path, &v)?;
-        let team: Team = serde_json::from_value(v).map_err(|e| Error::MalformedState {
-            path: path.to_path_buf(),
-            msg: e.to_string(),
-        })?;
+        let team: Team = parse_versioned(path, bytes)?;
         team.validate(path)?;
         Ok(team)
     }
@@ -407,32 +398,28 @@ pub fn check_schema(path: &std::path::Path, v: &serde_json::Value) -> Result<()>
     }
 }
 
-/// Parses a task file.
-pub fn parse_task(path: &std::path::Path, bytes: &[u8]) -> Result<Task> {
-    let v: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| Error::MalformedState {
-            path: path.to_path_buf(),
-            msg: e.to_string(),
-        })?;
-    check_schema(path, &v)?;
-    serde_json::from_value(v).map_err(|e| Error::MalformedState {
+/// Parses a versioned state file: unknown schema versions are refused before anything else.
+fn parse_versioned<T: serde::de::DeserializeOwned>(
+    path: &std::path::Path,
+    bytes: &[u8],
+) -> Result<T> {
+    let malformed = |e: serde_json::Error| Error::MalformedState {
         path: path.to_path_buf(),
         msg: e.to_string(),
-    })
+    };
+    let v: serde_json::Value = serde_json::from_slice(bytes).map_err(malformed)?;
+    check_schema(path, &v)?;
+    serde_json::from_value(v).map_err(malformed)
+}
+
+/// Parses a task file.
+pub fn parse_task(path: &std::path::Path, bytes: &[u8]) -> Result<Task> {
+    parse_versioned(path, bytes)
 }
 
 /// Parses a worker status file.
 pub fn parse_status(path: &std::path::Path, bytes: &[u8]) -> Result<WorkerStatus> {
-    let v: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| Error::MalformedState {
-            path: path.to_path_buf(),
-            msg: e.to_string(),
-        })?;
-    check_schema(path, &v)?;
-    serde_json::from_value(v).map_err(|e| Error::MalformedState {
-        path: path.to_path_buf(),
-        msg: e.to_string(),
-    })
+    parse_versioned(path, bytes)
 }
 
 /// Pretty JSON with a trailing newline, for any state file.
