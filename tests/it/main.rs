@@ -6,3 +6,4 @@ mod locks;
 mod progress;
 mod proofs;
 mod quoting;
+mod reap_crash;

@@ -261,3 +261,30 @@ pub fn assert_code(o: &Output, code: i32) {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Checks the audit log at `path`: every intent written by our tools has exactly one outcome
+/// (`complete` or `failed`) with the same `audit_id`, and no outcome lacks its intent. Returns
+/// the number of intent/outcome pairs.
+#[track_caller]
+pub fn assert_audit_pairs(path: &Path) -> usize {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut by_id: std::collections::BTreeMap<String, (u32, u32)> = Default::default();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let r: serde_json::Value = serde_json::from_str(line).expect("audit lines are JSON");
+        if !r["caller"].as_str().unwrap_or("").starts_with("team-") {
+            continue;
+        }
+        let e = by_id
+            .entry(r["audit_id"].as_str().unwrap_or("").to_string())
+            .or_default();
+        match r["stage"].as_str() {
+            Some("intent") => e.0 += 1,
+            Some("complete" | "failed") => e.1 += 1,
+            _ => {}
+        }
+    }
+    for (id, (i, o)) in &by_id {
+        assert_eq!((*i, *o), (1, 1), "audit id {id}: {i} intents, {o} outcomes");
+    }
+    by_id.len()
+}
