@@ -79,7 +79,10 @@ fn a_crashed_scale_up_leaves_nothing_the_reaper_cannot_settle() {
     );
     // Nothing left to do: silent, exit 0 (processes of other runs on this machine are not
     // this test's business).
-    let o = sb.run("team-reap", &["--no-processes", "--socket", &sock.display().to_string()]);
+    let o = sb.run(
+        "team-reap",
+        &["--no-processes", "--socket", &sock.display().to_string()],
+    );
     assert_code(&o, 0);
     assert!(o.stdout.is_empty() && o.stderr.is_empty(), "{o:?}");
     assert!(assert_audit_pairs(&sb.ws.join(".team/audit.jsonl")) >= 1);

@@ -622,7 +622,15 @@ fn prove_source(team: &Team, tmux: &Tmux) -> Result<Source> {
                 msg: "no tmux server answers on the team's socket".into(),
             });
         }
-        Listing::Panes(_) => {}
+        Listing::Panes(_) => {
+            if crate::view::session_present(team, &listing) == Some(false) {
+                return Err(Error::SessionMissing {
+                    team: team.name.to_string(),
+                    session: team.session.name.clone(),
+                    endpoint: team.endpoint.clone(),
+                });
+            }
+        }
     }
     let last = team
         .in_state(Lifecycle::Active)
