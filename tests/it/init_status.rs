@@ -154,6 +154,14 @@ fn a_lost_session_is_reported_and_state_kept_then_followed_when_re_created() {
         sb.ws.join(".team/teams/demo/team.json").exists(),
         "state is never deleted for it"
     );
+    // A command that needs the session says so, with 69, and creates nothing.
+    let o = sb.run("team-scale", &["up", "demo", "1"]);
+    assert_code(&o, 69);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("session_missing"),
+        "{o:?}"
+    );
+    assert_eq!(status(&sb).pop().unwrap()["pending"], 0);
 
     // The tools re-create the session (same owner tag): the team follows it.
     assert!(
