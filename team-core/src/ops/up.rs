@@ -622,8 +622,12 @@ fn prove_source(team: &Team, tmux: &Tmux) -> Result<Source> {
                 msg: "no tmux server answers on the team's socket".into(),
             });
         }
-        Listing::Panes(_) => {
-            if crate::view::session_present(team, &listing) == Some(false) {
+        Listing::Panes(snap) => {
+            // The same server, without the team's session: session_missing. (A different server
+            // on the socket is reported by the source proof below as server_changed.)
+            let same_server =
+                snap.server() == Some((team.leader.pane.server_pid, team.leader.pane.server_start));
+            if same_server && crate::view::session_present(team, &listing) == Some(false) {
                 return Err(Error::SessionMissing {
                     team: team.name.to_string(),
                     session: team.session.name.clone(),
