@@ -7,3 +7,4 @@ mod progress;
 mod proofs;
 mod quoting;
 mod reap_crash;
+mod scale_big;

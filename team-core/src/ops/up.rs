@@ -1021,12 +1021,12 @@ fn spawn_panes(
     made: &mut Vec<(WorkerName, PaneIncarnation)>,
 ) -> Result<Vec<String>> {
     let mut remaining: Vec<usize> = (0..plans.len()).collect();
-    let mut from: Option<&Source> = Some(source);
+    let mut from: Option<Source> = Some(source.clone());
     let mut windows = Vec::new();
     while !remaining.is_empty() {
         let l = remaining.len();
         let new_window = from.is_none();
-        let guard = match from {
+        let guard = match &from {
             Some(s) => {
                 let tags: Vec<(&str, &str)> =
                     s.tags.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -1052,7 +1052,7 @@ fn spawn_panes(
         let mut sizes = Vec::with_capacity(l);
         let mut panes = Vec::with_capacity(l);
         for (k, &i) in remaining.iter().enumerate() {
-            let (horizontal, size) = match (k, from) {
+            let (horizontal, size) = match (k, &from) {
                 (0, Some(s)) if s.is_leader => (true, Some(50)),
                 (0, Some(_)) => (false, share(l, l + 1)),
                 (0, None) => (false, None),
@@ -1073,8 +1073,18 @@ fn spawn_panes(
                 horizontal,
             });
         }
-        let refocus = from.is_some_and(|s| s.is_leader);
-        let txn = Txn::spawn_chain(guard, new_window, &panes, &sizes, refocus)?;
+        let refocus = from.as_ref().is_some_and(|s| s.is_leader);
+        // One tmux message holds at most 16 KiB: a long chain is made in parts, each part
+        // continuing from the last pane the previous part made (proven by its receipt).
+        let mut m = l;
+        let txn = loop {
+            let txn =
+                Txn::spawn_chain(guard.clone(), new_window, &panes[..m], &sizes[..m], refocus)?;
+            if m == 1 || txn.argv_bytes() <= crate::tmux::txn::MAX_ARGV_BYTES {
+                break txn;
+            }
+            m = m.div_ceil(2);
+        };
         let outcome = tmux
             .run_txns(&[txn])?
             .pop()
@@ -1082,12 +1092,30 @@ fn spawn_panes(
         let stderr = match outcome {
             TxnOutcome::Done(lines) => {
                 let incs = parse_new_panes(&lines)?;
-                if incs.len() == l {
-                    for (&i, inc) in remaining.iter().zip(incs) {
+                if incs.len() == m {
+                    for (&i, inc) in remaining[..m].iter().zip(incs) {
                         windows.push(inc.window_id.clone());
                         made.push((plans[i].name.clone(), inc));
                     }
-                    remaining.clear();
+                    let last = remaining[m - 1];
+                    remaining.drain(..m);
+                    if !remaining.is_empty() {
+                        let p = &plans[last];
+                        let inc = made
+                            .last()
+                            .map(|(_, inc)| inc.clone())
+                            .ok_or_else(|| Error::Internal("a chain part made no pane".into()))?;
+                        from = Some(Source {
+                            inc,
+                            tags: vec![
+                                ("@team_owner", team.owner_id.to_string()),
+                                ("@team_worker", p.name.to_string()),
+                                ("@team_incarnation", p.incarnation.to_string()),
+                            ],
+                            is_leader: false,
+                            label: format!("new worker {}", p.name),
+                        });
+                    }
                     continue;
                 }
                 String::from("a receipt came back with the wrong number of new panes")

@@ -286,6 +286,11 @@ impl Txn {
         Ok(Txn::new(guard, cmds))
     }
 
+    /// How many bytes this transaction adds to a tmux message.
+    pub fn argv_bytes(&self) -> usize {
+        self.argv().iter().map(|a| a.len() + 1).sum::<usize>() + 2
+    }
+
     /// The tmux argv of this transaction.
     fn argv(&self) -> Vec<String> {
         let mut body = self.commands.join(" ; ");
@@ -343,7 +348,7 @@ fn chunks(txns: &[Txn]) -> Vec<&[Txn]> {
     let mut out = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (i, t) in txns.iter().enumerate() {
-        let n: usize = t.argv().iter().map(|a| a.len() + 1).sum::<usize>() + 2;
+        let n = t.argv_bytes();
         if i > start && bytes + n > MAX_ARGV_BYTES {
             out.push(&txns[start..i]);
             start = i;
