@@ -8,6 +8,7 @@ pub mod audit;
 pub mod error;
 pub mod failpoint;
 pub mod fsutil;
+pub mod git;
 pub mod journal;
 pub mod lock;
 pub mod model;

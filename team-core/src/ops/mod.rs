@@ -11,10 +11,9 @@ pub mod teardown;
 pub mod up;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use crate::audit::AuditLog;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::Team;
 use crate::store::Store;
 use crate::tmux::Tmux;
@@ -47,18 +46,9 @@ pub(crate) struct GitOut {
     pub stderr: String,
 }
 
-/// Runs `git -C <workspace> <args>` (never through a shell).
+/// Runs `git -C <workspace> <args>` (through [`crate::git`]).
 pub(crate) fn git(workspace: &Path, args: &[&str]) -> Result<GitOut> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(workspace)
-        .args(args)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Error::io("run git in", workspace, e))?;
+    let out = crate::git::run(workspace, args, &[])?;
     Ok(GitOut {
         ok: out.status.success(),
         stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),

@@ -6,7 +6,6 @@
 //! right before acting.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::error::{Error, Result};
 use crate::model::{Resources, Team, Worker, WorktreeRecord};
@@ -61,31 +60,7 @@ pub struct ResourceReport {
     pub blocked: Vec<String>,
 }
 
-fn git(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<std::process::Output> {
-    let mut c = Command::new("git");
-    c.arg("-C").arg(dir).args(args);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.env("GIT_TERMINAL_PROMPT", "0")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE");
-    c.output().map_err(|e| Error::io("run git in", dir, e))
-}
-
-fn git_ok(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String> {
-    let o = git(dir, args, env)?;
-    if !o.status.success() {
-        return Err(Error::Refused(format!(
-            "git {} in {} failed: {}",
-            args.join(" "),
-            dir.display(),
-            String::from_utf8_lossy(&o.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
-}
+use crate::git::{run as git, run_ok as git_ok};
 
 const IDENT: [(&str, &str); 4] = [
     ("GIT_AUTHOR_NAME", "team-scale"),
