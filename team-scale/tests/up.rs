@@ -714,6 +714,32 @@ fn scaling_can_be_switched_off_per_team_and_by_environment() {
     fx.ok(&["policy", "demo", "--scaling", "off"]);
     assert_eq!(fx.run(&["up", "demo"]).code, 1);
     assert_eq!(fx.workers().len(), 1);
+    // down is switched off the same ways; shutdown and reconcile still work.
+    fx.ok(&["policy", "demo", "--scaling", "on"]);
+    fx.ok(&["up", "demo", "--ready-timeout", "0"]);
+    let before = fx.files();
+    let r = fx.run_with(&["down", "demo", "1"], &[("TEAM_SCALING", "0")], None);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("TEAM_SCALING"), "{}", r.stderr);
+    assert_eq!(fx.files(), before, "a refused down changes nothing");
+    fx.ok(&["policy", "demo", "--scaling", "off"]);
+    let r = fx.run(&["down", "demo", "1"]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("policy demo --scaling on"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(fx.workers().len(), 2);
+    let r = fx.run_with(&["reconcile", "demo"], &[("TEAM_SCALING", "0")], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = fx.run_with(
+        &["shutdown", "demo", "--grace", "1s"],
+        &[("TEAM_SCALING", "0")],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(fx.workers().is_empty());
 }
 
 fn git(ws: &Path, args: &[&str]) -> String {

@@ -25,6 +25,8 @@ pub struct DownRequest {
     pub names: Vec<WorkerName>,
     pub force: bool,
     pub drain_timeout: Duration,
+    /// The operator's kill switch (`TEAM_SCALING=0`, read by the binary).
+    pub scaling_disabled_by_env: bool,
 }
 
 /// What `down` did.
@@ -139,12 +141,7 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
     if team.state == TeamState::Stopped {
         return Err(Error::Refused(format!("team {} is stopped", team.name)));
     }
-    if !team.settings.scaling {
-        return Err(Error::Refused(format!(
-            "scaling is switched off for team {}",
-            team.name
-        )));
-    }
+    super::check_scaling(&team, req.scaling_disabled_by_env)?;
     for n in &req.names {
         match team.worker(n) {
             Some(w) if w.lifecycle == Lifecycle::Active => {}

@@ -13,7 +13,7 @@ pub mod up;
 use std::path::{Path, PathBuf};
 
 use crate::audit::AuditLog;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::Team;
 use crate::store::Store;
 use crate::tmux::Tmux;
@@ -53,4 +53,21 @@ pub(crate) fn git(workspace: &Path, args: &[&str]) -> Result<GitOut> {
         ok: out.status.success(),
         stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
     })
+}
+
+/// Refuses `up` and `down` when scaling is switched off: for every team by the operator
+/// (`TEAM_SCALING=0`, read by the binary) or for this team by its policy.
+pub(crate) fn check_scaling(team: &Team, env_off: bool) -> Result<()> {
+    if env_off {
+        return Err(Error::Refused(
+            "scaling is switched off for every team by TEAM_SCALING=0 in the environment; unset it (or set TEAM_SCALING=1) to scale".into(),
+        ));
+    }
+    if !team.settings.scaling {
+        return Err(Error::Refused(format!(
+            "scaling is switched off for team {0}; turn it on with `team-scale policy {0} --scaling on`",
+            team.name
+        )));
+    }
+    Ok(())
 }

@@ -272,7 +272,7 @@ pub fn up(env: &Env, req: &UpRequest) -> Result<UpReport> {
     }
     let _scale = env.store.lock_scale("up")?;
     let team = env.store.load()?;
-    check_scaling(&team, req.scaling_disabled_by_env)?;
+    super::check_scaling(&team, req.scaling_disabled_by_env)?;
     if team.state != TeamState::Active {
         return Err(Error::Refused(format!(
             "team {} is stopped; create it again with `team-scale init`",
@@ -428,21 +428,6 @@ pub fn up(env: &Env, req: &UpRequest) -> Result<UpReport> {
             Err(cause)
         }
     }
-}
-
-fn check_scaling(team: &Team, env_off: bool) -> Result<()> {
-    if env_off {
-        return Err(Error::Refused(
-            "scaling is switched off for every team by TEAM_SCALING=0 in the environment; unset it (or set TEAM_SCALING=1) to scale".into(),
-        ));
-    }
-    if !team.settings.scaling {
-        return Err(Error::Refused(format!(
-            "scaling is switched off for team {0}; turn it on with `team-scale policy {0} --scaling on`",
-            team.name
-        )));
-    }
-    Ok(())
 }
 
 fn check_capacity(team: &Team, n: u64) -> Result<()> {

@@ -123,6 +123,7 @@ pub fn run(ctx: &Ctx, a: DownArgs) -> CliResult<i32> {
                 names,
                 force: a.force,
                 drain_timeout: a.drain_timeout,
+                scaling_disabled_by_env: ctx.scaling_env_off,
             },
         )
     })?;
