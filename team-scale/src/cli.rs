@@ -69,6 +69,8 @@ pub enum Command {
     Down(DownArgs),
     /// Report a worker's state (idle, busy, done); reads TEAM_NAME/TEAM_WORKER/TEAM_INCARNATION.
     WorkerStatus(WorkerStatusArgs),
+    /// Claim a task, or mark it done or failed, as a worker (refused for a removed worker).
+    Task(TaskArgs),
     /// Finish what crashed operations left: journal, drains, pending reservations, removing workers.
     Reconcile(ReconcileArgs),
     /// Remove every worker, then the leader pane and session if the tools created them.
@@ -123,15 +125,8 @@ pub struct ReconcileArgs {
 
 #[derive(Debug, Args)]
 pub struct WorkerStatusArgs {
-    /// The team name (default: $TEAM_NAME).
-    #[arg(env = "TEAM_NAME")]
-    pub team: Option<String>,
-    /// The worker (default: $TEAM_WORKER).
-    #[arg(long, env = "TEAM_WORKER")]
-    pub worker: Option<String>,
-    /// The worker's incarnation (default: $TEAM_INCARNATION); must match the current one.
-    #[arg(long, env = "TEAM_INCARNATION")]
-    pub incarnation: Option<String>,
+    #[command(flatten)]
+    pub who: WorkerArgs,
     /// idle, busy or done.
     #[arg(long, value_parser = ["idle", "busy", "done"])]
     pub state: String,
@@ -218,4 +213,29 @@ pub struct GenerateArgs {
     /// `man`, or a shell: bash, zsh, fish, elvish, powershell.
     #[arg(value_parser = ["man", "bash", "zsh", "fish", "elvish", "powershell"])]
     pub what: String,
+}
+
+/// Who reports: a worker, named by flags or by the environment of its pane.
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// The team name (default: $TEAM_NAME).
+    #[arg(env = "TEAM_NAME")]
+    pub team: Option<String>,
+    /// The worker (default: $TEAM_WORKER).
+    #[arg(long, env = "TEAM_WORKER")]
+    pub worker: Option<String>,
+    /// The worker's incarnation (default: $TEAM_INCARNATION); must match the current one.
+    #[arg(long, env = "TEAM_INCARNATION")]
+    pub incarnation: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct TaskArgs {
+    /// claim (pending to in_progress), done (to completed) or fail (to failed).
+    #[arg(value_parser = ["claim", "done", "fail"])]
+    pub action: String,
+    /// The task id.
+    pub id: u64,
+    #[command(flatten)]
+    pub who: WorkerArgs,
 }

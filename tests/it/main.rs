@@ -8,3 +8,4 @@ mod proofs;
 mod quoting;
 mod reap_crash;
 mod scale_big;
+mod tasks;

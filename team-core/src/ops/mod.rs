@@ -7,6 +7,7 @@ pub mod kill;
 pub mod pending;
 pub mod reconcile;
 pub mod resources;
+pub mod tasks;
 pub mod teardown;
 pub mod up;
 

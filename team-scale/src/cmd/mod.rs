@@ -8,6 +8,7 @@ mod policy;
 mod reconcile;
 mod shutdown;
 mod status;
+mod task;
 mod up;
 mod worker_status;
 
@@ -29,6 +30,7 @@ pub fn run(cli: Cli) -> CliResult<i32> {
         Command::Shutdown(a) => shutdown::run(&ctx, a),
         Command::Reconcile(a) => reconcile::run(&ctx, a),
         Command::WorkerStatus(a) => worker_status::run(&ctx, a),
+        Command::Task(a) => task::run(&ctx, a),
         Command::Up(a) => up::run(&ctx, a),
         Command::Policy(a) => policy::run(&ctx, a),
         Command::Generate(a) => Ok(generate::run(&a.what)?),

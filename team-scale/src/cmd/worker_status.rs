@@ -1,29 +1,36 @@
 //! `team-scale worker-status`: a worker reports idle, busy or done.
 
 use serde_json::json;
-use team_core::model::{Lifecycle, SCHEMA_VERSION, WorkState, WorkerStatus};
+use team_core::model::{SCHEMA_VERSION, WorkState, WorkerStatus};
 use team_core::paths::{TeamName, WorkerName};
 use team_core::{Error, fsutil};
 use uuid::Uuid;
 
-use crate::cli::WorkerStatusArgs;
+use crate::cli::{WorkerArgs, WorkerStatusArgs};
 use crate::ctx::Ctx;
 use crate::error::CliResult;
 use crate::out::Out;
 
-pub fn run(ctx: &Ctx, a: WorkerStatusArgs) -> CliResult<i32> {
-    let team = TeamName::new(a.team.as_deref().ok_or_else(|| {
+/// The reporting worker: from the flags, or from `TEAM_NAME`/`TEAM_WORKER`/`TEAM_INCARNATION`
+/// in a worker pane (clap reads them).
+pub fn identity(w: &WorkerArgs) -> Result<(TeamName, WorkerName, Option<Uuid>), Error> {
+    let team = TeamName::new(w.team.as_deref().ok_or_else(|| {
         Error::Usage("no team: give it, or run inside a worker pane (TEAM_NAME)".into())
     })?)?;
-    let worker = WorkerName::new(a.worker.as_deref().ok_or_else(|| {
+    let worker = WorkerName::new(w.worker.as_deref().ok_or_else(|| {
         Error::Usage("no worker: give --worker, or run inside a worker pane (TEAM_WORKER)".into())
     })?)?;
-    let incarnation = match a.incarnation.as_deref().filter(|s| !s.is_empty()) {
+    let incarnation = match w.incarnation.as_deref().filter(|s| !s.is_empty()) {
         Some(s) => Some(
             Uuid::parse_str(s).map_err(|e| Error::Usage(format!("--incarnation {s:?}: {e}")))?,
         ),
         None => None,
     };
+    Ok((team, worker, incarnation))
+}
+
+pub fn run(ctx: &Ctx, a: WorkerStatusArgs) -> CliResult<i32> {
+    let (team, worker, incarnation) = identity(&a.who)?;
     let state = match a.state.as_str() {
         "idle" => WorkState::Idle,
         "busy" => WorkState::Busy,
@@ -41,21 +48,8 @@ pub fn run(ctx: &Ctx, a: WorkerStatusArgs) -> CliResult<i32> {
     }
     let store = ctx.store(&team);
     store.transact("worker-status", |t, changes| {
-        let w = t
-            .worker(&worker)
-            .ok_or_else(|| Error::Refused(format!("{worker} is not a member of team {team}")))?;
-        if !matches!(w.lifecycle, Lifecycle::Active | Lifecycle::Pending) {
-            return Err(Error::Refused(format!(
-                "{worker} is being removed; its report is refused"
-            )));
-        }
-        if let Some(i) = incarnation
-            && i != w.incarnation
-        {
-            return Err(Error::Refused(format!(
-                "incarnation {i} is not {worker}'s current one: a late report of a removed worker is refused"
-            )));
-        }
+        team_core::ops::tasks::check_reporter(t, &worker, incarnation)?;
+        let w = t.worker(&worker).expect("checked");
         changes.put_status(&WorkerStatus {
             schema_version: SCHEMA_VERSION,
             worker: worker.clone(),
