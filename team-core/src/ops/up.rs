@@ -949,7 +949,7 @@ fn prepare(env: &Env, team: &Team, req: &UpRequest, p: &Plan, tasks: &[Task]) ->
 
 fn inbox_text(team: &Team, req: &UpRequest, p: &Plan, tasks: &[Task]) -> String {
     let mut s = format!(
-        "# Inbox of {} (team {})\n\nRole: {}\nWorking directory: {}\nReport your state with `team-scale worker-status idle|busy|done`.\n\n## Your tasks\n\n",
+        "# Inbox of {} (team {})\n\nRole: {}\nWorking directory: {}\nReport your state with `team-scale worker-status --state idle|busy|done`.\nClaim a task with `team-scale task claim <id>`; when it is finished, `team-scale task done <id>` (or `task fail <id>`).\n\n## Your tasks\n\n",
         p.name,
         team.name,
         req.role.as_ref().map_or("worker", |r| r.as_str()),
