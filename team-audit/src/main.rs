@@ -12,6 +12,7 @@ mod shell;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    team_core::childenv::init(std::env::vars_os().map(|(k, _)| k));
     let code = match cli::parse() {
         Ok(cli) => {
             cli::init_tracing(cli.global.verbose);

@@ -1,7 +1,8 @@
 //! Named fail points for rollback and crash tests.
 //!
 //! Compiled to nothing unless the `failpoints` feature is on. The binaries read
-//! `TEAM_FAILPOINTS` (`name=error` or `name=exit`, comma-separated) and pass it to [`configure`].
+//! `TEAM_FAILPOINTS` (`name=error`, `name=exit` or `name=sleep<ms>`, comma-separated) and pass
+//! it to [`configure`].
 //! `error` makes [`hit`] return [`Error::FailPoint`]; `exit` ends the process abruptly at once
 //! (like a crash: no destructors, no unlocking but the kernel's).
 
@@ -41,6 +42,11 @@ pub fn hit(name: &str) -> Result<()> {
                 if action == "exit" {
                     // An abrupt end, as in a crash: skip destructors and buffered output.
                     std::process::exit(137);
+                }
+                if let Some(ms) = action.strip_prefix("sleep").and_then(|m| m.parse().ok()) {
+                    // Widens a race window on purpose (tests of what runs meanwhile).
+                    std::thread::sleep(std::time::Duration::from_millis(ms));
+                    return Ok(());
                 }
                 return Err(Error::FailPoint(name.to_string()));
             }

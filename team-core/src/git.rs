@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 pub fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
     let mut c = Command::new("git");
     c.arg("-C").arg(dir).args(args);
+    crate::childenv::scrub(&mut c);
     c.env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_INDEX_FILE");

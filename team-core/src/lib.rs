@@ -5,6 +5,7 @@
 //! binaries read what they need and pass it in.
 
 pub mod audit;
+pub mod childenv;
 pub mod error;
 pub mod failpoint;
 pub mod fsutil;
@@ -15,9 +16,11 @@ pub mod model;
 pub mod ops;
 pub mod paths;
 pub mod process;
+pub mod proctree;
 pub mod proof;
 pub mod reap;
 pub mod store;
+pub mod supervisor;
 pub mod tmux;
 pub mod view;
 

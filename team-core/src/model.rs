@@ -121,6 +121,31 @@ pub struct Settings {
     pub trigger: Option<String>,
     /// Whether `up` and `down` are allowed.
     pub scaling: bool,
+    /// What teardown and the reaper do with a worker's *detached* residue (processes below its
+    /// supervisor that left the pane's session) that is provably only the worker's. Shared
+    /// ones (listening) are never signalled, whatever this says.
+    #[serde(default)]
+    pub residue: ResiduePolicy,
+}
+
+/// What happens to a worker's detached residue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResiduePolicy {
+    /// Terminate it with the worker (proven, audited).
+    #[default]
+    Kill,
+    /// Leave it running and report it.
+    Report,
+}
+
+impl ResiduePolicy {
+    pub fn word(self) -> &'static str {
+        match self {
+            ResiduePolicy::Kill => "kill",
+            ResiduePolicy::Report => "report",
+        }
+    }
 }
 
 /// A worker's lifecycle state.

@@ -170,6 +170,12 @@ impl StateRoot {
         self.team_dir(team).join("team.json")
     }
     /// `<root>/teams/<team>/journal.json`.
+    /// `teams/<team>/init.json`: written by `init` before its first pane exists, removed once
+    /// `team.json` is stored. Left behind, it says an init was interrupted.
+    pub fn init_record(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("init.json")
+    }
+
     pub fn journal(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("journal.json")
     }

@@ -93,8 +93,20 @@ pub enum StopOutcome {
 pub struct Proven {
     pub id: ProcId,
     fd: OwnedFd,
-    owner: String,
-    worker: Option<String>,
+    basis: Basis,
+}
+
+/// What a proof rested on, so a re-proof checks the same thing.
+#[derive(Debug, Clone)]
+enum Basis {
+    /// The environment named our owner (and worker): only for panes' own processes, whose
+    /// pane incarnation was proven first.
+    Env {
+        owner: String,
+        worker: Option<String>,
+    },
+    /// Below a worker's supervisor, with no other `TEAM_INCARNATION` than the worker's.
+    Ancestry { incarnation: String },
 }
 
 /// The result of a `/proc` scan: what matched, and how many entries could not be read
@@ -119,12 +131,17 @@ pub struct TeamProc {
     pub state_dir: Option<PathBuf>,
     /// `TEAM_WORKSPACE`.
     pub workspace: Option<PathBuf>,
+    /// The worker incarnation (from its supervisor's arguments).
+    #[serde(default)]
+    pub incarnation: Option<String>,
 }
 
 /// The environment variable naming the owner id of a team's processes.
 pub const ENV_OWNER: &str = "TEAM_OWNER";
 /// The environment variable naming a worker.
 pub const ENV_WORKER: &str = "TEAM_WORKER";
+/// The environment variable naming a worker's incarnation.
+pub const ENV_INCARNATION: &str = "TEAM_INCARNATION";
 
 // ---------------------------------------------------------------------------------------------
 // Pure parsers.
@@ -635,8 +652,10 @@ pub fn prove(
             Some(Proven {
                 id: ProcId { pid, start_time },
                 fd,
-                owner: owner.to_owned(),
-                worker: worker.map(str::to_owned),
+                basis: Basis::Env {
+                    owner: owner.to_owned(),
+                    worker: worker.map(str::to_owned),
+                },
             }),
         ),
         (ProcVerdict::Owned, None) => (unverifiable("no start time"), None),
@@ -681,15 +700,278 @@ impl Proven {
     /// environment still naming the same owner and worker (a process may exec with another).
     pub fn reprove(&self) -> ProcVerdict {
         use std::os::fd::AsFd;
-        verify(
-            self.fd.as_fd(),
-            self.id.pid,
-            Some(self.id.start_time),
-            &self.owner,
-            self.worker.as_deref(),
-        )
-        .0
+        match &self.basis {
+            Basis::Env { owner, worker } => {
+                verify(
+                    self.fd.as_fd(),
+                    self.id.pid,
+                    Some(self.id.start_time),
+                    owner,
+                    worker.as_deref(),
+                )
+                .0
+            }
+            // Ancestry cannot be gained by a foreign process (a process only ever moves up to
+            // a reaper), and the pidfd pins the process: re-check what it could have changed
+            // by exec'ing (its name, its token).
+            Basis::Ancestry { incarnation } => {
+                let v = verify_member(self.id.pid, self.id.start_time, incarnation);
+                if sys::exited(self.fd.as_fd()) {
+                    ProcVerdict::Gone
+                } else {
+                    v
+                }
+            }
+        }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Proofs by ancestry.
+// ---------------------------------------------------------------------------------------------
+
+/// The real uid of `pid`; `None` when it is gone.
+pub fn uid(pid: u32) -> Result<Option<u32>> {
+    uid_of(pid)
+}
+
+/// The value of `key` (a `TEAM_*` token) in a process's environment. Conflicting duplicates
+/// read as a value no worker has.
+pub fn env_token(pid: u32, key: &str) -> crate::proctree::EnvToken {
+    use crate::proctree::EnvToken;
+    let env = match read_proc(pid, "environ") {
+        Ok(Some(env)) if !env.is_empty() => env,
+        Ok(Some(_)) => return EnvToken::Absent,
+        _ => return EnvToken::Unreadable,
+    };
+    let mut vals = env_values(&env, key);
+    let Some(first) = vals.next() else {
+        return EnvToken::Absent;
+    };
+    if vals.any(|v| v != first) {
+        return EnvToken::Is("<conflicting duplicates>".into());
+    }
+    EnvToken::Is(String::from_utf8_lossy(first).into_owned())
+}
+
+/// The `stat` of a process, parsed whole; `None` when it is gone.
+fn node_of(pid: u32) -> Result<Option<crate::proctree::Node>> {
+    match read_proc(pid, "stat")? {
+        None => Ok(None),
+        Some(b) => crate::proctree::parse_stat(&b)
+            .map(Some)
+            .ok_or_else(|| malformed(pid, "stat")),
+    }
+}
+
+/// Checks what a worker's process could change about itself: it is alive with the same start
+/// time, runs as our uid, is neither tmux nor a supervisor, and carries no other
+/// `TEAM_INCARNATION` than `incarnation` (none at all is fine: ancestry is the proof).
+fn verify_member(pid: u32, start: u64, incarnation: &str) -> ProcVerdict {
+    let n = match node_of(pid) {
+        Ok(Some(n)) => n,
+        Ok(None) => return ProcVerdict::Gone,
+        Err(e) => return unverifiable(e.to_string()),
+    };
+    if matches!(n.state, b'Z' | b'X' | b'x') {
+        return ProcVerdict::Gone;
+    }
+    if n.id.start_time != start {
+        return not_owned(format!(
+            "pid {pid} has start time {}, not {start}: another process reuses the pid",
+            n.id.start_time
+        ));
+    }
+    if n.is_tmux() {
+        return not_owned(format!("pid {pid} is tmux ({:?}): never signalled", n.comm));
+    }
+    if n.is_supervisor() {
+        return not_owned(format!("pid {pid} is a worker supervisor"));
+    }
+    match uid_of(pid) {
+        Ok(Some(u)) if u == our_uid() => {}
+        Ok(Some(u)) => return not_owned(format!("pid {pid} belongs to uid {u}")),
+        Ok(None) => return ProcVerdict::Gone,
+        Err(e) => return unverifiable(e.to_string()),
+    }
+    match env_token(pid, ENV_INCARNATION) {
+        crate::proctree::EnvToken::Is(v) if v != incarnation => not_owned(format!(
+            "pid {pid} carries {ENV_INCARNATION}={v:?}, not this worker's {incarnation}"
+        )),
+        _ => ProcVerdict::Owned,
+    }
+}
+
+/// Whether `pid` is (still) below the supervisor `sup`, read afresh from `/proc`: the chain of
+/// parents reaches `sup` (same start time) without passing a tmux process or another
+/// supervisor.
+fn below_supervisor(pid: u32, sup: ProcId) -> ProcVerdict {
+    let mut cur = pid;
+    for _ in 0..128 {
+        let n = match node_of(cur) {
+            Ok(Some(n)) => n,
+            Ok(None) => return not_owned(format!("an ancestor of pid {pid} (pid {cur}) is gone")),
+            Err(e) => return unverifiable(e.to_string()),
+        };
+        if cur != pid {
+            if cur == sup.pid {
+                if n.id.start_time == sup.start_time && n.is_supervisor() {
+                    return ProcVerdict::Owned;
+                }
+                return not_owned(format!(
+                    "pid {cur} above pid {pid} is no longer the worker's supervisor"
+                ));
+            }
+            if n.is_tmux() || n.is_supervisor() {
+                return not_owned(format!(
+                    "pid {pid} is below {:?} (pid {cur}), not below the worker's supervisor",
+                    n.comm
+                ));
+            }
+        }
+        if n.ppid <= 1 {
+            return not_owned(format!(
+                "pid {pid} is not below the worker's supervisor (pid {})",
+                sup.pid
+            ));
+        }
+        cur = n.ppid;
+    }
+    unverifiable(format!("the parents of pid {pid} nest too deep"))
+}
+
+/// Proves that `member` is one of the worker's processes by ancestry: opens its pidfd, then
+/// checks (from fresh `/proc` reads) its start time, uid, that it is neither tmux nor a
+/// supervisor, that any `TEAM_INCARNATION` it carries is the worker's, and that it is still
+/// below the supervisor `sup`; finally that the pidfd's process has not exited, so every read
+/// was about it. Only `Owned` comes with a [`Proven`].
+pub fn prove_below(
+    member: ProcId,
+    sup: ProcId,
+    incarnation: &str,
+) -> (ProcVerdict, Option<Proven>) {
+    if !sys::SUPPORTED {
+        return (
+            unverifiable("process proofs need Linux pidfds and /proc"),
+            None,
+        );
+    }
+    let pid = member.pid;
+    if pid <= 1 || i32::try_from(pid).is_err() {
+        return (unverifiable(format!("{pid} is not a valid pid")), None);
+    }
+    if pid == our_pid() {
+        return (not_owned(format!("pid {pid} is this process itself")), None);
+    }
+    if let Err(e) = check_procfs() {
+        return (unverifiable(e.to_string()), None);
+    }
+    let fd = match sys::open(pid) {
+        sys::Open::Fd(fd) => fd,
+        sys::Open::Gone => return (ProcVerdict::Gone, None),
+        sys::Open::Failed(e) => {
+            return (unverifiable(format!("pidfd_open({pid}): {e}")), None);
+        }
+    };
+    use std::os::fd::AsFd;
+    let mut v = verify_member(pid, member.start_time, incarnation);
+    if v == ProcVerdict::Owned {
+        v = below_supervisor(pid, sup);
+    }
+    if sys::exited(fd.as_fd()) {
+        return (ProcVerdict::Gone, None);
+    }
+    match v {
+        ProcVerdict::Owned => (
+            ProcVerdict::Owned,
+            Some(Proven {
+                id: member,
+                fd,
+                basis: Basis::Ancestry {
+                    incarnation: incarnation.to_owned(),
+                },
+            }),
+        ),
+        other => (other, None),
+    }
+}
+
+/// What [`check_supervisor`] found at a recorded pane pid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SupervisorCheck {
+    /// The worker's supervisor, alive: its id and session.
+    Alive(crate::proctree::Node),
+    /// Exited (a zombie too).
+    Gone,
+    /// Another process (not a supervisor, another start time, another incarnation's).
+    Other(String),
+    Unverifiable(String),
+}
+
+/// Whether `pid` (started at `start`, when recorded) is the supervisor of the worker
+/// incarnation `incarnation`: its comm, its start time, and the incarnation in its argv.
+pub fn check_supervisor(pid: u32, start: Option<u64>, incarnation: &str) -> SupervisorCheck {
+    if !sys::SUPPORTED {
+        return SupervisorCheck::Unverifiable("process proofs need Linux pidfds and /proc".into());
+    }
+    if pid <= 1 || i32::try_from(pid).is_err() {
+        return SupervisorCheck::Other(format!("{pid} is not a valid pid"));
+    }
+    let fd = match sys::open(pid) {
+        sys::Open::Fd(fd) => fd,
+        sys::Open::Gone => return SupervisorCheck::Gone,
+        sys::Open::Failed(e) => {
+            return SupervisorCheck::Unverifiable(format!("pidfd_open({pid}): {e}"));
+        }
+    };
+    let n = match node_of(pid) {
+        Ok(Some(n)) => n,
+        Ok(None) => return SupervisorCheck::Gone,
+        Err(e) => return SupervisorCheck::Unverifiable(e.to_string()),
+    };
+    if matches!(n.state, b'Z' | b'X' | b'x') {
+        return SupervisorCheck::Gone;
+    }
+    if let Some(s) = start
+        && s != n.id.start_time
+    {
+        return SupervisorCheck::Other(format!(
+            "pid {pid} has start time {}, not the recorded {s}",
+            n.id.start_time
+        ));
+    }
+    if !n.is_supervisor() {
+        return SupervisorCheck::Other(format!("pid {pid} ({:?}) is not a supervisor", n.comm));
+    }
+    let args = match read_proc(pid, "cmdline") {
+        Ok(Some(b)) => crate::supervisor::SupervisorArgs::from_cmdline(&b),
+        Ok(None) => return SupervisorCheck::Gone,
+        Err(e) => return SupervisorCheck::Unverifiable(e.to_string()),
+    };
+    match args {
+        Some(a) if a.incarnation.to_string() == incarnation => {}
+        Some(a) => {
+            return SupervisorCheck::Other(format!(
+                "pid {pid} supervises incarnation {}, not {incarnation}",
+                a.incarnation
+            ));
+        }
+        None => {
+            return SupervisorCheck::Other(format!("pid {pid}'s arguments are not a supervisor's"));
+        }
+    }
+    use std::os::fd::AsFd;
+    if sys::exited(fd.as_fd()) {
+        return SupervisorCheck::Gone;
+    }
+    SupervisorCheck::Alive(n)
+}
+
+/// The supervisor arguments of `pid`, read from its `cmdline` (`None` when unreadable or not a
+/// supervisor's).
+pub fn supervisor_args(pid: u32) -> Option<crate::supervisor::SupervisorArgs> {
+    let b = read_proc(pid, "cmdline").ok()??;
+    crate::supervisor::SupervisorArgs::from_cmdline(&b)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -823,6 +1105,7 @@ pub fn scan_team_processes() -> Result<Scan<TeamProc>> {
                 team: text(env, "TEAM_NAME"),
                 state_dir: path(env, "TEAM_STATE_DIR"),
                 workspace: path(env, "TEAM_WORKSPACE"),
+                incarnation: None,
             });
         }
     })?;

@@ -103,19 +103,7 @@ pub fn prove(
             rec.pane_id, row.session_id, row.window_id, rec.session_id, rec.window_id
         ));
     }
-    let have = |k: &str| -> &str {
-        match k {
-            "@team_owner" => &row.tags.owner,
-            "@team_worker" => &row.tags.worker,
-            "@team_incarnation" => &row.tags.incarnation,
-            "@team_workspace" => &row.tags.workspace,
-            "@team_name" => &row.tags.name,
-            "@team_role" => &row.tags.role,
-            "@team_op" => &row.tags.op,
-            "@team_session_owner" => &row.tags.session_owner,
-            _ => "",
-        }
-    };
+    let have = |k: &str| -> &str { tag_value(row, k).unwrap_or("") };
     if !row.tags.pane_tagged() {
         return PaneProof::Mismatch(format!(
             "tag_missing: pane {} carries no team tags of its own",
@@ -136,4 +124,20 @@ pub fn prove(
     } else {
         PaneProof::Live(row.clone())
     }
+}
+
+/// The value a listing shows for the tag `k` on `row` (`None` for a name the listing does not
+/// carry).
+pub fn tag_value<'r>(row: &'r PaneRow, k: &str) -> Option<&'r str> {
+    Some(match k {
+        "@team_owner" => &row.tags.owner,
+        "@team_worker" => &row.tags.worker,
+        "@team_incarnation" => &row.tags.incarnation,
+        "@team_workspace" => &row.tags.workspace,
+        "@team_name" => &row.tags.name,
+        "@team_role" => &row.tags.role,
+        "@team_op" => &row.tags.op,
+        "@team_session_owner" => &row.tags.session_owner,
+        _ => return None,
+    })
 }

@@ -9,6 +9,7 @@ mod out;
 use clap::Parser;
 
 fn main() {
+    team_core::childenv::init(std::env::vars_os().map(|(k, _)| k));
     let cli = cli::Cli::parse();
     error::init_tracing();
     team_core::failpoint::configure(std::env::var("TEAM_FAILPOINTS").ok().as_deref());

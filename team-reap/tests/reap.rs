@@ -215,6 +215,7 @@ impl Fx {
                 ready_pattern: None,
                 trigger: None,
                 scaling: true,
+                residue: Default::default(),
             },
             next_worker_index: 1,
             next_task_id: 1,
@@ -718,100 +719,8 @@ fn dead_socket_is_skipped_with_a_warning() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("dead"), "{o:?}");
 }
 
-#[test]
-fn residue_process_of_a_removed_worker_is_terminated() {
-    let fx = Fx::new();
-    let live = fx.team("res", "s1");
-    let marker = fx.tmp.path();
-    let spawn = |tag: &str| {
-        format!(
-            "setsid sleep 100000 & echo $! > {}/{tag}.pid; exec sleep 100000",
-            marker.display()
-        )
-    };
-    let (gone_w, gone_name) = fx.worker(&live, Some(Lifecycle::Active), None, &spawn("removed"));
-    let (_member, _) = fx.worker(&live, Some(Lifecycle::Active), None, &spawn("member"));
-    let read_pid = |tag: &str| -> u32 {
-        for _ in 0..200 {
-            if let Ok(s) = std::fs::read_to_string(marker.join(format!("{tag}.pid")))
-                && !s.trim().is_empty()
-            {
-                return s.trim().parse().unwrap();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("no pid file {tag}");
-    };
-    let (removed_pid, member_pid) = (read_pid("removed"), read_pid("member"));
-    struct Reap(Vec<u32>);
-    impl Drop for Reap {
-        fn drop(&mut self) {
-            for p in &self.0 {
-                let _ = Command::new("kill")
-                    .arg(p.to_string())
-                    .stderr(Stdio::null())
-                    .status();
-            }
-        }
-    }
-    let mut unrelated = Command::new("sleep")
-        .arg("100000")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Our own descendants, ended by pid on drop (also when an assertion fails).
-    let _cleanup = Reap(vec![removed_pid, member_pid, unrelated.id()]);
-    // Wait for environ to be readable (right after exec it reads empty for a moment).
-    std::thread::sleep(Duration::from_millis(200));
-    // The worker's pane is killed by hand and the worker removed from team.json.
-    fx.tmux(&live.sock, &["kill-pane", "-t", &gone_w]);
-    live.store()
-        .transact("test", |t, _| {
-            t.workers.retain(|w| w.name.as_str() != gone_name);
-            Ok(())
-        })
-        .unwrap();
-    let alive = |pid: u32| {
-        Path::new(&format!("/proc/{pid}")).exists()
-            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .unwrap_or_default()
-                .contains(") Z")
-    };
-    assert!(alive(removed_pid));
-
-    let scope = fx.tmp.path().to_str().unwrap().to_string();
-    let o = fx.reap(&["--json", "--grace", "2s", "--only-under", &scope]);
-    let v = json_lines(&o);
-    assert_eq!(
-        code(&o),
-        0,
-        "{v:#?}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let p = v
-        .iter()
-        .find(|r| r["type"] == "process" && r["pid"] == removed_pid)
-        .unwrap_or_else(|| panic!("{v:#?}"));
-    assert_eq!(
-        (
-            p["verdict"].as_str(),
-            p["reason"].as_str(),
-            p["action"].as_str()
-        ),
-        (Some("orphan"), Some("not_member"), Some("killed"))
-    );
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(!alive(removed_pid), "residue survived");
-    assert!(alive(member_pid), "a live member's process was touched");
-    assert!(
-        unrelated.try_wait().unwrap().is_none(),
-        "an unrelated process was touched"
-    );
-    let _ = unrelated.kill();
-    let _ = unrelated.wait();
-    assert_eq!(audit_pairs(&live.audit()), 1);
-}
+// The residue of a removed worker is proven by ancestry now (below its pane's supervisor):
+// tests/it/ancestry.rs runs that through the real `up`, which starts the supervisor.
 
 #[test]
 fn debt_is_settled_through_reconcile() {

@@ -80,6 +80,30 @@ pub enum Command {
     /// Print shell completions or the man page (for packagers: `cargo xtask dist`).
     #[command(hide = true)]
     Generate(GenerateArgs),
+    /// The first process of every worker pane (started by `up`; not for people).
+    #[command(hide = true)]
+    Supervise(SuperviseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SuperviseArgs {
+    #[arg(long)]
+    pub team: String,
+    #[arg(long)]
+    pub worker: String,
+    #[arg(long)]
+    pub owner: String,
+    #[arg(long)]
+    pub incarnation: String,
+    /// The team's state root.
+    #[arg(long)]
+    pub root: std::path::PathBuf,
+    /// The team's workspace.
+    #[arg(long)]
+    pub ws: std::path::PathBuf,
+    /// The worker's command.
+    #[arg(last = true, required = true)]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Args)]
@@ -205,6 +229,11 @@ pub struct PolicyArgs {
     /// Allow (on) or forbid (off) `up` and `down`.
     #[arg(long, value_parser = ["on", "off"])]
     pub scaling: Option<String>,
+    /// What removing a worker does with its detached processes that only it uses: kill them
+    /// (default) or leave them running and report them. Shared ones (listening on a socket)
+    /// are always reported, never killed.
+    #[arg(long, value_parser = ["kill", "report"])]
+    pub residue: Option<String>,
 }
 
 /// What `generate` prints.

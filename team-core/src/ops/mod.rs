@@ -31,6 +31,9 @@ pub struct Env<'a> {
     pub caller: String,
     /// Progress during waits (the binary shows it on a terminal only).
     pub progress: &'a dyn Fn(&str),
+    /// The binary whose `supervise` subcommand runs as every new worker pane's first process
+    /// (`team-scale` itself).
+    pub supervisor: PathBuf,
 }
 
 impl Env<'_> {

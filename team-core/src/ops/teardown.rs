@@ -3,9 +3,10 @@
 //!
 //! For every worker, from one fresh snapshot: prove its pane. A pane that proves ours gets, in
 //! this order: a durable audit intent (all workers in one group commit); a graceful stop of its
-//! processes through pidfds (the pane's process and every process carrying this team's owner id
-//! and this worker's name, detached ones included; SIGTERM, grace, SIGKILL for survivors that
-//! still prove ours); one proven `kill-pane` per worker, all in one tmux invocation; a fresh
+//! processes through pidfds (every descendant of the pane's supervisor, proven below it by
+//! ancestry, `setsid` ones included; never a tmux server, another worker's pane, a process of
+//! another incarnation, or a shared daemon; SIGTERM, grace, SIGKILL for survivors that still
+//! prove ours); one proven `kill-pane` per worker, all in one tmux invocation; a fresh
 //! snapshot to confirm; the audit outcome. A pane that does not prove ours is not touched and its
 //! worker stays `removing` with the reason. Then resources are removed, and each worker whose
 //! everything is gone is dropped from `team.json` (its unfinished tasks back to `pending`).
@@ -251,6 +252,162 @@ fn adopt_tagged_panes(
     Ok(refused)
 }
 
+/// A snapshot of the process tree, taken once per teardown.
+fn process_tree() -> Result<crate::proctree::Tree> {
+    crate::proctree::Tree::snapshot()
+}
+
+/// A worker's processes, found by ancestry and proven one by one.
+#[derive(Debug, Default)]
+struct Found {
+    proven: Vec<Proven>,
+    reports: Vec<ProcReport>,
+    blocked: Vec<String>,
+    /// The recorded pane's own process is not the one recorded: touch nothing.
+    pane_process_not_owned: bool,
+}
+
+fn proc_report(id: process::ProcId, outcome: &str, reason: Option<String>) -> ProcReport {
+    ProcReport {
+        pid: id.pid,
+        start_time: Some(id.start_time),
+        outcome: outcome.into(),
+        reason,
+    }
+}
+
+/// The processes of `w` to stop: the descendants of its pane's supervisor (the pane's first
+/// process, which outlives the pane while residue of the worker lives), each proven below it
+/// through a pidfd. Shared residue (detached and listening) is reported, never signalled; other
+/// detached residue follows the team's residue policy. The supervisor itself is not signalled:
+/// it exits once it has no children left. A pane made before supervisors existed (its first
+/// process is not one) falls back to its own process, proven by the pane's incarnation and its
+/// environment.
+fn worker_processes(
+    team: &Team,
+    w: &Worker,
+    pane_proven: bool,
+    tree: std::result::Result<&crate::proctree::Tree, String>,
+    inspect: &dyn crate::proctree::Inspect,
+) -> Found {
+    let mut f = Found::default();
+    let Some(pane) = &w.pane else {
+        return f;
+    };
+    let inc = w.incarnation.to_string();
+    let root = match process::check_supervisor(pane.pane_pid, pane.process_start, &inc) {
+        process::SupervisorCheck::Alive(n) => n,
+        process::SupervisorCheck::Gone => return f,
+        process::SupervisorCheck::Unverifiable(r) => {
+            f.blocked
+                .push(format!("supervisor {} unverifiable: {r}", pane.pane_pid));
+            return f;
+        }
+        process::SupervisorCheck::Other(why) => {
+            if pane_proven {
+                legacy_pane_process(team, w, pane, &mut f);
+            } else {
+                tracing::debug!(worker = %w.name, %why, "pane gone and its pid is not its supervisor");
+            }
+            return f;
+        }
+    };
+    let tree = match tree {
+        Ok(t) => t,
+        Err(e) => {
+            f.blocked.push(format!("process scan failed: {e}"));
+            return f;
+        }
+    };
+    let below = tree.below(&root, &inc, inspect);
+    for s in below.skipped {
+        f.reports.push(proc_report(s.id, "skipped", Some(s.reason)));
+    }
+    for m in below.members {
+        if m.shared {
+            f.reports.push(proc_report(
+                m.node.id,
+                "shared",
+                Some(format!(
+                    "{:?} left the pane's session and listens on a socket: it may serve clients outside {}; left running",
+                    m.node.comm, w.name
+                )),
+            ));
+            continue;
+        }
+        if m.detached && team.settings.residue == crate::model::ResiduePolicy::Report {
+            f.reports.push(proc_report(
+                m.node.id,
+                "residue_kept",
+                Some(format!(
+                    "{:?} left the pane's session; the team's residue policy is report",
+                    m.node.comm
+                )),
+            ));
+            continue;
+        }
+        match process::prove_below(m.node.id, root.id, &inc) {
+            (ProcVerdict::Owned, Some(p)) => f.proven.push(p),
+            (ProcVerdict::Gone, _) => f.reports.push(proc_report(m.node.id, "gone", None)),
+            (ProcVerdict::NotOwned { reason }, _) => {
+                f.reports
+                    .push(proc_report(m.node.id, "not_owned", Some(reason)));
+            }
+            (v, _) => {
+                let reason = match v {
+                    ProcVerdict::Unverifiable { reason } => reason,
+                    _ => "no proof handle".into(),
+                };
+                f.blocked
+                    .push(format!("process {} unverifiable: {reason}", m.node.id.pid));
+                f.reports
+                    .push(proc_report(m.node.id, "unverifiable", Some(reason)));
+            }
+        }
+    }
+    f
+}
+
+/// A pane whose first process is not a supervisor (made by an older version): its own
+/// process, proven by the pane's incarnation (already checked) and its environment.
+fn legacy_pane_process(team: &Team, w: &Worker, pane: &PaneIncarnation, f: &mut Found) {
+    let owner = team.owner_id.to_string();
+    let (pid, start) = (pane.pane_pid, pane.process_start);
+    match process::prove(pid, start, &owner, Some(w.name.as_str())) {
+        (ProcVerdict::Owned, Some(p)) => f.proven.push(p),
+        (ProcVerdict::Gone, _) => f.reports.push(ProcReport {
+            pid,
+            start_time: start,
+            outcome: "gone".into(),
+            reason: None,
+        }),
+        (ProcVerdict::NotOwned { reason }, _) => {
+            f.pane_process_not_owned = true;
+            f.blocked.push(format!("pane process not owned: {reason}"));
+            f.reports.push(ProcReport {
+                pid,
+                start_time: start,
+                outcome: "not_owned".into(),
+                reason: Some(reason),
+            });
+        }
+        (v, _) => {
+            let reason = match v {
+                ProcVerdict::Unverifiable { reason } => reason,
+                _ => "no proof handle".into(),
+            };
+            f.blocked
+                .push(format!("process {pid} unverifiable: {reason}"));
+            f.reports.push(ProcReport {
+                pid,
+                start_time: start,
+                outcome: "unverifiable".into(),
+                reason: Some(reason),
+            });
+        }
+    }
+}
+
 /// Tears down the `removing` workers among `names` (all of them when `names` is empty). The
 /// caller holds the team's scale lock.
 pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleReport> {
@@ -278,15 +435,22 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
         unadopted = adopt_tagged_panes(t, &mut team, &names, &listing)?;
         validate_team(t.store, &team)?;
     }
-    let owner = team.owner_id.to_string();
-    let scan = process::scan_team_processes();
+    let tree = process_tree();
+    let inspect = crate::proctree::Proc::new();
     let mut plans: Vec<Plan> = Vec::new();
     for n in &names {
         let w = team.worker(n).expect("selected from team").clone();
         let proof = match unadopted.iter().find(|(u, _)| u == n) {
             Some((_, why)) => PaneProof::Mismatch(why.clone()),
-            None => view::prove_worker(&team, &w, &listing)
-                .unwrap_or_else(|| PaneProof::Gone("no pane was ever recorded".into())),
+            None => match (&w.pane, &listing) {
+                // Unknown is not absent: with no pane recorded, only a listing can say that
+                // no tagged pane of this worker exists.
+                (None, Listing::Failed(why)) => {
+                    PaneProof::Unverifiable(format!("the listing failed: {why}"))
+                }
+                _ => view::prove_worker(&team, &w, &listing)
+                    .unwrap_or_else(|| PaneProof::Gone("no pane was ever recorded".into())),
+            },
         };
         let mut report = WorkerReport {
             worker: w.name.clone(),
@@ -304,70 +468,20 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
                 report.blocked.push(format!("pane not touched: {r}"));
             }
             PaneProof::Live(_) | PaneProof::Dead(_) | PaneProof::Gone(_) => {
-                // Candidates: the pane's process, and every process naming this owner and worker.
-                let mut cands: Vec<(u32, Option<u64>)> = Vec::new();
-                if proof.is_ours()
-                    && let Some(p) = &w.pane
-                {
-                    cands.push((p.pane_pid, p.process_start));
-                }
-                match &scan {
-                    Ok(s) => {
-                        for tp in &s.found {
-                            if tp.owner == owner
-                                && tp.worker.as_deref() == Some(w.name.as_str())
-                                && !cands.iter().any(|c| c.0 == tp.id.pid)
-                            {
-                                cands.push((tp.id.pid, Some(tp.id.start_time)));
-                            }
-                        }
-                    }
-                    Err(e) => report.blocked.push(format!("process scan failed: {e}")),
-                }
-                for (i, (pid, start)) in cands.into_iter().enumerate() {
-                    let is_pane_pid = i == 0 && proof.is_ours();
-                    let (v, pr) = process::prove(pid, start, &owner, Some(w.name.as_str()));
-                    match (v, pr) {
-                        (ProcVerdict::Owned, Some(p)) => procs.push(p),
-                        (ProcVerdict::Gone, _) => report.processes.push(ProcReport {
-                            pid,
-                            start_time: start,
-                            outcome: "gone".into(),
-                            reason: None,
-                        }),
-                        (ProcVerdict::NotOwned { reason }, _) => {
-                            if is_pane_pid {
-                                report
-                                    .blocked
-                                    .push(format!("not_owned: pane process {reason}"));
-                            }
-                            report.processes.push(ProcReport {
-                                pid,
-                                start_time: start,
-                                outcome: "not_owned".into(),
-                                reason: Some(reason),
-                            });
-                        }
-                        (v, _) => {
-                            let reason = match v {
-                                ProcVerdict::Unverifiable { reason } => reason,
-                                _ => "no proof handle".into(),
-                            };
-                            report
-                                .blocked
-                                .push(format!("process {pid} unverifiable: {reason}"));
-                            report.processes.push(ProcReport {
-                                pid,
-                                start_time: start,
-                                outcome: "unverifiable".into(),
-                                reason: Some(reason),
-                            });
-                        }
-                    }
-                }
-                if report.blocked.iter().any(|b| b.starts_with("not_owned")) {
+                let found = worker_processes(
+                    &team,
+                    &w,
+                    proof.is_ours(),
+                    tree.as_ref().map_err(|e| e.to_string()),
+                    &inspect,
+                );
+                report.processes.extend(found.reports);
+                report.blocked.extend(found.blocked);
+                if found.pane_process_not_owned {
                     // The pane's process is not the recorded one: touch nothing of this worker.
                     procs.clear();
+                } else {
+                    procs = found.proven;
                 }
             }
         }

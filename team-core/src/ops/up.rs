@@ -700,7 +700,8 @@ fn build(
     failpoint::hit("up.prepared")?;
 
     // Panes.
-    let windows = spawn_panes(team, tmux, source, op, plans, made)?;
+    let start = |p: &Plan| start_command(env, team, op, p);
+    let windows = spawn_panes(team, tmux, source, op, plans, &start, made)?;
     failpoint::hit("up.split")?;
 
     // Record the incarnations (still pending).
@@ -997,12 +998,33 @@ fn share(give: usize, of: usize) -> Option<u8> {
 
 /// Creates the panes of `plans`, recording each in `made` as soon as it is known. Returns the
 /// windows opened.
+/// A worker pane's start command: `TEAM_OP=<op>` (so the op id shows in
+/// `#{pane_start_command}` from the first instant), then the supervisor, which runs the
+/// startup script as its child (see `crate::supervisor`).
+fn start_command(env: &Env, team: &Team, op: Uuid, p: &Plan) -> String {
+    let args = crate::supervisor::SupervisorArgs {
+        team: team.name.clone(),
+        worker: p.name.clone(),
+        owner: team.owner_id,
+        incarnation: p.incarnation,
+        state_root: env.store.root().path().to_path_buf(),
+        workspace: team.workspace.clone(),
+    };
+    let mut words = vec![sh_quote(&env.supervisor.display().to_string())];
+    words.extend(args.to_argv().iter().map(|a| sh_quote(a)));
+    words.push("sh".into());
+    words.push(sh_quote(&p.script.display().to_string()));
+    format!("TEAM_OP={op} exec {}", words.join(" "))
+}
+
+#[allow(clippy::too_many_arguments)]
 fn spawn_panes(
     team: &Team,
     tmux: &Tmux,
     source: &Source,
     op: Uuid,
     plans: &[Plan],
+    start: &dyn Fn(&Plan) -> String,
     made: &mut Vec<(WorkerName, PaneIncarnation)>,
 ) -> Result<Vec<String>> {
     let mut remaining: Vec<usize> = (0..plans.len()).collect();
@@ -1046,10 +1068,7 @@ fn spawn_panes(
             sizes.push(size);
             let p = &plans[i];
             panes.push(NewPane {
-                command: format!(
-                    "TEAM_OP={op} exec sh {}",
-                    sh_quote(&p.script.display().to_string())
-                ),
+                command: start(p),
                 env: Vec::new(),
                 tags: pane_tags(team, p, op)
                     .into_iter()

@@ -24,6 +24,9 @@ pub enum Verdict {
     Unverifiable,
     /// Not tagged as ours (shown only with `-v`).
     Untagged,
+    /// A worker's detached process that listens on a socket: it may serve clients outside the
+    /// worker (a shared daemon). Reported, never killed.
+    Shared,
 }
 
 impl Verdict {
@@ -36,6 +39,7 @@ impl Verdict {
             Verdict::Busy => "busy",
             Verdict::Unverifiable => "unverifiable",
             Verdict::Untagged => "untagged",
+            Verdict::Shared => "shared",
         }
     }
 }
@@ -61,7 +65,7 @@ pub struct Classified {
 }
 
 impl Classified {
-    fn new(verdict: Verdict, reason: impl Into<String>) -> Classified {
+    pub(crate) fn new(verdict: Verdict, reason: impl Into<String>) -> Classified {
         Classified {
             verdict,
             reason: reason.into(),
@@ -69,7 +73,7 @@ impl Classified {
             blocker: None,
         }
     }
-    fn blocked(mut self, why: impl Into<String>) -> Classified {
+    pub(crate) fn blocked(mut self, why: impl Into<String>) -> Classified {
         self.killable = false;
         self.blocker = Some(why.into());
         self
@@ -200,6 +204,14 @@ pub fn classify_process(p: &TeamProc, lookup: Option<&Lookup>) -> Classified {
     };
     match team.workers.iter().find(|w| w.name.as_str() == worker) {
         None => Classified::new(Verdict::Orphan, NOT_MEMBER),
+        Some(w)
+            if p.incarnation
+                .as_deref()
+                .is_some_and(|i| i != w.incarnation.to_string()) =>
+        {
+            // A former spawn of the same name: not this member's.
+            Classified::new(Verdict::Orphan, NOT_MEMBER)
+        }
         Some(w) => match w.lifecycle {
             Lifecycle::Removing => Classified::new(Verdict::Debt, REMOVING),
             Lifecycle::Pending | Lifecycle::Active => {
@@ -273,6 +285,7 @@ mod tests {
                 ready_pattern: None,
                 trigger: None,
                 scaling: true,
+                residue: Default::default(),
             },
             next_worker_index: 10,
             next_task_id: 1,
@@ -451,6 +464,7 @@ mod tests {
             team: Some("t".into()),
             state_dir: None,
             workspace: None,
+            incarnation: None,
         };
         let o = t.owner_id.to_string();
         let l = present(&t);

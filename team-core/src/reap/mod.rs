@@ -22,7 +22,7 @@ use uuid::Uuid;
 use crate::audit::{AuditLog, Entry, Stage};
 use crate::error::Result;
 use crate::ops::kill::KillResult;
-use crate::process::{self, ProcVerdict, Proven, StopOutcome, TeamProc};
+use crate::process::{self, ProcId, ProcVerdict, Proven, StopOutcome, TeamProc};
 use crate::tmux::{Listing, PaneRow, Tmux};
 
 pub use classify::{Classified, Verdict};
@@ -502,10 +502,15 @@ pub fn sessions(servers: &[Server]) -> Vec<SessionReport> {
     out
 }
 
-/// One process carrying `TEAM_OWNER`.
+/// One process of a worker, found below its supervisor (whose pane is no longer listed).
 #[derive(Debug, Clone)]
 pub struct ProcReport {
+    /// The process, with its worker's identity taken from the supervisor's arguments.
     pub proc: TeamProc,
+    /// The supervisor it was found below.
+    pub supervisor: ProcId,
+    /// It left the pane's session (`setsid`).
+    pub detached: bool,
     pub class: Classified,
     pub key: Option<TeamKey>,
     pub generation: Option<u64>,
@@ -523,59 +528,99 @@ impl ProcReport {
     }
 }
 
-/// Scans `/proc` for processes carrying `TEAM_OWNER` and classifies each. The panes' own
-/// processes (`skip_pids`) are reported as panes, not here. `owner_hints` maps an owner id
-/// to the team its panes are tagged with, for processes whose environment names no workspace.
-/// Returns the reports and how many processes could not be read.
+/// Finds the worker processes whose pane is gone: every supervisor of ours that is not a
+/// listed pane's process (`skip_pids`), and below each, by ancestry, the worker's processes
+/// (see `proctree`). Each gets the verdict of its supervisor's worker (from the state the
+/// supervisor's arguments name); a shared one (detached and listening) is `shared`, and
+/// detached residue of a team whose residue policy is `report` is not killable. Environment
+/// variables play no part: they are inherited by whatever a worker starts. Returns the reports
+/// and how many `/proc` entries could not be read.
 pub fn scan_processes(
-    cfg: &Config,
+    _cfg: &Config,
     oracle: &mut Oracle,
     skip_pids: &HashSet<u32>,
-    owner_hints: &HashMap<String, TeamKey>,
+    _owner_hints: &HashMap<String, TeamKey>,
 ) -> Result<(Vec<ProcReport>, usize)> {
-    let scan = process::scan_team_processes()?;
+    let tree = crate::proctree::Tree::snapshot()?;
+    let inspect = crate::proctree::Proc::new();
+    let me = inspect_uid();
     let mut out = Vec::new();
-    for p in scan.found {
-        if skip_pids.contains(&p.id.pid) {
+    for sup in tree.supervisors() {
+        if skip_pids.contains(&sup.id.pid) {
             continue;
         }
-        let key = proc_key(cfg, &p).or_else(|| owner_hints.get(&p.owner).cloned());
-        let lookup = key.as_ref().map(|k| oracle.lookup(k));
-        let generation = match &lookup {
-            Some(Lookup::Present(t)) => Some(t.generation),
-            _ => None,
+        if process::uid(sup.id.pid).ok().flatten() != Some(me) {
+            continue;
+        }
+        let Some(args) = process::supervisor_args(sup.id.pid) else {
+            continue;
         };
-        let class = classify::classify_process(&p, lookup.as_ref());
-        out.push(ProcReport {
-            proc: p,
-            class,
-            key,
-            generation,
-            action: Action::None,
-            note: None,
-            audit_id: None,
-            audit_failed: false,
-        });
-    }
-    Ok((out, scan.unreadable))
-}
-
-fn proc_key(cfg: &Config, p: &TeamProc) -> Option<TeamKey> {
-    let name = crate::paths::TeamName::new(p.team.as_deref()?).ok()?;
-    if let Some(sd) = p.state_dir.as_deref().filter(|d| d.is_absolute()) {
-        let root = crate::paths::StateRoot::resolve(sd, Some(sd)).ok()?;
-        return Some(TeamKey {
+        let Ok(root) = crate::paths::StateRoot::resolve(&args.state_root, Some(&args.state_root))
+        else {
+            continue;
+        };
+        let key = TeamKey {
             root: root.path().to_path_buf(),
-            name,
-            workspace: p.workspace.clone(),
-        });
+            name: args.team.clone(),
+            workspace: Some(args.workspace.clone()),
+        };
+        let lookup = oracle.lookup(&key);
+        let (generation, policy) = match &lookup {
+            Lookup::Present(t) => (Some(t.generation), t.settings.residue),
+            _ => (None, crate::model::ResiduePolicy::default()),
+        };
+        let base = TeamProc {
+            id: sup.id,
+            owner: args.owner.to_string(),
+            worker: Some(args.worker.to_string()),
+            team: Some(args.team.to_string()),
+            state_dir: Some(args.state_root.clone()),
+            workspace: Some(args.workspace.clone()),
+            incarnation: Some(args.incarnation.to_string()),
+        };
+        let class = classify::classify_process(&base, Some(&lookup));
+        let inc = args.incarnation.to_string();
+        for m in tree.below(sup, &inc, &inspect).members {
+            let class = if m.shared {
+                Classified::new(
+                    Verdict::Shared,
+                    format!(
+                        "{:?} left its pane's session and listens on a socket: it may serve clients outside {}",
+                        m.node.comm, args.worker
+                    ),
+                )
+            } else if m.detached && class.killable && policy == crate::model::ResiduePolicy::Report
+            {
+                class.clone().blocked("the team's residue policy is report")
+            } else {
+                class.clone()
+            };
+            out.push(ProcReport {
+                proc: TeamProc {
+                    id: m.node.id,
+                    ..base.clone()
+                },
+                supervisor: sup.id,
+                detached: m.detached,
+                class,
+                key: Some(key.clone()),
+                generation,
+                action: Action::None,
+                note: None,
+                audit_id: None,
+                audit_failed: false,
+            });
+        }
     }
-    let ws = p.workspace.as_deref()?;
-    TeamKey::from_tags(ws.to_str()?, name.as_str(), cfg.state_dir.as_deref()).ok()
+    Ok((out, tree.unreadable))
 }
 
-/// Terminates the orphan processes `select` picks: each proven (pidfd, start time, owner and
-/// worker in its environment), audited (intent before the first signal), then SIGTERM, `grace`,
+fn inspect_uid() -> u32 {
+    rustix::process::getuid().as_raw()
+}
+
+/// Terminates the orphan processes `select` picks: each proven (pidfd, start time, still below
+/// its supervisor, no other incarnation's token), audited (intent before the first signal), then SIGTERM, `grace`,
 /// re-proof, SIGKILL.
 pub fn kill_processes(
     cfg: &Config,
@@ -605,11 +650,10 @@ pub fn kill_processes(
             }
         };
         let p = &r.proc;
-        let (verdict, proven) = process::prove(
-            p.id.pid,
-            Some(p.id.start_time),
-            &p.owner,
-            p.worker.as_deref(),
+        let (verdict, proven) = process::prove_below(
+            p.id,
+            r.supervisor,
+            p.incarnation.as_deref().unwrap_or_default(),
         );
         let Some(proven) = proven else {
             match verdict {
@@ -634,7 +678,9 @@ pub fn kill_processes(
             &key,
             r.generation,
             &r.class,
-            json!({"env_team_owner": p.owner, "env_team_worker": p.worker, "state_root": key.root}),
+            json!({"supervisor_pid": r.supervisor.pid, "supervisor_start": r.supervisor.start_time,
+                "owner": p.owner, "worker": p.worker, "incarnation": p.incarnation,
+                "detached": r.detached, "state_root": key.root}),
         );
         e.argv = vec![
             "SIGTERM".into(),

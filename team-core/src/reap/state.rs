@@ -115,11 +115,52 @@ impl Oracle {
 
     fn read(&mut self, key: &TeamKey) -> Lookup {
         let root = key.state_root();
+        // 1. The scale lock first. `init` holds it from before its first pane exists until the
+        //    team's state is stored, and every membership change holds it too: a team whose
+        //    state is missing *while the lock is held* may be being made right now. (The
+        //    listing this lookup serves was taken before, so a pane made after this check is
+        //    not in it.) With `lock_teams` the lock is kept until the kills are done.
+        let scale = root.scale_lock(&key.name);
+        match absent(&scale) {
+            // No lock file: no command of the tools ever ran for this team here.
+            Ok(true) => {}
+            Ok(false) => {
+                if self.lock_teams {
+                    match lock::acquire(&scale, Duration::ZERO, &Holder::me("reap")) {
+                        Ok(g) => {
+                            self.guards.insert(key.clone(), g);
+                        }
+                        Err(crate::Error::Busy { holder, .. }) => {
+                            return Lookup::Busy(format!("scale lock held by {holder}"));
+                        }
+                        Err(e) => return Lookup::Unverifiable(e.to_string()),
+                    }
+                } else {
+                    match Store::new(root.clone(), key.name.clone(), Duration::ZERO).scale_holder()
+                    {
+                        Ok(Some(h)) => return Lookup::Busy(format!("scale lock held by {h}")),
+                        Ok(None) => {}
+                        Err(e) => return Lookup::Unverifiable(e.to_string()),
+                    }
+                }
+            }
+            Err(e) => return Lookup::Unverifiable(e),
+        }
+        // 2. Only then, proof of absence.
         let team_json = root.team_json(&key.name);
         match absent(&team_json) {
             Ok(true) => match absent(&root.journal(&key.name)) {
                 Ok(true) => {
-                    return Lookup::Gone(format!("{} does not exist", team_json.display()));
+                    let interrupted = matches!(absent(&root.init_record(&key.name)), Ok(false));
+                    return Lookup::Gone(if interrupted {
+                        format!(
+                            "{} does not exist: an init of team {} was interrupted",
+                            team_json.display(),
+                            key.name
+                        )
+                    } else {
+                        format!("{} does not exist", team_json.display())
+                    });
                 }
                 Ok(false) => {
                     return Lookup::Unverifiable(format!(
@@ -131,27 +172,6 @@ impl Oracle {
             },
             Ok(false) => {}
             Err(e) => return Lookup::Unverifiable(e),
-        }
-        let scale = root.scale_lock(&key.name);
-        if self.lock_teams {
-            if let Err(e) = root.ensure() {
-                return Lookup::Unverifiable(e.to_string());
-            }
-            match lock::acquire(&scale, Duration::ZERO, &Holder::me("reap")) {
-                Ok(g) => {
-                    self.guards.insert(key.clone(), g);
-                }
-                Err(crate::Error::Busy { holder, .. }) => {
-                    return Lookup::Busy(format!("scale lock held by {holder}"));
-                }
-                Err(e) => return Lookup::Unverifiable(e.to_string()),
-            }
-        } else {
-            match Store::new(root.clone(), key.name.clone(), Duration::ZERO).scale_holder() {
-                Ok(Some(h)) => return Lookup::Busy(format!("scale lock held by {h}")),
-                Ok(None) => {}
-                Err(e) => return Lookup::Unverifiable(e.to_string()),
-            }
         }
         match Store::new(root, key.name.clone(), self.state_wait).load() {
             Ok(t) => Lookup::Present(Box::new(t)),

@@ -1,7 +1,8 @@
 //! The tmux layer: the only code in the project that runs tmux.
 //!
 //! Every invocation passes `-S <endpoint>` (never the ambient `$TMUX` or the default server),
-//! clears `TMUX` and `TMUX_PANE` from the child's environment, and is bounded in time.
+//! clears `TMUX`, `TMUX_PANE` and every `TEAM_*` variable from the child's environment (a
+//! server started by it passes its environment on to every pane), and is bounded in time.
 
 pub mod quote;
 pub mod snapshot;
@@ -83,6 +84,7 @@ impl Tmux {
         for a in args {
             cmd.arg(a.as_ref());
         }
+        crate::childenv::scrub(&mut cmd);
         cmd.env_remove("TMUX")
             .env_remove("TMUX_PANE")
             .stdin(Stdio::null())
@@ -203,14 +205,29 @@ impl Tmux {
             argv.push(format!("{k}={v}"));
         }
         argv.push(s.pane.command.clone());
+        // Every option is set on an explicit target: `=name:` is this exact session (never a
+        // prefix match) and, as a pane target, its only pane (set-option's `-t` is a pane
+        // target, so a bare `=name` does not resolve). Without `-t`, set-option picks tmux's
+        // "best" session, by activity.
+        let session_target = format!("={}:", s.name);
+        let pane_target = session_target.clone();
         for (k, v) in &s.session_tags {
-            argv.extend([";".into(), "set-option".into(), k.clone(), v.clone()]);
+            argv.extend([
+                ";".into(),
+                "set-option".into(),
+                "-t".into(),
+                session_target.clone(),
+                k.clone(),
+                v.clone(),
+            ]);
         }
         for (k, v) in &s.pane.tags {
             argv.extend([
                 ";".into(),
                 "set-option".into(),
                 "-p".into(),
+                "-t".into(),
+                pane_target.clone(),
                 k.clone(),
                 v.clone(),
             ]);
@@ -223,7 +240,50 @@ impl Tmux {
             });
         }
         let lines: Vec<String> = out.stdout.lines().map(str::to_string).collect();
-        txn::parse_new_pane(&lines)
+        let inc = txn::parse_new_pane(&lines)?;
+        self.verify_new_session(s, &inc)?;
+        Ok(inc)
+    }
+
+    /// Checks with a listing that the new session's pane carries exactly the tags that were
+    /// set, pane-scoped, and the session its own options.
+    fn verify_new_session(
+        &self,
+        s: &NewSession,
+        inc: &crate::model::PaneIncarnation,
+    ) -> Result<()> {
+        let fail = |why: String| Error::TmuxUnavailable {
+            endpoint: self.endpoint.clone(),
+            msg: format!("the new session {} was not tagged as asked: {why}", s.name),
+        };
+        let snap = match self.list() {
+            Listing::Panes(snap) => snap,
+            Listing::NoServer => return Err(fail("the server is gone".into())),
+            Listing::Failed(e) => return Err(fail(e)),
+        };
+        let row = snap
+            .pane(&inc.pane_id)
+            .ok_or_else(|| fail(format!("its pane {} is not listed", inc.pane_id)))?;
+        if row.session_id != inc.session_id || row.pane_pid != inc.pane_pid {
+            return Err(fail(format!("pane {} is another pane now", inc.pane_id)));
+        }
+        for (k, v) in &s.pane.tags {
+            if crate::proof::tag_value(row, k).is_some_and(|got| got != v) {
+                return Err(fail(format!(
+                    "pane tag {k} reads {:?}",
+                    crate::proof::tag_value(row, k)
+                )));
+            }
+        }
+        for (k, v) in &s.session_tags {
+            if k == "@team_session_owner" && &row.tags.session_owner != v {
+                return Err(fail(format!(
+                    "session option {k} reads {:?}",
+                    row.tags.session_owner
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Whether a session with exactly this name exists (`=name`, never a prefix match).

@@ -275,11 +275,13 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
         let p = &r.proc;
         out.record(
             &json!({"type": "process", "pid": p.id.pid, "start_time": p.id.start_time,
+            "supervisor_pid": r.supervisor.pid, "detached": r.detached,
             "owner": p.owner, "worker": p.worker, "team": p.team,
             "verdict": r.class.verdict.as_str(), "reason": r.class.reason,
             "action": if effects { r.action.as_str() } else { "none" }, "note": r.note}),
         )?;
-        if !g.quiet {
+        // A shared daemon is a steady state, not work: cron stays silent about it.
+        if !g.quiet && (r.class.verdict != Verdict::Shared || g.verbose || human_all) {
             out.line(&format!(
                 "{:<12} process {} ({}{}): {} -> {}{}",
                 r.class.verdict.as_str(),

@@ -76,6 +76,7 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
         ready_pattern: a.ready_pattern.clone(),
         trigger: a.trigger.clone(),
         scaling: !a.no_scaling,
+        residue: Default::default(),
     };
     let store = ctx.store(&team);
     ctx.root.ensure()?;
@@ -93,6 +94,23 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
     }
     let owner = Uuid::new_v4();
     let ws = ctx.workspace.to_string_lossy().to_string();
+    // The intent first, before any pane exists: an init that dies midway leaves this record
+    // (and the scale lock, held until the state is stored, keeps the reaper off meanwhile).
+    let init_record = ctx.root.init_record(&team);
+    if let Ok(Some(old)) = fsutil::read_optional(&init_record) {
+        tracing::warn!(record = %String::from_utf8_lossy(&old), "an earlier init of this team was interrupted");
+        eprintln!(
+            "team-scale: warning: an earlier init of team {team} was interrupted; its leader pane (if any) is an orphan that `team-reap` removes"
+        );
+    }
+    fsutil::create_private_dir(&ctx.root.team_dir(&team))?;
+    fsutil::atomic_write(
+        &init_record,
+        json!({"team": team, "owner_id": owner, "pid": std::process::id(),
+               "private": private, "started_at": fsutil::now_rfc3339()})
+        .to_string()
+        .as_bytes(),
+    )?;
     let (endpoint, session, leader, protected) = if private {
         init_private(ctx, &team, owner, &ws, &a, size)?
     } else {
@@ -117,6 +135,7 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
         workers: Vec::new(),
     };
     store.create(&t)?;
+    fsutil::remove_durable(&init_record)?;
     store.append_event(
         &t,
         "initialized",
@@ -196,13 +215,15 @@ fn init_private(
             ],
             horizontal: false,
         },
+        // Never a pane tag's name at session scope: `#{@team_owner}` of a user's pane split
+        // into this session would read the session's value.
         session_tags: vec![
-            ("@team_owner".into(), o.clone()),
             ("@team_session_owner".into(), o.clone()),
-            ("@team_workspace".into(), ws.to_string()),
-            ("@team_name".into(), name.clone()),
+            ("@team_session_workspace".into(), ws.to_string()),
+            ("@team_session_name".into(), name.clone()),
         ],
     })?;
+    team_core::failpoint::hit("init.session")?;
     let mut leader = inc;
     leader.process_start = team_core::process::start_time(leader.pane_pid)
         .ok()

@@ -8,6 +8,7 @@ mod policy;
 mod reconcile;
 mod shutdown;
 mod status;
+mod supervise;
 mod task;
 mod up;
 mod worker_status;
@@ -21,8 +22,12 @@ pub fn run(cli: Cli) -> CliResult<i32> {
     if let Command::Generate(a) = &cli.cmd {
         return Ok(generate::run(&a.what)?);
     }
+    let cmd = match cli.cmd {
+        Command::Supervise(a) => return supervise::run(a),
+        other => other,
+    };
     let ctx = Ctx::from_env(&cli.global)?;
-    match cli.cmd {
+    match cmd {
         Command::Init(a) => init::run(&ctx, a),
         Command::Status(a) => status::run(&ctx, a),
         Command::List => list::run(&ctx),
@@ -34,5 +39,6 @@ pub fn run(cli: Cli) -> CliResult<i32> {
         Command::Up(a) => up::run(&ctx, a),
         Command::Policy(a) => policy::run(&ctx, a),
         Command::Generate(a) => Ok(generate::run(&a.what)?),
+        Command::Supervise(_) => unreachable!("handled above"),
     }
 }

@@ -113,6 +113,7 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
         "session_state": session_state,
         "leader_pane_id": team.leader.pane.pane_id,
         "leader_liveness": leader.liveness(),
+        "residue_policy": team.settings.residue,
         "workers": active,
         "pending": pending.len(),
         "pending_ops": ops,
@@ -122,9 +123,10 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
         "lock_holder": holder.as_ref().map(|h| json!({"pid": h.pid, "op": h.op, "since": h.since})),
     }))?;
     out.line(&format!(
-        "{active} active, {} pending, {removing} removing (cleanup debt), max {}{}",
+        "{active} active, {} pending, {removing} removing (cleanup debt), max {}, detached residue: {}{}",
         pending.len(),
         team.settings.max_workers,
+        team.settings.residue.word(),
         holder.map_or(String::new(), |h| format!("; scale lock held by {h}"))
     ))?;
     out.flush()?;

@@ -49,6 +49,8 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
         tmux_config: ctx.tmux_config.clone(),
         caller: "team-scale up".into(),
         progress: &crate::out::progress,
+        supervisor: std::env::current_exe()
+            .map_err(|e| Error::io("find", "the team-scale binary", e))?,
     };
     let req = UpRequest {
         count: a.n,

@@ -1,0 +1,496 @@
+//! Processes by ancestry: which processes are a worker's, proven by where they sit in the
+//! process tree, not by the environment they carry.
+//!
+//! A worker's processes are the descendants of its pane's supervisor (a child subreaper of
+//! ours, see [`crate::supervisor`]). [`Tree::snapshot`] reads `/proc/<pid>/stat` of every
+//! process once (pid, comm, state, ppid, session, start time); [`Tree::below`] walks a
+//! supervisor's descendants with the rules that keep foreign processes out:
+//!
+//! - a tmux server (or client) is never a worker's process, and nothing below it is: another
+//!   team's leader and workers, the user's panes, all live below some tmux server;
+//! - another supervisor is another worker's pane: its subtree is not ours either;
+//! - a process of another uid, or whose `TEAM_INCARNATION` names another incarnation, is left
+//!   out with its subtree (the variable only ever confirms; its absence proves nothing, so a
+//!   `setsid env -i` child is still the worker's);
+//! - a *detached* process (in another session than the supervisor's) that holds a listening
+//!   socket may serve clients outside the worker (a shared daemon, like Codex's app-server):
+//!   it is marked `shared`, to be reported, never signalled.
+//!
+//! The walk is a snapshot; [`crate::process::prove_below`] re-proves each candidate through a
+//! pidfd before any signal.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::process::ProcId;
+
+/// One process as `/proc/<pid>/stat` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    pub id: ProcId,
+    pub ppid: u32,
+    /// Session id (field 6).
+    pub sid: u32,
+    /// State letter (field 3).
+    pub state: u8,
+    /// `comm` (field 2, without the parentheses), lossily decoded.
+    pub comm: String,
+}
+
+impl Node {
+    /// A tmux server or client: its comm starts with `tmux` (a server calls itself
+    /// `tmux: server`).
+    pub fn is_tmux(&self) -> bool {
+        is_tmux_comm(&self.comm)
+    }
+
+    /// A worker supervisor of ours.
+    pub fn is_supervisor(&self) -> bool {
+        self.comm == crate::supervisor::COMM
+    }
+
+    fn is_zombie(&self) -> bool {
+        matches!(self.state, b'Z' | b'X' | b'x')
+    }
+}
+
+/// Whether a comm names tmux.
+pub fn is_tmux_comm(comm: &str) -> bool {
+    comm.starts_with("tmux")
+}
+
+/// Parses a whole `/proc/<pid>/stat` line. The comm may hold spaces, parentheses and
+/// newlines, so it is everything between the first `(` and the *last* `)`.
+pub fn parse_stat(stat: &[u8]) -> Option<Node> {
+    let open = stat.iter().position(|&b| b == b'(')?;
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    if close < open {
+        return None;
+    }
+    let pid: u32 = std::str::from_utf8(&stat[..open])
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let comm = String::from_utf8_lossy(&stat[open + 1..close]).into_owned();
+    let mut f = stat[close + 1..]
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|f| !f.is_empty());
+    let num = |f: &[u8]| -> Option<u64> { std::str::from_utf8(f).ok()?.parse().ok() };
+    let state = f.next()?;
+    if state.len() != 1 {
+        return None;
+    }
+    let ppid = num(f.next()?)?; // 4
+    let _pgrp = f.next()?; // 5
+    let sid = num(f.next()?)?; // 6
+    let start = num(f.nth(15)?)?; // 22
+    Some(Node {
+        id: ProcId {
+            pid,
+            start_time: start,
+        },
+        ppid: u32::try_from(ppid).ok()?,
+        sid: u32::try_from(sid).ok()?,
+        state: state[0],
+        comm,
+    })
+}
+
+/// One snapshot of the process tree.
+#[derive(Debug, Default)]
+pub struct Tree {
+    nodes: HashMap<u32, Node>,
+    children: HashMap<u32, Vec<u32>>,
+    /// `/proc` entries that could not be read (gone between listing and reading, mostly).
+    pub unreadable: usize,
+}
+
+/// Why a descendant was left out of a worker's processes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub id: ProcId,
+    pub comm: String,
+    pub reason: String,
+}
+
+/// A descendant of a supervisor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub node: Node,
+    /// In another session than the supervisor's (it called `setsid`): it outlives the pane.
+    pub detached: bool,
+    /// Detached and holding a listening socket: it may serve clients outside the worker.
+    pub shared: bool,
+}
+
+/// What [`Tree::below`] found.
+#[derive(Debug, Clone, Default)]
+pub struct Below {
+    pub members: Vec<Member>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// How deep a walk goes (a fork bomb is not a reason to recurse forever).
+const MAX_DEPTH: usize = 64;
+
+impl Tree {
+    /// Reads every `/proc/<pid>/stat`.
+    pub fn snapshot() -> Result<Tree> {
+        if !cfg!(target_os = "linux") {
+            return Err(Error::Internal(
+                "process trees need Linux /proc".to_string(),
+            ));
+        }
+        let proc_dir = PathBuf::from("/proc");
+        let entries = std::fs::read_dir(&proc_dir).map_err(|e| Error::io("list", &proc_dir, e))?;
+        let mut t = Tree::default();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            match std::fs::read(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|b| parse_stat(&b))
+            {
+                Some(n) if n.id.pid == pid => t.insert(n),
+                _ => t.unreadable += 1,
+            }
+        }
+        Ok(t)
+    }
+
+    /// A tree made of the given nodes (tests).
+    pub fn from_nodes(nodes: impl IntoIterator<Item = Node>) -> Tree {
+        let mut t = Tree::default();
+        for n in nodes {
+            t.insert(n);
+        }
+        t
+    }
+
+    fn insert(&mut self, n: Node) {
+        self.children.entry(n.ppid).or_default().push(n.id.pid);
+        self.nodes.insert(n.id.pid, n);
+    }
+
+    /// The process `pid`, if it was seen.
+    pub fn node(&self, pid: u32) -> Option<&Node> {
+        self.nodes.get(&pid)
+    }
+
+    /// Every supervisor of ours in the snapshot.
+    pub fn supervisors(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.values().filter(|n| n.is_supervisor())
+    }
+
+    /// The descendants of `root` that belong to the worker it supervises (see the module
+    /// docs), breadth first. `incarnation` is the worker's; `inspect` reads what the walk needs
+    /// beyond `stat` (uid, `TEAM_INCARNATION`, listening sockets), so tests can stand in for
+    /// `/proc`.
+    pub fn below(&self, root: &Node, incarnation: &str, inspect: &dyn Inspect) -> Below {
+        let mut out = Below::default();
+        let mut frontier = vec![root.id.pid];
+        let mut seen: HashSet<u32> = HashSet::from([root.id.pid]);
+        for _ in 0..MAX_DEPTH {
+            let mut next = Vec::new();
+            for pid in frontier {
+                for &c in self.children.get(&pid).map(Vec::as_slice).unwrap_or(&[]) {
+                    if !seen.insert(c) {
+                        continue;
+                    }
+                    let Some(n) = self.nodes.get(&c) else {
+                        continue;
+                    };
+                    if n.is_zombie() {
+                        continue;
+                    }
+                    let skip = |reason: String| Skipped {
+                        id: n.id,
+                        comm: n.comm.clone(),
+                        reason,
+                    };
+                    if n.is_tmux() {
+                        out.skipped.push(skip(
+                            "a tmux server or client: never signalled, nor anything below it"
+                                .into(),
+                        ));
+                        continue;
+                    }
+                    if n.is_supervisor() {
+                        out.skipped
+                            .push(skip("another worker's supervisor (another pane)".into()));
+                        continue;
+                    }
+                    match inspect.uid(n.id.pid) {
+                        Some(u) if u == inspect.our_uid() => {}
+                        Some(u) => {
+                            out.skipped.push(skip(format!("runs as uid {u}")));
+                            continue;
+                        }
+                        None => {
+                            out.skipped.push(skip("its owner could not be read".into()));
+                            continue;
+                        }
+                    }
+                    match inspect.incarnation(n.id.pid) {
+                        EnvToken::Absent | EnvToken::Unreadable => {}
+                        EnvToken::Is(v) if v == incarnation => {}
+                        EnvToken::Is(v) => {
+                            out.skipped.push(skip(format!(
+                                "its TEAM_INCARNATION is {v:?}: another worker's process"
+                            )));
+                            continue;
+                        }
+                    }
+                    let detached = n.sid != root.sid;
+                    let shared = detached && inspect.listens(n.id.pid);
+                    out.members.push(Member {
+                        node: n.clone(),
+                        detached,
+                        shared,
+                    });
+                    next.push(c);
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+        out
+    }
+}
+
+/// What `TEAM_INCARNATION` a process carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvToken {
+    Absent,
+    /// Unreadable (a zombie, mid-exec): says nothing either way.
+    Unreadable,
+    /// Its value (every occurrence must agree, else the first differing one).
+    Is(String),
+}
+
+/// The `/proc` reads a walk needs beyond `stat`.
+pub trait Inspect {
+    fn our_uid(&self) -> u32;
+    fn uid(&self, pid: u32) -> Option<u32>;
+    fn incarnation(&self, pid: u32) -> EnvToken;
+    /// Whether the process holds a listening socket (unix, TCP or UDP-bound TCP6).
+    fn listens(&self, pid: u32) -> bool;
+}
+
+/// The real `/proc`.
+#[derive(Debug)]
+pub struct Proc {
+    listening: HashSet<u64>,
+    uid: u32,
+}
+
+impl Proc {
+    /// Reads the system's listening sockets once (`/proc/net/{unix,tcp,tcp6}`).
+    pub fn new() -> Proc {
+        let mut listening = HashSet::new();
+        if let Ok(b) = std::fs::read("/proc/net/unix") {
+            listening.extend(listening_unix(&String::from_utf8_lossy(&b)));
+        }
+        for f in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            if let Ok(b) = std::fs::read(f) {
+                listening.extend(listening_tcp(&String::from_utf8_lossy(&b)));
+            }
+        }
+        Proc {
+            listening,
+            uid: rustix::process::getuid().as_raw(),
+        }
+    }
+}
+
+impl Default for Proc {
+    fn default() -> Self {
+        Proc::new()
+    }
+}
+
+impl Inspect for Proc {
+    fn our_uid(&self) -> u32 {
+        self.uid
+    }
+
+    fn uid(&self, pid: u32) -> Option<u32> {
+        crate::process::uid(pid).ok().flatten()
+    }
+
+    fn incarnation(&self, pid: u32) -> EnvToken {
+        crate::process::env_token(pid, crate::process::ENV_INCARNATION)
+    }
+
+    fn listens(&self, pid: u32) -> bool {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            // Unreadable: it may well listen. Shared is the safe answer for a detached process.
+            return true;
+        };
+        fds.flatten().any(|e| {
+            std::fs::read_link(e.path()).is_ok_and(|t| {
+                t.to_str()
+                    .and_then(|s| s.strip_prefix("socket:["))
+                    .and_then(|s| s.strip_suffix(']'))
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .is_some_and(|ino| self.listening.contains(&ino))
+            })
+        })
+    }
+}
+
+/// The inodes of listening unix sockets in the text of `/proc/net/unix` (flag `__SO_ACCEPTCON`
+/// = 0x10000, state 01).
+pub fn listening_unix(text: &str) -> Vec<u64> {
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let flags = u64::from_str_radix(f.get(3)?, 16).ok()?;
+            let listening = flags & 0x10000 != 0;
+            listening.then(|| f.get(6)?.parse().ok())?
+        })
+        .collect()
+}
+
+/// The inodes of listening TCP sockets in the text of `/proc/net/tcp{,6}` (state `0A`).
+pub fn listening_tcp(text: &str) -> Vec<u64> {
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (*f.get(3)? == "0A").then(|| f.get(9)?.parse().ok())?
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(pid: u32, ppid: u32, sid: u32, comm: &str) -> Node {
+        Node {
+            id: ProcId {
+                pid,
+                start_time: u64::from(pid) * 10,
+            },
+            ppid,
+            sid,
+            state: b'S',
+            comm: comm.into(),
+        }
+    }
+
+    struct Fake {
+        env: HashMap<u32, &'static str>,
+        listen: HashSet<u32>,
+        foreign: HashSet<u32>,
+    }
+
+    impl Inspect for Fake {
+        fn our_uid(&self) -> u32 {
+            1000
+        }
+        fn uid(&self, pid: u32) -> Option<u32> {
+            Some(if self.foreign.contains(&pid) { 0 } else { 1000 })
+        }
+        fn incarnation(&self, pid: u32) -> EnvToken {
+            self.env
+                .get(&pid)
+                .map_or(EnvToken::Absent, |v| EnvToken::Is((*v).into()))
+        }
+        fn listens(&self, pid: u32) -> bool {
+            self.listen.contains(&pid)
+        }
+    }
+
+    #[test]
+    fn parses_stat_with_a_hostile_comm() {
+        let line =
+            b"4242 (tmux: server) S 1 4242 4242 0 -1 4194624 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0";
+        let n = parse_stat(line).unwrap();
+        assert_eq!(
+            (n.id.pid, n.ppid, n.sid, n.id.start_time),
+            (4242, 1, 4242, 777)
+        );
+        assert!(n.is_tmux());
+        let line = b"7 (a) b (c) R 3 7 9 0 -1 4194624 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0";
+        let n = parse_stat(line).unwrap();
+        assert_eq!(
+            (n.comm.as_str(), n.ppid, n.sid, n.id.start_time),
+            ("a) b (c", 3, 9, 99)
+        );
+        assert!(parse_stat(b"garbage").is_none());
+        assert!(parse_stat(b"1 (x) S 1").is_none());
+    }
+
+    #[test]
+    fn walk_keeps_out_tmux_servers_supervisors_and_other_incarnations() {
+        // 10 supervisor (sid 10) -> 11 agent -> 12 setsid env -i child (sid 12)
+        //                        -> 13 tmux server (nested team) -> 14 B's leader shell
+        //                        -> 15 another supervisor -> 16
+        //                        -> 17 with another TEAM_INCARNATION -> 18
+        //                        -> 19 detached listener (shared daemon)
+        //                        -> 20 root-owned
+        let t = Tree::from_nodes([
+            node(10, 1, 10, crate::supervisor::COMM),
+            node(11, 10, 10, "codex"),
+            node(12, 11, 12, "sleep"),
+            node(13, 10, 13, "tmux: server"),
+            node(14, 13, 14, "bash"),
+            node(15, 10, 15, crate::supervisor::COMM),
+            node(16, 15, 15, "sh"),
+            node(17, 11, 10, "bash"),
+            node(18, 17, 10, "sleep"),
+            node(19, 10, 19, "daemon"),
+            node(20, 11, 10, "sudo"),
+            node(99, 1, 99, "unrelated"),
+        ]);
+        let fake = Fake {
+            env: HashMap::from([(11, "inc-a"), (17, "inc-b"), (19, "inc-a")]),
+            listen: HashSet::from([19, 11]),
+            foreign: HashSet::from([20]),
+        };
+        let b = t.below(t.node(10).unwrap(), "inc-a", &fake);
+        let mut pids: Vec<u32> = b.members.iter().map(|m| m.node.id.pid).collect();
+        pids.sort();
+        assert_eq!(pids, vec![11, 12, 19]);
+        let m = |p: u32| b.members.iter().find(|m| m.node.id.pid == p).unwrap();
+        assert!(
+            !m(11).detached && !m(11).shared,
+            "attached listeners are the agent's own"
+        );
+        assert!(m(12).detached && !m(12).shared);
+        assert!(m(19).detached && m(19).shared);
+        let mut skipped: Vec<u32> = b.skipped.iter().map(|s| s.id.pid).collect();
+        skipped.sort();
+        assert_eq!(skipped, vec![13, 15, 17, 20]);
+    }
+
+    #[test]
+    fn listening_sockets_parse() {
+        let unix = "Num       RefCount Protocol Flags    Type St Inode Path\n\
+                    0000: 00000002 00000000 00010000 0001 01 4711 /tmp/codex-daemon-0/s\n\
+                    0000: 00000003 00000000 00000000 0001 03 4712 /tmp/codex-daemon-0/s\n";
+        assert_eq!(listening_unix(unix), vec![4711]);
+        let tcp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+                   0: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1660 1\n\
+                   1: 0100007F:07E8 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 1661 1\n";
+        assert_eq!(listening_tcp(tcp), vec![1660]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn stat_parser_never_panics(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            let _ = parse_stat(&b);
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! The worker supervisor's contract: how a worker pane's first process is started, how it is
+//! recognised later, and the exit record it leaves.
+//!
+//! Every worker pane runs `team-scale supervise ... -- sh <runtime script>` as its first
+//! process. The supervisor makes itself a *child subreaper* (`PR_SET_CHILD_SUBREAPER`), so every
+//! descendant of the worker, `setsid` and double-forked ones included, stays below it until it
+//! exits; it names itself [`COMM`], removes every inherited `TEAM_*` variable from its child's
+//! environment (the runtime script then sets the worker's own), and writes [`MainExit`] to the
+//! worker's `exit.json` when the worker's main process exits. This module holds what the
+//! library needs of that contract (the argv it is started with and how to read it back from
+//! `/proc/<pid>/cmdline`, and the exit record); the loop itself lives in the `team-scale`
+//! binary, since the library starts no processes of its own.
+//!
+//! Ancestry, not environment, is what makes a process a worker's (see `process::tree`):
+//! environment variables are inherited by everything a worker starts, other teams' tmux servers
+//! and shared daemons included, so they only *confirm* (`TEAM_INCARNATION`).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+use crate::paths::{StateRoot, TeamName, WorkerName};
+
+/// The process name (`/proc/<pid>/comm`, at most 15 bytes) a supervisor gives itself.
+pub const COMM: &str = "team-supervise";
+
+/// The subcommand word that starts a supervisor.
+pub const SUBCOMMAND: &str = "supervise";
+
+/// Who a supervisor works for: everything needed to find the worker's state again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SupervisorArgs {
+    pub team: TeamName,
+    pub worker: WorkerName,
+    pub owner: Uuid,
+    pub incarnation: Uuid,
+    /// The team's state root (absolute).
+    pub state_root: PathBuf,
+    /// The team's workspace (absolute).
+    pub workspace: PathBuf,
+}
+
+impl SupervisorArgs {
+    /// The arguments after the binary: `supervise --team T --worker W --owner O --incarnation I
+    /// --root R --ws WS --`. The command to run follows the `--`.
+    pub fn to_argv(&self) -> Vec<String> {
+        vec![
+            SUBCOMMAND.into(),
+            "--team".into(),
+            self.team.to_string(),
+            "--worker".into(),
+            self.worker.to_string(),
+            "--owner".into(),
+            self.owner.to_string(),
+            "--incarnation".into(),
+            self.incarnation.to_string(),
+            "--root".into(),
+            self.state_root.display().to_string(),
+            "--ws".into(),
+            self.workspace.display().to_string(),
+            "--".into(),
+        ]
+    }
+
+    /// Reads the arguments back from a NUL-separated `/proc/<pid>/cmdline`. `None` unless the
+    /// argv is exactly the shape [`SupervisorArgs::to_argv`] writes (after the binary), with
+    /// valid names, UUIDs and absolute paths.
+    pub fn from_cmdline(cmdline: &[u8]) -> Option<SupervisorArgs> {
+        let words: Vec<&[u8]> = cmdline
+            .strip_suffix(&[0])
+            .unwrap_or(cmdline)
+            .split(|&b| b == 0)
+            .collect();
+        let s = |i: usize| -> Option<&str> { std::str::from_utf8(words.get(i)?).ok() };
+        if s(1)? != SUBCOMMAND || s(14)? != "--" {
+            return None;
+        }
+        let flag = |i: usize, name: &str| -> Option<&str> { (s(i)? == name).then(|| s(i + 1))? };
+        let abs = |v: &str| -> Option<PathBuf> {
+            let p = PathBuf::from(v);
+            p.is_absolute().then_some(p)
+        };
+        Some(SupervisorArgs {
+            team: TeamName::new(flag(2, "--team")?).ok()?,
+            worker: WorkerName::new(flag(4, "--worker")?).ok()?,
+            owner: Uuid::parse_str(flag(6, "--owner")?).ok()?,
+            incarnation: Uuid::parse_str(flag(8, "--incarnation")?).ok()?,
+            state_root: abs(flag(10, "--root")?)?,
+            workspace: abs(flag(12, "--ws")?)?,
+        })
+    }
+
+    /// Where this supervisor writes its [`MainExit`].
+    pub fn exit_file(&self) -> PathBuf {
+        exit_file_in(&self.state_root, &self.team, &self.worker)
+    }
+}
+
+/// `<root>/teams/<team>/workers/<worker>/exit.json`.
+fn exit_file_in(root: &Path, team: &TeamName, worker: &WorkerName) -> PathBuf {
+    root.join("teams")
+        .join(team.as_str())
+        .join("workers")
+        .join(worker.as_str())
+        .join("exit.json")
+}
+
+/// How the worker's main process (the supervisor's direct child) ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MainExit {
+    /// The worker incarnation it belonged to (a later spawn of the same name has another).
+    pub incarnation: Uuid,
+    /// Its exit code, when it exited.
+    pub code: Option<i32>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
+    pub at: String,
+}
+
+impl MainExit {
+    /// A short human description: `exit status 1`, `killed by signal 9`.
+    pub fn describe(&self) -> String {
+        match (self.code, self.signal) {
+            (Some(c), _) => format!("exit status {c}"),
+            (None, Some(s)) => format!("killed by signal {s}"),
+            (None, None) => "ended (status unknown)".into(),
+        }
+    }
+}
+
+/// The largest exit record read (it is a few hundred bytes).
+const MAX_EXIT_BYTES: u64 = 4096;
+
+/// Writes the exit record (atomically) for the worker a supervisor runs.
+pub fn write_exit(args: &SupervisorArgs, exit: &MainExit) -> Result<()> {
+    let path = args.exit_file();
+    let bytes = serde_json::to_vec(exit).map_err(|e| Error::Internal(e.to_string()))?;
+    crate::fsutil::atomic_write(&path, &bytes)
+}
+
+/// The exit record of `worker`'s incarnation `incarnation`, when its main process has exited.
+/// A record of another incarnation, or one that does not parse, is `None` (it says nothing
+/// about this one).
+pub fn read_exit(
+    root: &StateRoot,
+    team: &TeamName,
+    worker: &WorkerName,
+    incarnation: Uuid,
+) -> Result<Option<MainExit>> {
+    let path = exit_file_in(root.path(), team, worker);
+    let Some(bytes) = crate::fsutil::read_optional(&path)? else {
+        return Ok(None);
+    };
+    if bytes.len() as u64 > MAX_EXIT_BYTES {
+        return Ok(None);
+    }
+    Ok(serde_json::from_slice::<MainExit>(&bytes)
+        .ok()
+        .filter(|e| e.incarnation == incarnation))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> SupervisorArgs {
+        SupervisorArgs {
+            team: TeamName::new("demo").unwrap(),
+            worker: WorkerName::new("worker-2").unwrap(),
+            owner: Uuid::new_v4(),
+            incarnation: Uuid::new_v4(),
+            state_root: PathBuf::from("/ws/.team"),
+            workspace: PathBuf::from("/ws"),
+        }
+    }
+
+    fn cmdline(words: &[String]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for w in words {
+            b.extend_from_slice(w.as_bytes());
+            b.push(0);
+        }
+        b
+    }
+
+    #[test]
+    fn argv_round_trips_through_cmdline() {
+        let a = args();
+        let mut words = vec!["/usr/bin/team-scale".to_string()];
+        words.extend(a.to_argv());
+        words.extend([
+            "sh".into(),
+            "/ws/.team/teams/demo/runtime/worker-2.sh".into(),
+        ]);
+        assert_eq!(SupervisorArgs::from_cmdline(&cmdline(&words)), Some(a));
+    }
+
+    #[test]
+    fn other_shapes_are_not_supervisors() {
+        let a = args();
+        let mut words = vec!["/usr/bin/team-scale".to_string()];
+        words.extend(a.to_argv());
+        // A relative root, a bad name, a missing separator, another subcommand.
+        for (i, bad) in [(11, "rel/.team"), (3, "Bad Name"), (14, "x"), (1, "status")] {
+            let mut w = words.clone();
+            w[i] = bad.into();
+            assert_eq!(SupervisorArgs::from_cmdline(&cmdline(&w)), None, "{bad}");
+        }
+        assert_eq!(SupervisorArgs::from_cmdline(b""), None);
+        assert_eq!(SupervisorArgs::from_cmdline(b"\0\0\0"), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn cmdline_parser_never_panics(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            let _ = SupervisorArgs::from_cmdline(&b);
+        }
+    }
+}

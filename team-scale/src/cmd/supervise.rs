@@ -1,0 +1,144 @@
+//! `team-scale supervise` (hidden): the first process of every worker pane.
+//!
+//! It makes itself a child subreaper, so everything the worker starts (`setsid` and
+//! double-forked daemons included) stays below it and can be proven the worker's by ancestry;
+//! names itself `team-supervise`; runs the worker's startup script as its child with every
+//! inherited `TEAM_*` variable removed (the script sets the worker's own); forwards SIGHUP,
+//! SIGINT and SIGTERM to that child; and when the child exits, writes the worker's
+//! `exit.json` and a line on the pane. It exits once it has no children left, with the child's
+//! status (128 + signal when a signal ended it), so a residue of the worker keeps its anchor
+//! for as long as it lives.
+
+use std::ffi::CString;
+use std::io::Write;
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+
+use team_core::Error;
+use team_core::paths::{TeamName, WorkerName};
+use team_core::supervisor::{MainExit, SupervisorArgs};
+
+use crate::cli::SuperviseArgs;
+use crate::error::CliResult;
+
+pub fn run(a: SuperviseArgs) -> CliResult<i32> {
+    let abs = |p: PathBuf, what: &str| -> CliResult<PathBuf> {
+        if p.is_absolute() {
+            Ok(p)
+        } else {
+            Err(Error::Usage(format!("--{what} must be an absolute path")).into())
+        }
+    };
+    let args = SupervisorArgs {
+        team: TeamName::new(&a.team)?,
+        worker: WorkerName::new(&a.worker)?,
+        owner: parse_uuid(&a.owner, "owner")?,
+        incarnation: parse_uuid(&a.incarnation, "incarnation")?,
+        state_root: abs(a.root, "root")?,
+        workspace: abs(a.ws, "ws")?,
+    };
+    let (prog, rest) = a
+        .command
+        .split_first()
+        .ok_or_else(|| Error::Usage("no command after --".into()))?;
+
+    let me = rustix::process::getpid();
+    if let Err(e) = rustix::process::set_child_subreaper(Some(me)) {
+        // Without it, double-forked descendants escape to init and are never proven ours:
+        // safe (they are left alone), but say so on the pane.
+        note(&format!(
+            "cannot become a child subreaper ({e}); detached processes of this worker will not be found"
+        ));
+    }
+    if let Ok(name) = CString::new(team_core::supervisor::COMM) {
+        let _ = rustix::thread::set_name(&name);
+    }
+
+    let mut cmd = std::process::Command::new(prog);
+    cmd.args(rest);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("TEAM_") {
+            cmd.env_remove(&k);
+        }
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| Error::Usage(format!("cannot start {}: {e}", prog.to_string_lossy())))?;
+    let child_pid = rustix::process::Pid::from_raw(child.id() as i32)
+        .ok_or_else(|| Error::Internal("child pid 0".into()))?;
+    // Our unreaped child: the pid is its until we wait for it.
+    let child_fd =
+        rustix::process::pidfd_open(child_pid, rustix::process::PidfdFlags::empty()).ok();
+    drop(child); // never waited through std: the loop below reaps every child
+
+    if let Some(fd) = child_fd {
+        forward_signals(fd);
+    }
+
+    let mut status: Option<i32> = None;
+    loop {
+        match rustix::process::wait(rustix::process::WaitOptions::empty()) {
+            Ok(Some((pid, st))) => {
+                if pid == child_pid && status.is_none() {
+                    let exit = MainExit {
+                        incarnation: args.incarnation,
+                        code: st.exit_status(),
+                        signal: st.terminating_signal(),
+                        at: team_core::fsutil::now_rfc3339(),
+                    };
+                    note(&format!(
+                        "{}'s command ended ({})",
+                        args.worker,
+                        exit.describe()
+                    ));
+                    if let Err(e) = team_core::supervisor::write_exit(&args, &exit) {
+                        note(&format!("cannot record the exit: {e}"));
+                    }
+                    status = Some(match (exit.code, exit.signal) {
+                        (Some(c), _) => c,
+                        (None, Some(s)) => 128 + s,
+                        _ => 1,
+                    });
+                }
+            }
+            Ok(None) => {}
+            Err(rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::CHILD) => break,
+            Err(e) => {
+                note(&format!("wait failed: {e}"));
+                break;
+            }
+        }
+    }
+    Ok(status.unwrap_or(1))
+}
+
+fn parse_uuid(s: &str, what: &str) -> CliResult<uuid::Uuid> {
+    uuid::Uuid::parse_str(s)
+        .map_err(|_| Error::Usage(format!("--{what}: not a UUID: {s:?}")).into())
+}
+
+/// A line on the pane (its terminal may be gone: errors are ignored).
+fn note(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "\r\nteam-scale: {msg}\r");
+}
+
+/// Forwards SIGHUP, SIGINT and SIGTERM to the worker's main process through its pidfd. The
+/// handlers also keep the supervisor alive when its pane goes, so the worker's residue stays
+/// below it (handlers, unlike an ignored signal, are reset for the child on exec).
+fn forward_signals(fd: std::os::fd::OwnedFd) {
+    use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGHUP, SIGINT, SIGTERM]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        for sig in signals.forever() {
+            let s = match sig {
+                SIGHUP => rustix::process::Signal::HUP,
+                SIGINT => rustix::process::Signal::INT,
+                _ => rustix::process::Signal::TERM,
+            };
+            let _ = rustix::process::pidfd_send_signal(fd.as_fd(), s);
+        }
+    });
+}

@@ -1,0 +1,517 @@
+//! Processes are a worker's by ancestry, not by environment; tags are pane-scoped; the reaper
+//! never races `init`. Each test is an attack that the old code (environment-based process
+//! proofs, session-scoped `@team_owner`, "gone" decided before the scale lock) lost.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tests::*;
+
+fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// Alive and not a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            let after = &s[s.rfind(')').map_or(0, |i| i + 1)..];
+            !after.trim_start().starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+fn read_pid(path: &Path) -> u32 {
+    let mut pid = 0;
+    wait_for(
+        &format!("pid file {}", path.display()),
+        Duration::from_secs(10),
+        || {
+            pid = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0);
+            pid != 0
+        },
+    );
+    pid
+}
+
+/// Ends our own test processes by pid when the test ends, however it ends.
+struct KillOnDrop(Vec<u32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            if alive(*p) {
+                let _ = std::process::Command::new("kill")
+                    .args(["-KILL", &p.to_string()])
+                    .status();
+            }
+        }
+    }
+}
+
+/// `init <team> --private` with `cmd` as every worker's command, then `up <team> <n>`.
+fn team_with_workers(sb: &Sandbox, team: &str, cmd: &str, n: u32) {
+    let o = sb.run(
+        "team-scale",
+        &["init", team, "--private", "--worker-cmd", cmd],
+    );
+    assert_code(&o, 0);
+    let o = sb.run("team-scale", &["up", team, &n.to_string()]);
+    assert_code(&o, 0);
+}
+
+fn pane_pids(sock: &Path) -> Vec<u32> {
+    let o = tmux_at(sock, &["list-panes", "-a", "-F", "#{pane_pid}"]);
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+fn server_pid(sock: &Path) -> Option<u32> {
+    let o = tmux_at(sock, &["display-message", "-p", "#{pid}"]);
+    String::from_utf8_lossy(&o.stdout).trim().parse().ok()
+}
+
+fn worker_pane_pid(sb: &Sandbox, team: &str, worker: &str) -> u32 {
+    let o = sb.run("team-scale", &["status", team, "--json"]);
+    assert_code(&o, 0);
+    json_lines(&o.stdout)
+        .into_iter()
+        .find(|r| r["type"] == "worker" && r["name"] == worker)
+        .and_then(|r| r["pane_pid"].as_u64())
+        .unwrap_or_else(|| panic!("no pane pid for {worker}")) as u32
+}
+
+/// The attack of the review: a worker of team A starts team B (`init b --private`) with A's
+/// `TEAM_*` variables in its environment; B's tmux server then runs below A's worker. Removing
+/// that worker, and the reaper, must leave B whole: its server, its leader, its processes.
+#[test]
+fn a_team_started_from_a_worker_survives_that_workers_removal_and_the_reaper() {
+    let sb = Sandbox::new();
+    let wsb = sb.dir.path().join("wsb");
+    std::fs::create_dir_all(&wsb).unwrap();
+    let wsb = wsb.canonicalize().unwrap();
+    let ts = bin("team-scale");
+    let cmd = format!(
+        "if [ \"$TEAM_WORKER\" = worker-2 ]; then cd {wsb} && env -u TEAM_STATE_DIR {ts} init b --private --leader-cmd 'exec sleep 100004'; fi; exec sleep 100000",
+        wsb = wsb.display(),
+        ts = ts.display()
+    );
+    team_with_workers(&sb, "a", &cmd, 2);
+    let b_state = wsb.join(".team/teams/b/team.json");
+    wait_for("team b", Duration::from_secs(15), || b_state.exists());
+    let b_sock = team_core::paths::private_endpoint(&sb.tt, &wsb);
+    let b_server = server_pid(&b_sock).expect("b's server answers");
+    let b_panes = pane_pids(&b_sock);
+    assert_eq!(b_panes.len(), 1, "b has its leader pane");
+    // The premise: b's leader inherited a's worker variables (nothing scrubbed them in the
+    // worker's own shell), so an environment-based proof would call it a's.
+    let env = std::fs::read(format!("/proc/{}/environ", b_panes[0])).unwrap_or_default();
+    let env = String::from_utf8_lossy(&env);
+    assert!(
+        !env.contains("TEAM_WORKER=worker-2"),
+        "tmux servers the tools start get a scrubbed environment: {env}"
+    );
+
+    // The reaper, in a's workspace, kills nothing of b.
+    let o = sb.run("team-reap", &["--json"]);
+    let lines = json_lines(&o.stdout);
+    for r in &lines {
+        let pid = r["pid"].as_u64().unwrap_or(0) as u32;
+        assert!(
+            !(r["action"] == "killed" && (pid == b_server || b_panes.contains(&pid))),
+            "the reaper killed b's {r}"
+        );
+    }
+    assert!(alive(b_server), "b's server survived the reaper");
+    assert_eq!(
+        pane_pids(&b_sock),
+        b_panes,
+        "b's leader survived the reaper"
+    );
+
+    // Removing worker-2 (b's server runs below its supervisor) leaves b whole.
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "a", "--worker", "worker-2", "--force", "--grace", "1s", "--json",
+        ],
+    );
+    assert_code(&o, 0);
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        alive(b_server),
+        "b's tmux server survived worker-2's removal: {report}"
+    );
+    assert_eq!(pane_pids(&b_sock), b_panes, "b's leader survived: {report}");
+    let o = sb
+        .cmd("team-scale")
+        .args(["status", "b", "--json"])
+        .current_dir(&wsb)
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let st = json_lines(&o.stdout);
+    assert!(
+        st.iter()
+            .any(|r| r["type"] == "summary" && r["leader_liveness"] == "live"),
+        "{st:?}"
+    );
+}
+
+/// A daemon worker-2 started (detached, listening on a unix socket) serves worker-1: removing
+/// worker-2 must leave it running (reported `shared`), and worker-1 keeps working.
+#[test]
+fn a_shared_daemon_survives_the_removal_of_the_worker_that_started_it() {
+    let sb = Sandbox::new();
+    let fd = env!("CARGO_BIN_EXE_fake-daemon");
+    let sock = sb.dir.path().join("d.sock");
+    let pidf = sb.dir.path().join("d.pid");
+    let beat = sb.dir.path().join("beat");
+    let cmd = format!(
+        "if [ \"$TEAM_WORKER\" = worker-2 ]; then setsid {fd} serve {s} {p} & exec sleep 100000; else exec {fd} client {s} {b}; fi",
+        s = sock.display(),
+        p = pidf.display(),
+        b = beat.display()
+    );
+    team_with_workers(&sb, "a", &cmd, 2);
+    let daemon = read_pid(&pidf);
+    let _cleanup = KillOnDrop(vec![daemon]);
+    let beats = || -> u64 {
+        let s = std::fs::read_to_string(&beat).unwrap_or_default();
+        assert_ne!(s, "broken", "worker-1 lost its daemon");
+        s.trim().parse().unwrap_or(0)
+    };
+    wait_for(
+        "worker-1 talking to the daemon",
+        Duration::from_secs(10),
+        || beats() >= 3,
+    );
+    // The premise: the daemon carries worker-2's variables.
+    let env = String::from_utf8_lossy(&std::fs::read(format!("/proc/{daemon}/environ")).unwrap())
+        .into_owned();
+    assert!(env.contains("TEAM_WORKER=worker-2"), "{env}");
+
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "a", "--worker", "worker-2", "--force", "--grace", "1s", "--json",
+        ],
+    );
+    assert_code(&o, 0);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(alive(daemon), "the shared daemon was killed: {out}");
+    assert!(
+        out.contains("shared"),
+        "the daemon is reported as shared: {out}"
+    );
+    let before = beats();
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(beats() > before, "worker-1 keeps working");
+
+    // The reaper does not kill it either (its supervisor lives on, its worker is gone).
+    let o = sb.run("team-reap", &["--json"]);
+    let lines: Vec<Value> = json_lines(&o.stdout);
+    let rec = lines
+        .iter()
+        .find(|r| r["type"] == "process" && r["pid"] == daemon)
+        .unwrap_or_else(|| panic!("the reaper reports the daemon: {lines:?}"));
+    assert_eq!(rec["verdict"], "shared", "{rec}");
+    assert!(alive(daemon));
+    let before = beats();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(beats() > before, "worker-1 still works after the reaper");
+}
+
+/// Detached children that drop every variable (`setsid env -i`), directly and through a
+/// double fork, are still the worker's by ancestry: removing the worker ends them, and only
+/// them.
+#[test]
+fn detached_children_without_environment_are_found_and_ended() {
+    let sb = Sandbox::new();
+    let p1 = sb.dir.path().join("p1");
+    let p2 = sb.dir.path().join("p2");
+    let cmd = format!(
+        "if [ \"$TEAM_WORKER\" = worker-2 ]; then setsid env -i sleep 100001 & echo $! > {a}; (setsid env -i sleep 100002 & echo $! > {b}); fi; exec sleep 100000",
+        a = p1.display(),
+        b = p2.display()
+    );
+    team_with_workers(&sb, "a", &cmd, 2);
+    let (c1, c2) = (read_pid(&p1), read_pid(&p2));
+    let _cleanup = KillOnDrop(vec![c1, c2]);
+    wait_for("the children to exec", Duration::from_secs(5), || {
+        [c1, c2].iter().all(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.starts_with("sleep\0"))
+        })
+    });
+    for p in [c1, c2] {
+        let env = std::fs::read(format!("/proc/{p}/environ")).unwrap();
+        assert!(env.is_empty(), "env -i: no variables at all");
+    }
+    let w1 = worker_pane_pid(&sb, "a", "worker-1");
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "a", "--worker", "worker-2", "--force", "--grace", "1s",
+        ],
+    );
+    assert_code(&o, 0);
+    wait_for(
+        "the detached children to end",
+        Duration::from_secs(5),
+        || !alive(c1) && !alive(c2),
+    );
+    assert!(alive(w1), "worker-1 untouched");
+}
+
+/// `init` holds the scale lock from before its session exists until its state is stored; a
+/// reaper running in that window must not take the new leader for an orphan.
+#[test]
+fn the_reaper_never_kills_a_leader_while_init_runs() {
+    let sb = Sandbox::new();
+    let mut init = sb
+        .cmd("team-scale")
+        .args(["init", "t0", "--private"])
+        .env("TEAM_FAILPOINTS", "init.session=sleep1500")
+        .spawn()
+        .unwrap();
+    let sock = sb.private_sock();
+    wait_for("init's session", Duration::from_secs(10), || {
+        tmux_at(&sock, &["has-session", "-t", "=t0"])
+            .status
+            .success()
+    });
+    let leader = pane_pids(&sock);
+    let o = sb.run("team-reap", &["--json"]);
+    let lines = json_lines(&o.stdout);
+    assert!(
+        !lines.iter().any(|r| r["action"] == "killed"),
+        "the reaper killed during init: {lines:?}"
+    );
+    assert!(
+        lines.iter().any(|r| r["verdict"] == "busy"),
+        "the leader is busy while init runs: {lines:?}"
+    );
+    assert!(init.wait().unwrap().success());
+    assert_eq!(pane_pids(&sock), leader, "the leader survived");
+    // And in a loop, without the widened window.
+    for i in 1..6 {
+        let team = format!("t{i}");
+        let mut init = sb
+            .cmd("team-scale")
+            .args(["init", &team, "--private"])
+            .spawn()
+            .unwrap();
+        for _ in 0..3 {
+            let _ = sb.run("team-reap", &["-q"]);
+        }
+        assert!(init.wait().unwrap().success());
+        let o = sb.run("team-scale", &["status", &team, "--json"]);
+        let st = json_lines(&o.stdout);
+        assert!(
+            st.iter()
+                .any(|r| r["type"] == "summary" && r["leader_liveness"] == "live"),
+            "leader of {team} survived: {st:?}"
+        );
+    }
+}
+
+/// A user's pane split into a team's session reads no team tag: pane tags are pane-scoped, and
+/// the session carries only its own differently named options.
+#[test]
+fn a_users_pane_in_a_teams_session_reads_no_team_tag() {
+    let sb = Sandbox::new();
+    // A session of the user's on the same server, made first: options set without a target
+    // could land on it.
+    let sock = sb.private_sock();
+    std::fs::create_dir_all(sock.parent().unwrap()).unwrap();
+    let o = std::process::Command::new(tmux_bin())
+        .arg("-S")
+        .arg(&sock)
+        .args([
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "zzz",
+            "sleep 100000",
+        ])
+        .env_remove("TMUX")
+        .env_remove("TMUX_PANE")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_code(&sb.run("team-scale", &["init", "a", "--private"]), 0);
+    let user = String::from_utf8_lossy(
+        &tmux_at(
+            &sock,
+            &[
+                "split-window",
+                "-t",
+                "=a:",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "sleep 100000",
+            ],
+        )
+        .stdout,
+    )
+    .trim()
+    .to_string();
+    assert!(user.starts_with('%'), "{user}");
+    let read = |target: &str, fmt: &str| -> String {
+        String::from_utf8_lossy(
+            &tmux_at(&sock, &["display-message", "-p", "-t", target, fmt]).stdout,
+        )
+        .trim()
+        .to_string()
+    };
+    for tag in [
+        "@team_owner",
+        "@team_name",
+        "@team_workspace",
+        "@team_role",
+        "@team_incarnation",
+    ] {
+        assert_eq!(
+            read(&user, &format!("#{{{tag}}}")),
+            "",
+            "the user's pane reads {tag}"
+        );
+        assert_eq!(
+            read("=zzz:", &format!("#{{{tag}}}")),
+            "",
+            "the user's session reads {tag}"
+        );
+    }
+    assert_eq!(read("=zzz:", "#{@team_session_owner}"), "");
+    // The leader pane carries its own tags, and the team's session its own option.
+    let st = json_lines(&sb.run("team-scale", &["status", "a", "--json"]).stdout);
+    let leader = st
+        .iter()
+        .find_map(|r| r["leader_pane_id"].as_str())
+        .expect("leader pane id")
+        .to_string();
+    let owner = read(&leader, "#{@team_owner}");
+    assert_eq!(owner.len(), 36, "leader tagged: {owner:?}");
+    assert_eq!(read(&leader, "#{@team_session_owner}"), owner);
+    assert_eq!(
+        read(&user, "#{@team_session_owner}"),
+        owner,
+        "the session's own option"
+    );
+    // The reaper leaves the user's pane alone.
+    let _ = sb.run("team-reap", &["-q"]);
+    let panes =
+        String::from_utf8_lossy(&tmux_at(&sock, &["list-panes", "-a", "-F", "#{pane_id}"]).stdout)
+            .into_owned();
+    assert!(panes.lines().any(|l| l == user), "{panes}");
+}
+
+/// A worker whose pane was killed by hand and whose record is gone leaves a detached child
+/// below its (still running) supervisor: the reaper proves it by ancestry and ends it, and
+/// touches nothing of the remaining member.
+#[test]
+fn the_reaper_ends_the_residue_of_a_worker_that_is_no_longer_a_member() {
+    let sb = Sandbox::new();
+    let p = sb.dir.path().join("p");
+    let cmd = format!(
+        "if [ \"$TEAM_WORKER\" = worker-2 ]; then setsid sleep 100005 & echo $! > {p}; fi; exec sleep 100000",
+        p = p.display()
+    );
+    team_with_workers(&sb, "a", &cmd, 2);
+    let residue = read_pid(&p);
+    let _cleanup = KillOnDrop(vec![residue]);
+    let w1 = worker_pane_pid(&sb, "a", "worker-1");
+    let w2 = worker_pane_pid(&sb, "a", "worker-2");
+    let st = json_lines(&sb.run("team-scale", &["status", "a", "--json"]).stdout);
+    let pane2 = st
+        .iter()
+        .find(|r| r["name"] == "worker-2")
+        .and_then(|r| r["pane_id"].as_str())
+        .unwrap()
+        .to_string();
+    tmux_at(&sb.private_sock(), &["kill-pane", "-t", &pane2]);
+    let store = team_core::store::Store::new(
+        sb.root(),
+        team_core::paths::TeamName::new("a").unwrap(),
+        Duration::from_secs(5),
+    );
+    store
+        .transact("test", |t, _| {
+            t.workers.retain(|w| w.name.as_str() != "worker-2");
+            Ok(())
+        })
+        .unwrap();
+    assert!(
+        alive(w2),
+        "the supervisor outlives its pane while residue lives"
+    );
+    assert!(alive(residue));
+    let o = sb.run("team-reap", &["--json", "--grace", "1s"]);
+    let lines = json_lines(&o.stdout);
+    let rec = lines
+        .iter()
+        .find(|r| r["type"] == "process" && r["pid"] == residue)
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert_eq!(
+        (
+            rec["verdict"].as_str(),
+            rec["reason"].as_str(),
+            rec["action"].as_str()
+        ),
+        (Some("orphan"), Some("not_member"), Some("killed")),
+        "{rec}"
+    );
+    wait_for("the residue to end", Duration::from_secs(3), || {
+        !alive(residue)
+    });
+    wait_for("the supervisor to exit", Duration::from_secs(3), || {
+        !alive(w2)
+    });
+    assert!(alive(w1), "the member is untouched");
+    assert!(assert_audit_pairs(&sb.root().audit_log()) >= 1);
+}
+
+/// With the residue policy `report`, a worker's detached child is left running and reported.
+#[test]
+fn residue_policy_report_keeps_detached_children() {
+    let sb = Sandbox::new();
+    let p = sb.dir.path().join("p");
+    let cmd = format!(
+        "if [ \"$TEAM_WORKER\" = worker-2 ]; then setsid sleep 100006 & echo $! > {p}; fi; exec sleep 100000",
+        p = p.display()
+    );
+    team_with_workers(&sb, "a", &cmd, 2);
+    let child = read_pid(&p);
+    let _cleanup = KillOnDrop(vec![child]);
+    assert_code(
+        &sb.run("team-scale", &["policy", "a", "--residue", "report"]),
+        0,
+    );
+    let o = sb.run("team-scale", &["status", "a"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("detached residue: report"));
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "a", "--worker", "worker-2", "--force", "--grace", "1s", "--json",
+        ],
+    );
+    assert_code(&o, 0);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("residue_kept"), "{out}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(alive(child), "kept by policy");
+}

@@ -1,0 +1,68 @@
+//! A stand-in for a shared daemon (like Codex's `app-server`) and its clients, for the
+//! ancestry tests.
+//!
+//! - `fake-daemon serve SOCKET PIDFILE`: listens on a unix socket, writes its pid to PIDFILE,
+//!   and echoes every line back to each client, forever.
+//! - `fake-daemon client SOCKET BEATFILE`: connects (retrying for 10 s), then every 50 ms sends
+//!   a line and waits for its echo, writing the count of round trips to BEATFILE. It exits 1
+//!   (writing `broken` to BEATFILE) as soon as the daemon is gone.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::time::{Duration, Instant};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("serve") if args.len() == 4 => serve(&args[2], &args[3]),
+        Some("client") if args.len() == 4 => client(&args[2], &args[3]),
+        _ => {
+            eprintln!("usage: fake-daemon serve SOCKET PIDFILE | client SOCKET BEATFILE");
+            std::process::exit(64);
+        }
+    }
+}
+
+fn serve(sock: &str, pidfile: &str) {
+    let _ = std::fs::remove_file(sock);
+    let l = UnixListener::bind(sock).expect("bind");
+    std::fs::write(pidfile, std::process::id().to_string()).expect("pid file");
+    for s in l.incoming().flatten() {
+        std::thread::spawn(move || {
+            let mut w = s.try_clone().expect("clone");
+            for line in BufReader::new(s).lines() {
+                let Ok(line) = line else { return };
+                if writeln!(w, "{line}").is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+fn client(sock: &str, beatfile: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let s = loop {
+        match UnixStream::connect(sock) {
+            Ok(s) => break s,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => fail(beatfile, &format!("connect: {e}")),
+        }
+    };
+    let mut w = s.try_clone().expect("clone");
+    let mut r = BufReader::new(s);
+    for n in 1u64.. {
+        let mut line = String::new();
+        if writeln!(w, "ping {n}").is_err() || r.read_line(&mut line).unwrap_or(0) == 0 {
+            fail(beatfile, "the daemon is gone");
+        }
+        let _ = std::fs::write(beatfile, n.to_string());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn fail(beatfile: &str, why: &str) -> ! {
+    let _ = std::fs::write(beatfile, "broken");
+    eprintln!("fake-daemon client: {why}");
+    std::process::exit(1);
+}
