@@ -515,3 +515,42 @@ fn residue_policy_report_keeps_detached_children() {
     std::thread::sleep(Duration::from_millis(300));
     assert!(alive(child), "kept by policy");
 }
+
+/// A worker pane killed by hand hangs up like any terminal: the processes still in the pane's
+/// session get SIGHUP (the supervisor, which outlives the pane, passes it on), and once they
+/// are gone the supervisor exits too.
+#[test]
+fn a_pane_killed_by_hand_hangs_up_its_processes() {
+    let sb = Sandbox::new();
+    let p = sb.dir.path().join("p");
+    let cmd = format!(
+        "sleep 100007 & echo $! > {p}; exec sleep 100000",
+        p = p.display()
+    );
+    team_with_workers(&sb, "a", &cmd, 1);
+    let bg = read_pid(&p);
+    let _cleanup = KillOnDrop(vec![bg]);
+    let sup = worker_pane_pid(&sb, "a", "worker-1");
+    let st = json_lines(&sb.run("team-scale", &["status", "a", "--json"]).stdout);
+    let pane = st
+        .iter()
+        .find(|r| r["name"] == "worker-1")
+        .and_then(|r| r["pane_id"].as_str())
+        .unwrap()
+        .to_string();
+    tmux_at(&sb.private_sock(), &["kill-pane", "-t", &pane]);
+    wait_for(
+        "the background job to hang up",
+        Duration::from_secs(5),
+        || !alive(bg),
+    );
+    wait_for("the supervisor to exit", Duration::from_secs(5), || {
+        !alive(sup)
+    });
+    let exit = sb.root().path().join("teams/a/workers/worker-1/exit.json");
+    let v: Value = serde_json::from_slice(&std::fs::read(&exit).unwrap()).unwrap();
+    assert_eq!(
+        v["signal"], 1,
+        "the worker's main process ended by SIGHUP: {v}"
+    );
+}

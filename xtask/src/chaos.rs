@@ -48,6 +48,10 @@ struct World {
     tasks_maybe: Mutex<BTreeSet<String>>,
     counter: Mutex<u64>,
     log: Mutex<Vec<String>>,
+    /// The sandbox's own scratch dir (the nested team's workspace, the daemon's files).
+    base: PathBuf,
+    /// `fake-daemon` (from the tests package): the shared daemon and its client.
+    fake_daemon: PathBuf,
 }
 
 impl World {
@@ -164,6 +168,7 @@ fn parse_args(args: &[String]) -> anyhow::Result<(u64, u64)> {
 pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let (seconds, seed) = parse_args(args)?;
     let bin = crate::util::build_bins(root, false, true)?;
+    let fake_daemon = build_fake_daemon(root)?;
     let base = std::env::temp_dir().join(format!("team-chaos-{}", std::process::id()));
     let ws = base.join("ws");
     let tt = base.join("tt");
@@ -180,12 +185,16 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         tasks_maybe: Mutex::new(BTreeSet::new()),
         counter: Mutex::new(0),
         log: Mutex::new(Vec::new()),
+        base: base.clone(),
+        fake_daemon,
     });
     println!(
         "chaos: seed {seed}, {seconds} s, workspace {}",
         world.ws.display()
     );
-    let result = chaos(world.clone(), seconds, seed);
+    let mut bystanders = Bystanders::default();
+    let result = chaos(world.clone(), seconds, seed, &mut bystanders);
+    bystanders.end();
     // Tear down every server in the sandbox, by socket.
     crate::util::kill_servers(&world.tt);
     match result {
@@ -207,17 +216,201 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     }
 }
 
-fn worker_cmd(bin: &Path) -> String {
-    // A worker that reports busy and idle from its pane, like an agent's hook would.
-    let ts = bin.join("team-scale").display().to_string();
+fn worker_cmd(w: &World) -> String {
+    // A worker that reports busy and idle from its pane, like an agent's hook would. The first
+    // worker ever also starts, from its own environment, another team (a nested tmux server and
+    // leader below its supervisor) and a detached daemon that a client outside the team uses:
+    // when chaos removes that worker, both must survive.
+    let ts = w.bin.join("team-scale").display().to_string();
+    let b = w.base.display();
     format!(
-        "while :; do '{ts}' worker-status --state busy >/dev/null 2>&1; sleep 0.$((RANDOM % 9 + 1)) 2>/dev/null || sleep 1; '{ts}' worker-status --state idle >/dev/null 2>&1; sleep 1; done"
+        "if mkdir '{b}/first' 2>/dev/null; then (cd '{b}/wsn' && env -u TEAM_STATE_DIR '{ts}' init nested --private --leader-cmd 'exec sleep 1000000' >/dev/null 2>&1); setsid '{fd}' serve '{b}/d.sock' '{b}/d.pid' >/dev/null 2>&1 & fi; \
+         while :; do '{ts}' worker-status --state busy >/dev/null 2>&1; sleep 0.$((RANDOM % 9 + 1)) 2>/dev/null || sleep 1; '{ts}' worker-status --state idle >/dev/null 2>&1; sleep 1; done",
+        fd = w.fake_daemon.display()
     )
 }
 
-fn chaos(w: Arc<World>, seconds: u64, seed: u64) -> anyhow::Result<()> {
+/// Builds the tests package's `fake-daemon`.
+fn build_fake_daemon(root: &Path) -> anyhow::Result<PathBuf> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    duct::cmd(
+        &cargo,
+        ["build", "--quiet", "-p", "tests", "--bin", "fake-daemon"],
+    )
+    .dir(root)
+    .run()?;
+    Ok(root.join("target/debug/fake-daemon"))
+}
+
+/// What chaos must never harm: a team started from a chaos worker's environment, and a shared
+/// daemon a chaos worker started, with a client outside the team.
+#[derive(Default)]
+struct Bystanders {
+    nested_sock: PathBuf,
+    nested_server: u32,
+    nested_leader: u32,
+    daemon: u32,
+    client: Option<Child>,
+    beat: PathBuf,
+}
+
+impl Bystanders {
+    fn beats(&self) -> Result<u64, String> {
+        let s = std::fs::read_to_string(&self.beat).unwrap_or_default();
+        if s.trim() == "broken" {
+            return Err("the shared daemon's client lost its connection".into());
+        }
+        Ok(s.trim().parse().unwrap_or(0))
+    }
+
+    /// Ends the client (our child) and the daemon (started by a worker, by its pid file).
+    fn end(&mut self) {
+        if let Some(mut c) = self.client.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if self.daemon != 0 && proc_alive(self.daemon) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &self.daemon.to_string()])
+                .status();
+        }
+    }
+
+    fn check(&self, w: &World, problems: &mut Vec<String>) {
+        if !proc_alive(self.daemon) {
+            problems.push(format!(
+                "the shared daemon (pid {}) was killed",
+                self.daemon
+            ));
+        }
+        match self.beats() {
+            Err(e) => problems.push(e),
+            Ok(before) => {
+                std::thread::sleep(Duration::from_millis(300));
+                if !matches!(self.beats(), Ok(after) if after > before) {
+                    problems.push("the shared daemon's client stopped working".into());
+                }
+            }
+        }
+        if !proc_alive(self.nested_server) {
+            problems.push(format!(
+                "the nested team's tmux server (pid {}) was killed",
+                self.nested_server
+            ));
+        }
+        let leaders = pane_pids(&self.nested_sock);
+        if leaders != vec![self.nested_leader] {
+            problems.push(format!(
+                "the nested team's leader pane changed: {leaders:?}, was {}",
+                self.nested_leader
+            ));
+        }
+        let _ = w;
+        println!("check: the nested team and the shared daemon survived");
+    }
+}
+
+fn proc_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s[s.rfind(')').map_or(0, |i| i + 1)..]
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+fn pane_pids(sock: &Path) -> Vec<u32> {
+    crate::util::tmux(sock)
+        .args(["list-panes", "-a", "-F", "#{pane_pid}"])
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Starts the first chaos worker (which starts the bystanders) and records them.
+fn start_bystanders(w: &World, by: &mut Bystanders) -> anyhow::Result<()> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    let wc = worker_cmd(&w.bin);
+    let (code, err) = w.run(
+        "team-scale",
+        &s(&["up", "chaos", "1", "--ready-timeout", "0"]),
+        None,
+    )?;
+    if code != Some(0) {
+        bail!("up chaos 1: {err}");
+    }
+    let wsn = w.base.join("wsn").canonicalize()?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let pidf = w.base.join("d.pid");
+    loop {
+        if by.nested_sock.as_os_str().is_empty() {
+            let o = w
+                .cmd("team-scale")
+                .args(["status", "nested", "--json"])
+                .current_dir(&wsn)
+                .output()?;
+            if let Some(ep) = String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find(|l| l["type"] == "summary")
+                .and_then(|l| l["endpoint"].as_str().map(PathBuf::from))
+            {
+                by.nested_sock = ep;
+            }
+        }
+        let daemon: u32 = std::fs::read_to_string(&pidf)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        let leaders = pane_pids(&by.nested_sock);
+        let server = crate::util::tmux(&by.nested_sock)
+            .args(["display-message", "-p", "#{pid}"])
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok());
+        if let (true, [leader], Some(server)) = (daemon != 0, leaders.as_slice(), server) {
+            by.daemon = daemon;
+            by.nested_leader = *leader;
+            by.nested_server = server;
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("the first chaos worker did not start the nested team and the daemon");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    by.beat = w.base.join("beat");
+    by.client = Some(
+        Command::new(&w.fake_daemon)
+            .arg("client")
+            .arg(w.base.join("d.sock"))
+            .arg(&by.beat)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?,
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while by.beats().map_err(anyhow::Error::msg)? < 2 {
+        if Instant::now() > deadline {
+            bail!("the daemon's client did not get going");
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    println!(
+        "chaos: bystanders: nested team server {} leader {}, shared daemon {}",
+        by.nested_server, by.nested_leader, by.daemon
+    );
+    Ok(())
+}
+
+fn chaos(w: Arc<World>, seconds: u64, seed: u64, by: &mut Bystanders) -> anyhow::Result<()> {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    std::fs::create_dir_all(w.base.join("wsn"))?;
+    let wc = worker_cmd(&w);
     for (team, max) in [("chaos", "6"), ("other", "3")] {
         let (code, err) = w.run(
             "team-scale",
@@ -265,6 +458,7 @@ fn chaos(w: Arc<World>, seconds: u64, seed: u64) -> anyhow::Result<()> {
         "sleep 100000",
     ])?;
     let protected_before = foreign_panes(&w)?;
+    start_bystanders(&w, by)?;
 
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let mut handles = Vec::new();
@@ -397,7 +591,7 @@ fn chaos(w: Arc<World>, seconds: u64, seed: u64) -> anyhow::Result<()> {
             .map_err(|_| anyhow::anyhow!("a chaos thread panicked"))??;
     }
     println!("chaos: {} tool runs; settling", w.log.lock().unwrap().len());
-    settle_and_check(&w, &protected_before)
+    settle_and_check(&w, &protected_before, by)
 }
 
 fn team_status(w: &World, team: &str) -> anyhow::Result<Value> {
@@ -443,7 +637,11 @@ fn foreign_panes(w: &World) -> anyhow::Result<BTreeSet<String>> {
         .collect())
 }
 
-fn settle_and_check(w: &World, protected_before: &BTreeSet<String>) -> anyhow::Result<()> {
+fn settle_and_check(
+    w: &World,
+    protected_before: &BTreeSet<String>,
+    by: &Bystanders,
+) -> anyhow::Result<()> {
     let mut problems = Vec::new();
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let mut settled = false;
@@ -516,7 +714,9 @@ fn settle_and_check(w: &World, protected_before: &BTreeSet<String>) -> anyhow::R
     }
     println!("check: no unrecorded tagged pane");
 
-    // 3. No untagged pane and no pane of the other team was killed.
+    // 3. No untagged pane and no pane of the other team was killed; the nested team and the
+    //    shared daemon are whole.
+    by.check(w, &mut problems);
     let after = foreign_panes(w)?;
     for p in protected_before.difference(&after) {
         problems.push(format!("foreign pane {p} was killed"));

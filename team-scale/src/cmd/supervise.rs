@@ -72,7 +72,7 @@ pub fn run(a: SuperviseArgs) -> CliResult<i32> {
     drop(child); // never waited through std: the loop below reaps every child
 
     if let Some(fd) = child_fd {
-        forward_signals(fd);
+        forward_signals(fd, args.clone());
     }
 
     let mut status: Option<i32> = None;
@@ -123,22 +123,55 @@ fn note(msg: &str) {
     let _ = writeln!(std::io::stderr(), "\r\nteam-scale: {msg}\r");
 }
 
-/// Forwards SIGHUP, SIGINT and SIGTERM to the worker's main process through its pidfd. The
-/// handlers also keep the supervisor alive when its pane goes, so the worker's residue stays
-/// below it (handlers, unlike an ignored signal, are reset for the child on exec).
-fn forward_signals(fd: std::os::fd::OwnedFd) {
+/// Forwards SIGINT and SIGTERM to the worker's main process through its pidfd, and passes a
+/// hangup on to the pane's session. The handlers also keep the supervisor alive when its pane
+/// goes, so the worker's residue stays below it (handlers, unlike an ignored signal, are reset
+/// for the child on exec).
+fn forward_signals(fd: std::os::fd::OwnedFd, args: SupervisorArgs) {
     use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGHUP, SIGINT, SIGTERM]) else {
         return;
     };
     std::thread::spawn(move || {
         for sig in signals.forever() {
-            let s = match sig {
-                SIGHUP => rustix::process::Signal::HUP,
-                SIGINT => rustix::process::Signal::INT,
-                _ => rustix::process::Signal::TERM,
-            };
-            let _ = rustix::process::pidfd_send_signal(fd.as_fd(), s);
+            match sig {
+                SIGHUP => hang_up_session(&args),
+                SIGINT => {
+                    let _ = rustix::process::pidfd_send_signal(
+                        fd.as_fd(),
+                        rustix::process::Signal::INT,
+                    );
+                }
+                _ => {
+                    let _ = rustix::process::pidfd_send_signal(
+                        fd.as_fd(),
+                        rustix::process::Signal::TERM,
+                    );
+                }
+            }
         }
     });
+}
+
+/// The pane's terminal hung up (its pane was killed, or its server went away). The kernel
+/// sends SIGHUP to a terminal's session leader only, and to the foreground job when that
+/// leader exits; since the supervisor outlives its pane, it does the second part itself: every
+/// process still in the pane's session (not the detached ones) gets SIGHUP, each through a
+/// pidfd and proven below this supervisor first.
+fn hang_up_session(args: &SupervisorArgs) {
+    use team_core::process::{ProcVerdict, Sig, prove_below};
+    let Ok(tree) = team_core::proctree::Tree::snapshot() else {
+        return;
+    };
+    let me = std::process::id();
+    let Some(root) = tree.node(me).cloned() else {
+        return;
+    };
+    let inc = args.incarnation.to_string();
+    let below = tree.below(&root, &inc, &team_core::proctree::Proc::new());
+    for m in below.members.iter().filter(|m| !m.detached) {
+        if let (ProcVerdict::Owned, Some(p)) = prove_below(m.node.id, root.id, &inc) {
+            let _ = p.signal(Sig::Hup);
+        }
+    }
 }
