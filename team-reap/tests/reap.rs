@@ -320,6 +320,11 @@ impl Fx {
 
     fn reap_cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_team-reap"));
+        // Tests run side by side and the reaper sees every process of the user: act only on
+        // this test's teams.
+        if !args.contains(&"--only-under") {
+            c.arg("--only-under").arg(self.tmp.path());
+        }
         c.args(args)
             .env("TMUX_TMPDIR", self.tmp.path().join("tt"))
             .env("TEAM_TMUX_CONFIG", "/dev/null")

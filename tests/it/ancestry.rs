@@ -68,6 +68,15 @@ fn team_with_workers(sb: &Sandbox, team: &str, cmd: &str, n: u32) {
     assert_code(&o, 0);
 }
 
+/// `team-reap` scoped to this sandbox: tests run side by side, and a reaper sees every process
+/// and server of the user.
+fn reap(sb: &Sandbox, args: &[&str]) -> std::process::Output {
+    let scope = sb.dir.path().display().to_string();
+    let mut all = vec!["--only-under", scope.as_str()];
+    all.extend_from_slice(args);
+    sb.run("team-reap", &all)
+}
+
 fn pane_pids(sock: &Path) -> Vec<u32> {
     let o = tmux_at(sock, &["list-panes", "-a", "-F", "#{pane_pid}"]);
     String::from_utf8_lossy(&o.stdout)
@@ -123,7 +132,7 @@ fn a_team_started_from_a_worker_survives_that_workers_removal_and_the_reaper() {
     );
 
     // The reaper, in a's workspace, kills nothing of b.
-    let o = sb.run("team-reap", &["--json"]);
+    let o = reap(&sb, &["--json"]);
     let lines = json_lines(&o.stdout);
     for r in &lines {
         let pid = r["pid"].as_u64().unwrap_or(0) as u32;
@@ -219,7 +228,7 @@ fn a_shared_daemon_survives_the_removal_of_the_worker_that_started_it() {
     assert!(beats() > before, "worker-1 keeps working");
 
     // The reaper does not kill it either (its supervisor lives on, its worker is gone).
-    let o = sb.run("team-reap", &["--json"]);
+    let o = reap(&sb, &["--json"]);
     let lines: Vec<Value> = json_lines(&o.stdout);
     let rec = lines
         .iter()
@@ -292,7 +301,7 @@ fn the_reaper_never_kills_a_leader_while_init_runs() {
             .success()
     });
     let leader = pane_pids(&sock);
-    let o = sb.run("team-reap", &["--json"]);
+    let o = reap(&sb, &["--json"]);
     let lines = json_lines(&o.stdout);
     assert!(
         !lines.iter().any(|r| r["action"] == "killed"),
@@ -313,7 +322,7 @@ fn the_reaper_never_kills_a_leader_while_init_runs() {
             .spawn()
             .unwrap();
         for _ in 0..3 {
-            let _ = sb.run("team-reap", &["-q"]);
+            let _ = reap(&sb, &["-q"]);
         }
         assert!(init.wait().unwrap().success());
         let o = sb.run("team-scale", &["status", &team, "--json"]);
@@ -413,7 +422,7 @@ fn a_users_pane_in_a_teams_session_reads_no_team_tag() {
         "the session's own option"
     );
     // The reaper leaves the user's pane alone.
-    let _ = sb.run("team-reap", &["-q"]);
+    let _ = reap(&sb, &["-q"]);
     let panes =
         String::from_utf8_lossy(&tmux_at(&sock, &["list-panes", "-a", "-F", "#{pane_id}"]).stdout)
             .into_owned();
@@ -460,7 +469,7 @@ fn the_reaper_ends_the_residue_of_a_worker_that_is_no_longer_a_member() {
         "the supervisor outlives its pane while residue lives"
     );
     assert!(alive(residue));
-    let o = sb.run("team-reap", &["--json", "--grace", "1s"]);
+    let o = reap(&sb, &["--json", "--grace", "1s"]);
     let lines = json_lines(&o.stdout);
     let rec = lines
         .iter()

@@ -103,7 +103,15 @@ fn with_an_unwritable_audit_log_team_reap_kills_nothing() {
     let log = sb.ws.join(".team/audit.jsonl");
     let _ = std::fs::remove_file(&log);
     std::fs::create_dir(&log).unwrap();
-    let o = sb.run("team-reap", &["--socket", &sock.display().to_string()]);
+    let o = sb.run(
+        "team-reap",
+        &[
+            "--only-under",
+            &sb.dir.path().display().to_string(),
+            "--socket",
+            &sock.display().to_string(),
+        ],
+    );
     assert_ne!(o.status.code(), Some(0), "{o:?}");
     assert!(!o.stderr.is_empty(), "it says why");
     assert_eq!(
@@ -113,7 +121,15 @@ fn with_an_unwritable_audit_log_team_reap_kills_nothing() {
     );
     // With a writable log it reaps them, each kill with its intent and outcome.
     std::fs::remove_dir(&log).unwrap();
-    let o = sb.run("team-reap", &["--socket", &sock.display().to_string()]);
+    let o = sb.run(
+        "team-reap",
+        &[
+            "--only-under",
+            &sb.dir.path().display().to_string(),
+            "--socket",
+            &sock.display().to_string(),
+        ],
+    );
     assert_code(&o, 0);
     assert!(tagged_panes(&sock).is_empty());
     assert_eq!(assert_audit_pairs(&log), before.len());

@@ -404,6 +404,26 @@ fn start_bystanders(w: &World, by: &mut Bystanders) -> anyhow::Result<()> {
         "chaos: bystanders: nested team server {} leader {}, shared daemon {}",
         by.nested_server, by.nested_leader, by.daemon
     );
+    // The worker that started them goes first; the reaper then meets its supervisor, which
+    // lives on as the daemon's parent, on every run.
+    let (code, err) = w.run(
+        "team-scale",
+        &s(&[
+            "down", "chaos", "--worker", "worker-1", "--force", "--grace", "1s",
+        ]),
+        None,
+    )?;
+    if code != Some(0) {
+        bail!("down chaos --worker worker-1: {err}");
+    }
+    let mut problems = Vec::new();
+    by.check(w, &mut problems);
+    if !problems.is_empty() {
+        bail!(
+            "removing the worker that started them: {}",
+            problems.join("; ")
+        );
+    }
     Ok(())
 }
 
@@ -549,7 +569,12 @@ fn chaos(w: Arc<World>, seconds: u64, seed: u64, by: &mut Bystanders) -> anyhow:
                 std::thread::sleep(Duration::from_secs(3));
                 w.run(
                     "team-reap",
-                    &["--socket".to_string(), w.sock().display().to_string()],
+                    &[
+                        "--only-under".to_string(),
+                        w.base.display().to_string(),
+                        "--socket".to_string(),
+                        w.sock().display().to_string(),
+                    ],
                     None,
                 )?;
             }
@@ -662,7 +687,12 @@ fn settle_and_check(
     }
     let (code, err) = w.run(
         "team-reap",
-        &["--socket".to_string(), w.sock().display().to_string()],
+        &[
+            "--only-under".to_string(),
+            w.base.display().to_string(),
+            "--socket".to_string(),
+            w.sock().display().to_string(),
+        ],
         None,
     )?;
     if code != Some(0) {
