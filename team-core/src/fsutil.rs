@@ -186,7 +186,8 @@ impl Walk {
     }
 
     fn sync(&self) -> Result<()> {
-        rustix::fs::fsync(&self.fd).map_err(|e| Error::io("fsync directory", &self.path, errno_io(e)))
+        rustix::fs::fsync(&self.fd)
+            .map_err(|e| Error::io("fsync directory", &self.path, errno_io(e)))
     }
 }
 
@@ -204,7 +205,11 @@ fn state_walk(root: &Path, dir: &Path, create: bool) -> Result<Option<Walk>> {
 }
 
 /// The parent walk and file name of `path` inside `root`.
-fn state_parent<'a>(root: &Path, path: &'a Path, create: bool) -> Result<(Option<Walk>, &'a OsStr)> {
+fn state_parent<'a>(
+    root: &Path,
+    path: &'a Path,
+    create: bool,
+) -> Result<(Option<Walk>, &'a OsStr)> {
     let parent = path
         .parent()
         .ok_or_else(|| unsafe_path(path, "has no parent"))?;
@@ -212,7 +217,10 @@ fn state_parent<'a>(root: &Path, path: &'a Path, create: bool) -> Result<(Option
         .file_name()
         .ok_or_else(|| unsafe_path(path, "has no file name"))?;
     if !path.starts_with(root) || path == root {
-        return Err(unsafe_path(path, format!("is not inside {}", root.display())));
+        return Err(unsafe_path(
+            path,
+            format!("is not inside {}", root.display()),
+        ));
     }
     Ok((state_walk(root, parent, create)?, name))
 }
@@ -242,7 +250,12 @@ fn open_in(dir: &Walk, name: &OsStr, access: Access) -> Result<Option<Opened>> {
     let creates = flags.contains(OFlags::CREATE);
     let (fd, created) = loop {
         // Try without O_CREAT first, so we know whether this open made the file.
-        match rustix::fs::openat(&dir.fd, name, base | (flags - OFlags::CREATE), Mode::empty()) {
+        match rustix::fs::openat(
+            &dir.fd,
+            name,
+            base | (flags - OFlags::CREATE),
+            Mode::empty(),
+        ) {
             Ok(fd) => break (fd, false),
             Err(Errno::NOENT) if creates => {
                 match rustix::fs::openat(
@@ -291,7 +304,10 @@ fn open_in(dir: &Walk, name: &OsStr, access: Access) -> Result<Option<Opened>> {
 }
 
 fn not_regular_symlink(full: &Path) -> Error {
-    unsafe_path(full, "is a symlink; state files are never opened through one")
+    unsafe_path(
+        full,
+        "is a symlink; state files are never opened through one",
+    )
 }
 
 /// Reads a whole opened file, refusing one larger than `max` bytes.
@@ -300,10 +316,7 @@ fn read_all(mut f: File, path: &Path, max: u64) -> Result<Vec<u8>> {
         path: path.to_path_buf(),
         msg: format!("is {n} bytes or more, over the limit of {max} bytes for this file"),
     };
-    let len = f
-        .metadata()
-        .map_err(|e| Error::io("stat", path, e))?
-        .len();
+    let len = f.metadata().map_err(|e| Error::io("stat", path, e))?.len();
     if len > max {
         return Err(too_big(len));
     }
@@ -337,7 +350,8 @@ fn write_in(dir: &Walk, name: &OsStr, bytes: &[u8], mode: u32) -> Result<()> {
     .map_err(|e| Error::io("create", &tmp, errno_io(e)))?;
     let mut f = File::from(fd);
     let result = (|| {
-        f.write_all(bytes).map_err(|e| Error::io("write", &tmp, e))?;
+        f.write_all(bytes)
+            .map_err(|e| Error::io("write", &tmp, e))?;
         f.sync_all().map_err(|e| Error::io("fsync", &tmp, e))?;
         rustix::fs::renameat(&dir.fd, tmp_name.as_os_str(), &dir.fd, name)
             .map_err(|e| Error::io("rename into", &target, errno_io(e)))?;

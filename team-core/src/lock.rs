@@ -171,7 +171,8 @@ mod tests {
         let g = acquire_in(&r, &p, Duration::ZERO, &Holder::me("first")).unwrap();
         assert!(is_held(&r, &p).unwrap());
         let t0 = Instant::now();
-        let err = acquire_in(&r, &p, Duration::from_millis(100), &Holder::me("second")).unwrap_err();
+        let err =
+            acquire_in(&r, &p, Duration::from_millis(100), &Holder::me("second")).unwrap_err();
         assert!(t0.elapsed() >= Duration::from_millis(100));
         assert!(matches!(err, Error::Busy { .. }));
         assert!(err.to_string().contains("first"), "{err}");

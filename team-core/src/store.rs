@@ -172,8 +172,13 @@ impl Store {
         }
         let _g = self.lock_state("read")?;
         self.replay_unlocked()?;
-        self.read_team_unlocked()?
-            .ok_or_else(|| self.no_such_team())
+        let team = self
+            .read_team_unlocked()?
+            .ok_or_else(|| self.no_such_team())?;
+        // `events.jsonl` is appended to after effects; a hostile one (a symlink to a user's
+        // file, a FIFO) is refused here, before any command that loads the team acts.
+        fsutil::state_open(self.rp(), &self.root.events(&self.team), Access::Read)?;
+        Ok(team)
     }
 
     fn no_such_team(&self) -> Error {
@@ -215,7 +220,11 @@ impl Store {
             .max(old.as_ref().map_or(0, |o| o.next_task_id))
             .max(max_file + 1);
         team.validate(&self.root.team_json(&self.team))?;
-        fsutil::state_write(self.rp(), &self.root.team_json(&self.team), &team.to_bytes())
+        fsutil::state_write(
+            self.rp(),
+            &self.root.team_json(&self.team),
+            &team.to_bytes(),
+        )
     }
 
     /// One read-modify-write of the team's state under the state lock. `f` may change the team

@@ -8,4 +8,5 @@ mod proofs;
 mod quoting;
 mod reap_crash;
 mod scale_big;
+mod symlinks;
 mod tasks;

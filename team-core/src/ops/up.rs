@@ -880,7 +880,12 @@ fn trigger_text(team: &Team, p: &Plan) -> String {
     }
 }
 
-fn write_private(root: &crate::paths::StateRoot, path: &std::path::Path, bytes: &[u8], mode: u32) -> Result<()> {
+fn write_private(
+    root: &crate::paths::StateRoot,
+    path: &std::path::Path,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<()> {
     // Atomic, with the mode set at creation, and never through a symlink (`fsutil`).
     fsutil::state_write_mode(root.path(), path, bytes, mode)
 }
@@ -888,7 +893,12 @@ fn write_private(root: &crate::paths::StateRoot, path: &std::path::Path, bytes: 
 fn prepare(env: &Env, team: &Team, req: &UpRequest, p: &Plan, tasks: &[Task]) -> Result<()> {
     let root = env.store.root();
     fsutil::state_create_dir(root.path(), &p.worker_dir)?;
-    write_private(root, &p.inbox, inbox_text(team, req, p, tasks).as_bytes(), 0o600)?;
+    write_private(
+        root,
+        &p.inbox,
+        inbox_text(team, req, p, tasks).as_bytes(),
+        0o600,
+    )?;
 
     if let Some(wt) = &p.worktree {
         if let Some(parent) = wt.path.parent() {
