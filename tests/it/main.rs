@@ -10,3 +10,4 @@ mod reap_crash;
 mod scale_big;
 mod symlinks;
 mod tasks;
+mod unverifiable;
