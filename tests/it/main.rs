@@ -11,3 +11,4 @@ mod scale_big;
 mod symlinks;
 mod tasks;
 mod unverifiable;
+mod worktree_keep;
