@@ -10,5 +10,6 @@ mod reap_crash;
 mod scale_big;
 mod symlinks;
 mod tasks;
+mod tmux_timeout;
 mod unverifiable;
 mod worktree_keep;
