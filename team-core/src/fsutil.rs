@@ -1,84 +1,522 @@
-//! Durable file primitives: atomic replace, directory fsync, reading with context.
+//! Durable, symlink-safe file primitives: the one module that opens files under the state root.
+//!
+//! A cloned repository can carry a hostile `.team/` (a lock file that is a symlink to
+//! `~/notes`, an `audit.jsonl` that is a symlink to `~/.bashrc`, a `team.json` that is a FIFO).
+//! So nothing under the state root is opened by path. Every operation here walks from an
+//! *anchor* directory (opened normally: it is the caller's, e.g. the workspace) one component
+//! at a time with `openat(O_DIRECTORY | O_NOFOLLOW)`, so neither the state root itself nor any
+//! directory between it and the file may be a symlink; the file itself is opened with
+//! `O_NOFOLLOW | O_NONBLOCK` (a FIFO cannot block the open) and must be a regular file
+//! (`fstat`). Files opened for writing in place (locks, appends) must also have a single link,
+//! so a hard link to a user's file cannot be written through. Directories are created with
+//! `mkdirat` (mode 0700) and their parent is fsynced, so their creation is durable. Every read
+//! is bounded by a limit per kind of file ([`limits`]).
+//!
+//! Refusals are [`Error::UnsafePath`] (exit 65) naming the path; a file over its limit is
+//! [`Error::MalformedState`] (exit 65).
+//!
+//! The `state_*` functions take the state root (`root`) and an absolute `path` inside it; the
+//! root's parent is the anchor. The functions without the prefix are for files outside any
+//! state root (the reaper's own files, an audit log given by flag): their parent directory is
+//! the anchor, and only the file itself is opened without following a symlink.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
-use std::path::Path;
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
 
 use crate::error::{Error, Result};
 
-/// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename over
-/// `path`, fsync of the directory. A crash at any instant leaves either the old or the new file.
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
+/// The most bytes read from each kind of file.
+pub mod limits {
+    /// `team.json`.
+    pub const TEAM_JSON: u64 = 16 << 20;
+    /// `journal.json` (it holds `team.json` and every staged file whole).
+    pub const JOURNAL: u64 = 128 << 20;
+    /// One task file.
+    pub const TASK: u64 = 1 << 20;
+    /// A worker's `status.json`.
+    pub const STATUS: u64 = 1 << 20;
+    /// A lock file's holder record.
+    pub const LOCK: u64 = 64 << 10;
+    /// `events.jsonl`.
+    pub const EVENTS: u64 = 256 << 20;
+    /// An audit log read whole (`verify`, `query`).
+    pub const AUDIT: u64 = 4 << 30;
+    /// Small files of the tools' own (the reaper's dead-socket list).
+    pub const SMALL: u64 = 1 << 20;
+}
+
+/// How [`state_open`] / [`open`] opens a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Read only; absent is `None`.
+    Read,
+    /// Read and write, created (with `mode`) when absent, never truncated: lock files.
+    ReadWriteCreate(u32),
+    /// Read and append, created (with `mode`) when absent: logs.
+    AppendCreate(u32),
+    /// Read and write an existing file; absent is `None`.
+    ReadWrite,
+}
+
+/// An opened file, and whether this open created it.
+#[derive(Debug)]
+pub struct Opened {
+    pub file: File,
+    pub created: bool,
+}
+
+fn errno_io(e: Errno) -> std::io::Error {
+    std::io::Error::from_raw_os_error(e.raw_os_error())
+}
+
+fn unsafe_path(path: &Path, why: impl Into<String>) -> Error {
+    Error::UnsafePath {
+        path: path.to_path_buf(),
+        why: why.into(),
+    }
+}
+
+/// Splits `path` into the components below `base`, each a plain name.
+fn rel_components<'a>(base: &Path, path: &'a Path) -> Result<Vec<&'a OsStr>> {
+    let rel = path
+        .strip_prefix(base)
+        .map_err(|_| unsafe_path(path, format!("is outside {}", base.display())))?;
+    rel.components()
+        .map(|c| match c {
+            Component::Normal(n) => Ok(n),
+            _ => Err(unsafe_path(path, "contains `.`, `..` or a root")),
+        })
+        .collect()
+}
+
+/// A directory reached from an anchor without following symlinks.
+struct Walk {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+/// Why a component could not be opened as a directory: a symlink, or not a directory.
+fn not_a_dir(parent: &OwnedFd, name: &OsStr, full: &Path) -> Error {
+    match rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+            unsafe_path(full, "is a symlink; state is never reached through one")
+        }
+        Ok(st) => unsafe_path(
+            full,
+            format!(
+                "is a {}, not a directory",
+                type_name(FileType::from_raw_mode(st.st_mode))
+            ),
+        ),
+        Err(e) => Error::io("inspect", full, errno_io(e)),
+    }
+}
+
+fn type_name(t: FileType) -> &'static str {
+    match t {
+        FileType::RegularFile => "regular file",
+        FileType::Directory => "directory",
+        FileType::Symlink => "symlink",
+        FileType::Fifo => "FIFO",
+        FileType::Socket => "socket",
+        FileType::CharacterDevice => "character device",
+        FileType::BlockDevice => "block device",
+        FileType::Unknown => "file of unknown type",
+    }
+}
+
+impl Walk {
+    /// Opens the anchor directory (following symlinks: it is the caller's own).
+    fn anchor(dir: &Path) -> Result<Walk> {
+        let fd = rustix::fs::open(
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| Error::io("open directory", dir, errno_io(e)))?;
+        Ok(Walk {
+            fd,
+            path: dir.to_path_buf(),
+        })
+    }
+
+    /// Steps into `name` without following a symlink; creates it (0700, parent fsynced) when
+    /// absent and `create`. `None` when absent and not `create`.
+    fn child(&self, name: &OsStr, create: bool) -> Result<Option<Walk>> {
+        let full = self.path.join(name);
+        loop {
+            match rustix::fs::openat(
+                &self.fd,
+                name,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) {
+                Ok(fd) => return Ok(Some(Walk { fd, path: full })),
+                Err(Errno::NOENT) if create => {
+                    match rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(0o700)) {
+                        Ok(()) => rustix::fs::fsync(&self.fd)
+                            .map_err(|e| Error::io("fsync directory", &self.path, errno_io(e)))?,
+                        Err(Errno::EXIST) => {}
+                        Err(e) => return Err(Error::io("create directory", &full, errno_io(e))),
+                    }
+                }
+                Err(Errno::NOENT) => return Ok(None),
+                Err(Errno::LOOP | Errno::NOTDIR) => return Err(not_a_dir(&self.fd, name, &full)),
+                Err(e) => return Err(Error::io("open directory", &full, errno_io(e))),
+            }
+        }
+    }
+
+    /// Walks `names` below this directory.
+    fn descend(mut self, names: &[&OsStr], create: bool) -> Result<Option<Walk>> {
+        for n in names {
+            match self.child(n, create)? {
+                Some(w) => self = w,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(self))
+    }
+
+    fn sync(&self) -> Result<()> {
+        rustix::fs::fsync(&self.fd)
+            .map_err(|e| Error::io("fsync directory", &self.path, errno_io(e)))
+    }
+}
+
+/// The directory `dir` inside the state root `root` (`root` itself included), reached without
+/// following symlinks.
+fn state_walk(root: &Path, dir: &Path, create: bool) -> Result<Option<Walk>> {
+    let anchor = root
         .parent()
-        .ok_or_else(|| Error::Internal(format!("{} has no parent", path.display())))?;
+        .ok_or_else(|| unsafe_path(root, "the state root cannot be `/`"))?;
+    let mut names = rel_components(anchor, root)?;
+    if dir != root {
+        names.extend(rel_components(root, dir)?);
+    }
+    Walk::anchor(anchor)?.descend(&names, create)
+}
+
+/// The parent walk and file name of `path` inside `root`.
+fn state_parent<'a>(
+    root: &Path,
+    path: &'a Path,
+    create: bool,
+) -> Result<(Option<Walk>, &'a OsStr)> {
+    let parent = path
+        .parent()
+        .ok_or_else(|| unsafe_path(path, "has no parent"))?;
     let name = path
         .file_name()
-        .ok_or_else(|| Error::Internal(format!("{} has no file name", path.display())))?;
-    let tmp = dir.join(format!(
+        .ok_or_else(|| unsafe_path(path, "has no file name"))?;
+    if !path.starts_with(root) || path == root {
+        return Err(unsafe_path(
+            path,
+            format!("is not inside {}", root.display()),
+        ));
+    }
+    Ok((state_walk(root, parent, create)?, name))
+}
+
+/// The anchor walk (the parent, followed) and file name of a path outside any state root.
+fn plain_parent(path: &Path) -> Result<(Walk, &OsStr)> {
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| unsafe_path(path, "has no file name"))?;
+    Ok((Walk::anchor(parent)?, name))
+}
+
+/// Opens `name` in `dir` without following a symlink, and checks it is a regular file.
+fn open_in(dir: &Walk, name: &OsStr, access: Access) -> Result<Option<Opened>> {
+    let full = dir.path.join(name);
+    let base = OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
+    let (flags, mode) = match access {
+        Access::Read => (OFlags::RDONLY, 0),
+        Access::ReadWrite => (OFlags::RDWR, 0),
+        Access::ReadWriteCreate(m) => (OFlags::RDWR | OFlags::CREATE, m),
+        Access::AppendCreate(m) => (OFlags::RDWR | OFlags::APPEND | OFlags::CREATE, m),
+    };
+    let creates = flags.contains(OFlags::CREATE);
+    let (fd, created) = loop {
+        // Try without O_CREAT first, so we know whether this open made the file.
+        match rustix::fs::openat(
+            &dir.fd,
+            name,
+            base | (flags - OFlags::CREATE),
+            Mode::empty(),
+        ) {
+            Ok(fd) => break (fd, false),
+            Err(Errno::NOENT) if creates => {
+                match rustix::fs::openat(
+                    &dir.fd,
+                    name,
+                    base | flags | OFlags::EXCL,
+                    Mode::from_raw_mode(mode),
+                ) {
+                    Ok(fd) => break (fd, true),
+                    Err(Errno::EXIST) => continue,
+                    Err(Errno::LOOP) => return Err(not_regular_symlink(&full)),
+                    Err(e) => return Err(Error::io("create", &full, errno_io(e))),
+                }
+            }
+            Err(Errno::NOENT) => return Ok(None),
+            Err(Errno::LOOP) => return Err(not_regular_symlink(&full)),
+            Err(Errno::NXIO) => return Err(unsafe_path(&full, "is not a regular file")),
+            Err(e) => return Err(Error::io("open", &full, errno_io(e))),
+        }
+    };
+    let st = rustix::fs::fstat(&fd).map_err(|e| Error::io("stat", &full, errno_io(e)))?;
+    let t = FileType::from_raw_mode(st.st_mode);
+    if t != FileType::RegularFile {
+        return Err(unsafe_path(
+            &full,
+            format!("is a {}, not a regular file", type_name(t)),
+        ));
+    }
+    if access != Access::Read && st.st_nlink > 1 {
+        return Err(unsafe_path(
+            &full,
+            format!(
+                "has {} hard links; a file written in place must have one",
+                st.st_nlink
+            ),
+        ));
+    }
+    // Back to blocking I/O (it makes no difference for a regular file, but say what we mean).
+    let fl = rustix::fs::fcntl_getfl(&fd).map_err(|e| Error::io("fcntl", &full, errno_io(e)))?;
+    rustix::fs::fcntl_setfl(&fd, fl - OFlags::NONBLOCK)
+        .map_err(|e| Error::io("fcntl", &full, errno_io(e)))?;
+    Ok(Some(Opened {
+        file: File::from(fd),
+        created,
+    }))
+}
+
+fn not_regular_symlink(full: &Path) -> Error {
+    unsafe_path(
+        full,
+        "is a symlink; state files are never opened through one",
+    )
+}
+
+/// Reads a whole opened file, refusing one larger than `max` bytes.
+fn read_all(mut f: File, path: &Path, max: u64) -> Result<Vec<u8>> {
+    let too_big = |n: u64| Error::MalformedState {
+        path: path.to_path_buf(),
+        msg: format!("is {n} bytes or more, over the limit of {max} bytes for this file"),
+    };
+    let len = f.metadata().map_err(|e| Error::io("stat", path, e))?.len();
+    if len > max {
+        return Err(too_big(len));
+    }
+    let mut buf = Vec::with_capacity(len as usize);
+    (&mut f)
+        .take(max + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::io("read", path, e))?;
+    if buf.len() as u64 > max {
+        return Err(too_big(buf.len() as u64));
+    }
+    Ok(buf)
+}
+
+/// Atomic replace of `name` in `dir`: temp file, fsync, rename, fsync of the directory.
+fn write_in(dir: &Walk, name: &OsStr, bytes: &[u8], mode: u32) -> Result<()> {
+    let target = dir.path.join(name);
+    let tmp_name = OsString::from(format!(
         ".{}.tmp-{}-{}",
         name.to_string_lossy(),
         std::process::id(),
         uuid::Uuid::new_v4().simple()
     ));
+    let tmp = dir.path.join(&tmp_name);
+    let fd = rustix::fs::openat(
+        &dir.fd,
+        tmp_name.as_os_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode),
+    )
+    .map_err(|e| Error::io("create", &tmp, errno_io(e)))?;
+    let mut f = File::from(fd);
     let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|e| Error::io("create", &tmp, e))?;
         f.write_all(bytes)
             .map_err(|e| Error::io("write", &tmp, e))?;
         f.sync_all().map_err(|e| Error::io("fsync", &tmp, e))?;
-        fs::rename(&tmp, path).map_err(|e| Error::io("rename into", path, e))?;
-        sync_dir(dir)
+        rustix::fs::renameat(&dir.fd, tmp_name.as_os_str(), &dir.fd, name)
+            .map_err(|e| Error::io("rename into", &target, errno_io(e)))?;
+        dir.sync()
     })();
     if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+        let _ = rustix::fs::unlinkat(&dir.fd, tmp_name.as_os_str(), AtFlags::empty());
     }
     result
 }
 
-/// Removes `path` if it exists and fsyncs its directory. Absent is success.
-pub fn remove_durable(path: &Path) -> Result<()> {
-    match fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io("remove", path, e)),
+fn remove_in(dir: &Walk, name: &OsStr) -> Result<()> {
+    match rustix::fs::unlinkat(&dir.fd, name, AtFlags::empty()) {
+        Ok(()) => dir.sync(),
+        Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(Error::io("remove", dir.path.join(name), errno_io(e))),
     }
-    if let Some(dir) = path.parent() {
-        sync_dir(dir)?;
+}
+
+// ---- Under the state root ------------------------------------------------------------------
+
+/// Creates `dir` inside the state root `root` (the root included) and every missing directory
+/// between, mode 0700, each creation made durable by an fsync of its parent. A symlinked or
+/// non-directory component is refused.
+pub fn state_create_dir(root: &Path, dir: &Path) -> Result<()> {
+    state_walk(root, dir, true).map(|_| ())
+}
+
+/// Whether `dir` inside the state root exists as a directory reached without symlinks (a
+/// symlinked component is an error, not "absent").
+pub fn state_dir_exists(root: &Path, dir: &Path) -> Result<bool> {
+    Ok(state_walk(root, dir, false)?.is_some())
+}
+
+/// Opens a file inside the state root without following symlinks (see the module docs).
+/// `None` when it (or a directory above it) does not exist and `access` does not create.
+pub fn state_open(root: &Path, path: &Path, access: Access) -> Result<Option<Opened>> {
+    let creates = matches!(access, Access::ReadWriteCreate(_) | Access::AppendCreate(_));
+    match state_parent(root, path, creates)? {
+        (Some(dir), name) => open_in(&dir, name, access),
+        (None, _) => Ok(None),
     }
-    Ok(())
+}
+
+/// Reads a whole file inside the state root, at most `max` bytes; `None` when it does not
+/// exist.
+pub fn state_read(root: &Path, path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
+    match state_open(root, path, Access::Read)? {
+        Some(o) => read_all(o.file, path, max).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Writes a file inside the state root atomically (mode 0600); its directory must exist.
+pub fn state_write(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    state_write_mode(root, path, bytes, 0o600)
+}
+
+/// [`state_write`] with a file mode.
+pub fn state_write_mode(root: &Path, path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    match state_parent(root, path, false)? {
+        (Some(dir), name) => write_in(&dir, name, bytes, mode),
+        (None, _) => Err(Error::io(
+            "write",
+            path,
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        )),
+    }
+}
+
+/// Removes a file inside the state root and fsyncs its directory. Absent is success.
+pub fn state_remove(root: &Path, path: &Path) -> Result<()> {
+    match state_parent(root, path, false)? {
+        (Some(dir), name) => remove_in(&dir, name),
+        (None, _) => Ok(()),
+    }
+}
+
+/// fsyncs a directory inside the state root. Absent is success.
+pub fn state_sync_dir(root: &Path, dir: &Path) -> Result<()> {
+    match state_walk(root, dir, false)? {
+        Some(w) => w.sync(),
+        None => Ok(()),
+    }
+}
+
+/// Appends `bytes` to a file inside the state root in one write (`O_APPEND`), creating it
+/// (0600) when absent.
+pub fn state_append(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    let o = state_open(root, path, Access::AppendCreate(0o600))?
+        .ok_or_else(|| Error::Internal(format!("{} not created", path.display())))?;
+    (&o.file)
+        .write_all(bytes)
+        .map_err(|e| Error::io("append to", path, e))
+}
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    pub name: OsString,
+    pub is_file: bool,
+}
+
+/// Lists a directory inside the state root (without `.` and `..`); `None` when absent.
+pub fn state_list(root: &Path, dir: &Path) -> Result<Option<Vec<DirEntry>>> {
+    let Some(w) = state_walk(root, dir, false)? else {
+        return Ok(None);
+    };
+    let d = rustix::fs::Dir::read_from(w.fd.as_fd())
+        .map_err(|e| Error::io("read directory", dir, errno_io(e)))?;
+    let mut out = Vec::new();
+    for e in d {
+        let e = e.map_err(|e| Error::io("read directory", dir, errno_io(e)))?;
+        let name = OsStr::from_bytes(e.file_name().to_bytes());
+        if name == "." || name == ".." {
+            continue;
+        }
+        out.push(DirEntry {
+            name: name.to_os_string(),
+            is_file: e.file_type() == FileType::RegularFile,
+        });
+    }
+    Ok(Some(out))
+}
+
+// ---- Outside any state root ----------------------------------------------------------------
+
+/// Opens a file outside any state root: its parent is followed, the file itself is not (and
+/// must be a regular file). For an audit log given by flag, the reaper's own files.
+pub fn open(path: &Path, access: Access) -> Result<Option<Opened>> {
+    let (dir, name) = plain_parent(path)?;
+    open_in(&dir, name, access)
+}
+
+/// Reads a whole file outside any state root (see [`open`]), at most `max` bytes.
+pub fn read(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
+    match open(path, Access::Read)? {
+        Some(o) => read_all(o.file, path, max).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename over
+/// `path`, fsync of the directory. A crash at any instant leaves either the old or the new file.
+/// For files outside a state root; under one, use [`state_write`].
+pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
+    let (dir, name) = plain_parent(path)?;
+    write_in(&dir, name, bytes, 0o600)
 }
 
 /// fsyncs a directory so a rename or unlink in it is durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    let d = File::open(dir).map_err(|e| Error::io("open directory", dir, e))?;
-    d.sync_all()
-        .map_err(|e| Error::io("fsync directory", dir, e))
+    Walk::anchor(dir)?.sync()
 }
 
-/// Creates `dir` (and parents) with mode 0700 on Unix.
+/// Creates `dir` (and parents) with mode 0700, outside any state root (a socket directory).
 pub fn create_private_dir(dir: &Path) -> Result<()> {
-    let mut b = fs::DirBuilder::new();
+    let mut b = std::fs::DirBuilder::new();
     b.recursive(true);
-    #[cfg(unix)]
     {
         use std::os::unix::fs::DirBuilderExt;
         b.mode(0o700);
     }
     b.create(dir)
         .map_err(|e| Error::io("create directory", dir, e))
-}
-
-/// Reads a whole file, `None` when it does not exist.
-pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
-    match fs::read(path) {
-        Ok(b) => Ok(Some(b)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io("read", path, e)),
-    }
 }
 
 /// The current wall-clock time as RFC 3339 with milliseconds, UTC.
@@ -89,24 +527,121 @@ pub fn now_rfc3339() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+
+    fn root(d: &tempfile::TempDir) -> PathBuf {
+        let r = d.path().join(".team");
+        state_create_dir(&r, &r.join("teams/t")).unwrap();
+        r
+    }
 
     #[test]
-    fn atomic_write_replaces_and_leaves_no_temp() {
+    fn state_write_replaces_and_leaves_no_temp() {
         let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("f.json");
-        atomic_write(&p, b"one").unwrap();
-        atomic_write(&p, b"two").unwrap();
-        assert_eq!(fs::read(&p).unwrap(), b"two");
-        let names: Vec<_> = fs::read_dir(d.path())
+        let r = root(&d);
+        let p = r.join("teams/t/f.json");
+        state_write(&r, &p, b"one").unwrap();
+        state_write(&r, &p, b"two").unwrap();
+        assert_eq!(state_read(&r, &p, 10).unwrap().unwrap(), b"two");
+        let names: Vec<_> = fs::read_dir(r.join("teams/t"))
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 1, "temp files left: {names:?}");
+        state_remove(&r, &p).unwrap();
+        state_remove(&r, &p).unwrap();
+        assert_eq!(state_read(&r, &p, 10).unwrap(), None);
     }
 
     #[test]
-    fn remove_durable_absent_is_ok() {
+    fn symlinks_anywhere_are_refused_and_targets_untouched() {
         let d = tempfile::tempdir().unwrap();
-        remove_durable(&d.path().join("nope")).unwrap();
+        let r = root(&d);
+        let victim = d.path().join("notes");
+        fs::write(&victim, b"precious").unwrap();
+        // The file itself.
+        let lock = r.join("locks/t.state.lock");
+        state_create_dir(&r, &r.join("locks")).unwrap();
+        std::os::unix::fs::symlink(&victim, &lock).unwrap();
+        let e = state_open(&r, &lock, Access::ReadWriteCreate(0o600)).unwrap_err();
+        assert!(matches!(e, Error::UnsafePath { .. }), "{e}");
+        assert!(e.to_string().contains("t.state.lock"), "{e}");
+        let e = state_append(&r, &lock, b"x").unwrap_err();
+        assert_eq!(e.class().code(), 65);
+        // A directory component.
+        let elsewhere = d.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        fs::write(elsewhere.join("team.json"), b"precious").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, r.join("teams/u")).unwrap();
+        let e = state_read(&r, &r.join("teams/u/team.json"), 100).unwrap_err();
+        assert!(e.to_string().contains("symlink"), "{e}");
+        let e = state_write(&r, &r.join("teams/u/team.json"), b"x").unwrap_err();
+        assert_eq!(e.class().code(), 65);
+        let e = state_create_dir(&r, &r.join("teams/u/tasks")).unwrap_err();
+        assert_eq!(e.class().code(), 65);
+        // The root itself.
+        let r2 = d.path().join("team2");
+        std::os::unix::fs::symlink(&elsewhere, &r2).unwrap();
+        let e = state_read(&r2, &r2.join("team.json"), 100).unwrap_err();
+        assert_eq!(e.class().code(), 65, "{e}");
+        assert_eq!(fs::read(&victim).unwrap(), b"precious");
+        assert_eq!(fs::read(elsewhere.join("team.json")).unwrap(), b"precious");
+        assert!(!elsewhere.join("tasks").exists());
+    }
+
+    #[test]
+    fn fifos_devices_hard_links_and_big_files_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let r = root(&d);
+        let fifo = r.join("teams/t/team.json");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let t0 = std::time::Instant::now();
+        let e = state_read(&r, &fifo, 100).unwrap_err();
+        assert!(t0.elapsed() < std::time::Duration::from_secs(2));
+        assert!(e.to_string().contains("FIFO"), "{e}");
+        let e = read(Path::new("/dev/zero"), 100).unwrap_err();
+        assert!(e.to_string().contains("character device"), "{e}");
+
+        let big = r.join("teams/t/big.json");
+        let f = fs::File::create(&big).unwrap();
+        f.set_len(101).unwrap();
+        let e = state_read(&r, &big, 100).unwrap_err();
+        assert_eq!(e.class().code(), 65, "{e}");
+        assert_eq!(state_read(&r, &big, 101).unwrap().unwrap().len(), 101);
+
+        let victim = d.path().join("victim");
+        fs::write(&victim, b"precious").unwrap();
+        let hl = r.join("teams/t/events.jsonl");
+        fs::hard_link(&victim, &hl).unwrap();
+        let e = state_append(&r, &hl, b"x").unwrap_err();
+        assert!(e.to_string().contains("hard links"), "{e}");
+        assert_eq!(fs::read(&victim).unwrap(), b"precious");
+    }
+
+    #[test]
+    fn listing_and_created_dirs() {
+        let d = tempfile::tempdir().unwrap();
+        let r = root(&d);
+        assert_eq!(state_list(&r, &r.join("teams/t/tasks")).unwrap(), None);
+        state_create_dir(&r, &r.join("teams/t/tasks")).unwrap();
+        state_write(&r, &r.join("teams/t/tasks/1.json"), b"{}").unwrap();
+        let l = state_list(&r, &r.join("teams/t/tasks")).unwrap().unwrap();
+        assert_eq!(
+            l,
+            vec![DirEntry {
+                name: "1.json".into(),
+                is_file: true
+            }]
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let m = fs::metadata(r.join("teams/t/tasks")).unwrap();
+        assert_eq!(m.permissions().mode() & 0o777, 0o700);
     }
 }

@@ -94,30 +94,30 @@ pub fn journal_path(team_dir: &Path) -> PathBuf {
     team_dir.join("journal.json")
 }
 
-/// Writes the journal durably: the commit point.
-pub fn commit(team_dir: &Path, j: &Journal) -> Result<()> {
+/// Writes the journal durably: the commit point. `root` is the state root the team directory
+/// lies in: nothing is reached through a symlink below it (`fsutil`).
+pub fn commit(root: &Path, team_dir: &Path, j: &Journal) -> Result<()> {
     let bytes = serde_json::to_vec(j).map_err(|e| Error::Internal(e.to_string()))?;
-    fsutil::atomic_write(&journal_path(team_dir), &bytes)?;
+    fsutil::state_write(root, &journal_path(team_dir), &bytes)?;
     crate::failpoint::hit("journal.committed")
 }
 
 /// Applies every entry of `j` and then deletes the journal. `stop_after` ends early after that
 /// many steps (for crash tests only: a step is one entry, and the final delete is one more).
-pub fn apply(team_dir: &Path, j: &Journal, stop_after: Option<usize>) -> Result<()> {
+pub fn apply(root: &Path, team_dir: &Path, j: &Journal, stop_after: Option<usize>) -> Result<()> {
     for (i, e) in j.entries.iter().enumerate() {
         if stop_after == Some(i) {
             return Ok(());
         }
         let target = team_dir.join(&e.path);
-        crate::paths::no_symlinks_below(team_dir, &target)?;
         match &e.content {
             Some(c) => {
                 if let Some(parent) = target.parent() {
-                    fsutil::create_private_dir(parent)?;
+                    fsutil::state_create_dir(root, parent)?;
                 }
-                fsutil::atomic_write(&target, c.as_bytes())?;
+                fsutil::state_write(root, &target, c.as_bytes())?;
             }
-            None => fsutil::remove_durable(&target)?,
+            None => fsutil::state_remove(root, &target)?,
         }
         if i == 0 {
             crate::failpoint::hit("journal.first_entry_applied")?;
@@ -126,14 +126,14 @@ pub fn apply(team_dir: &Path, j: &Journal, stop_after: Option<usize>) -> Result<
     if stop_after == Some(j.entries.len()) {
         return Ok(());
     }
-    fsutil::remove_durable(&journal_path(team_dir))
+    fsutil::state_remove(root, &journal_path(team_dir))
 }
 
 /// Replays a journal left in `team_dir`, if any. `current_generation` is the generation of the
 /// `team.json` on disk (`None` if there is none). Returns whether a journal was replayed.
-pub fn replay(team_dir: &Path, current_generation: Option<u64>) -> Result<bool> {
+pub fn replay(root: &Path, team_dir: &Path, current_generation: Option<u64>) -> Result<bool> {
     let path = journal_path(team_dir);
-    let Some(bytes) = fsutil::read_optional(&path)? else {
+    let Some(bytes) = fsutil::state_read(root, &path, fsutil::limits::JOURNAL)? else {
         return Ok(false);
     };
     let j = Journal::parse(&path, &bytes)?;
@@ -151,7 +151,7 @@ pub fn replay(team_dir: &Path, current_generation: Option<u64>) -> Result<bool> 
             ),
         });
     }
-    apply(team_dir, &j, None)?;
+    apply(root, team_dir, &j, None)?;
     Ok(true)
 }
 
@@ -222,11 +222,11 @@ mod tests {
                     std::fs::write(t, c).unwrap();
                 }
                 if crash_after >= 1 {
-                    commit(d.path(), &j).unwrap();
-                    apply(d.path(), &j, Some(crash_after - 1)).unwrap();
+                    commit(d.path(), d.path(), &j).unwrap();
+                    apply(d.path(), d.path(), &j, Some(crash_after - 1)).unwrap();
                 }
                 let on_disk: u64 = if read_tree(d.path())["team.json"].contains('8') { 8 } else { 7 };
-                replay(d.path(), Some(on_disk)).unwrap();
+                replay(d.path(), d.path(), Some(on_disk)).unwrap();
                 let got = read_tree(d.path());
                 prop_assert!(!journal_path(d.path()).exists());
                 if crash_after == 0 {
@@ -235,7 +235,7 @@ mod tests {
                     prop_assert_eq!(&got, &new_state);
                 }
                 // Idempotent: a second replay finds nothing and changes nothing.
-                prop_assert!(!replay(d.path(), Some(8)).unwrap());
+                prop_assert!(!replay(d.path(), d.path(), Some(8)).unwrap());
                 prop_assert_eq!(read_tree(d.path()), got);
             }
         }
@@ -258,7 +258,7 @@ mod tests {
         );
         j.entries[0].content = Some("y".into());
         std::fs::write(journal_path(d.path()), serde_json::to_vec(&j).unwrap()).unwrap();
-        let err = replay(d.path(), Some(1)).unwrap_err();
+        let err = replay(d.path(), d.path(), Some(1)).unwrap_err();
         assert!(err.to_string().contains("checksum"), "{err}");
         assert!(!d.path().join("team.json").exists());
 
@@ -270,7 +270,7 @@ mod tests {
             }],
         );
         std::fs::write(journal_path(d.path()), serde_json::to_vec(&j).unwrap()).unwrap();
-        let err = replay(d.path(), Some(1)).unwrap_err();
+        let err = replay(d.path(), d.path(), Some(1)).unwrap_err();
         assert!(err.to_string().contains(".."), "{err}");
 
         let j = Journal::new(
@@ -281,7 +281,7 @@ mod tests {
             }],
         );
         std::fs::write(journal_path(d.path()), serde_json::to_vec(&j).unwrap()).unwrap();
-        let err = replay(d.path(), Some(9)).unwrap_err();
+        let err = replay(d.path(), d.path(), Some(9)).unwrap_err();
         assert!(err.to_string().contains("generation 5"), "{err}");
         assert!(
             journal_path(d.path()).exists(),

@@ -10,7 +10,7 @@
 //! Order: `scale` before `state`, never the reverse. `state` is held only around one
 //! read-modify-write of state files, never across a tmux call, a git call or a wait.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::fsutil::{self, Access};
 
 /// Who holds a lock: written into the lock file by the holder, read by `status` and by the
 /// error a waiter gets.
@@ -68,20 +69,31 @@ impl Drop for LockGuard {
     }
 }
 
-fn open_lock_file(path: &Path) -> Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| Error::io("open lock file", path, e))
+/// Takes the exclusive lock on `path`, a lock file outside any state root (the reaper's own):
+/// the file itself is never opened through a symlink. See [`acquire_in`].
+pub fn acquire(path: &Path, wait: Duration, holder: &Holder) -> Result<LockGuard> {
+    let o = fsutil::open(path, Access::ReadWriteCreate(0o600))?;
+    lock_file(o, path, wait, holder)
 }
 
-/// Takes the exclusive lock on `path`, waiting at most `wait`. On success the holder info is
-/// written into the file. A lock still busy after `wait` is [`Error::Busy`].
-pub fn acquire(path: &Path, wait: Duration, holder: &Holder) -> Result<LockGuard> {
-    let mut file = open_lock_file(path)?;
+/// Takes the exclusive lock on `path` inside the state root `root`, waiting at most `wait`.
+/// Nothing on the way is followed through a symlink, and the lock file must be a regular file
+/// with one link (`fsutil::state_open`). On success the holder info is written into the file.
+/// A lock still busy after `wait` is [`Error::Busy`].
+pub fn acquire_in(root: &Path, path: &Path, wait: Duration, holder: &Holder) -> Result<LockGuard> {
+    let o = fsutil::state_open(root, path, Access::ReadWriteCreate(0o600))?;
+    lock_file(o, path, wait, holder)
+}
+
+fn lock_file(
+    o: Option<fsutil::Opened>,
+    path: &Path,
+    wait: Duration,
+    holder: &Holder,
+) -> Result<LockGuard> {
+    let mut file = o
+        .ok_or_else(|| Error::Internal(format!("lock file {} not created", path.display())))?
+        .file;
     let deadline = Instant::now() + wait;
     let mut pause = Duration::from_millis(1);
     loop {
@@ -92,7 +104,7 @@ pub fn acquire(path: &Path, wait: Duration, holder: &Holder) -> Result<LockGuard
                 if now >= deadline {
                     return Err(Error::Busy {
                         path: path.to_path_buf(),
-                        holder: read_holder(path)
+                        holder: holder_of(&file)
                             .map(|h| h.to_string())
                             .unwrap_or_else(|| "an unknown process".into()),
                     });
@@ -116,16 +128,15 @@ pub fn acquire(path: &Path, wait: Duration, holder: &Holder) -> Result<LockGuard
     })
 }
 
-/// Whether someone holds the lock right now (probes with a non-blocking try-lock).
-pub fn is_held(path: &Path) -> Result<bool> {
-    let file = match OpenOptions::new().read(true).write(true).open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(Error::io("open lock file", path, e)),
+/// Whether someone holds the lock at `path` inside the state root right now (probes with a
+/// non-blocking try-lock).
+pub fn is_held(root: &Path, path: &Path) -> Result<bool> {
+    let Some(o) = fsutil::state_open(root, path, Access::Read)? else {
+        return Ok(false);
     };
-    match file.try_lock_shared() {
+    match o.file.try_lock_shared() {
         Ok(()) => {
-            let _ = file.unlock();
+            let _ = o.file.unlock();
             Ok(false)
         }
         Err(TryLockError::WouldBlock) => Ok(true),
@@ -133,11 +144,18 @@ pub fn is_held(path: &Path) -> Result<bool> {
     }
 }
 
-/// Reads the holder info of a lock file, if it has any.
-pub fn read_holder(path: &Path) -> Option<Holder> {
-    let mut s = String::new();
-    File::open(path).ok()?.read_to_string(&mut s).ok()?;
-    serde_json::from_str(&s).ok()
+/// Reads the holder info of a lock file inside the state root, if it has any.
+pub fn read_holder(root: &Path, path: &Path) -> Option<Holder> {
+    holder_of(&fsutil::state_open(root, path, Access::Read).ok()??.file)
+}
+
+/// The holder record in an open lock file (bounded read from the start).
+fn holder_of(f: &File) -> Option<Holder> {
+    let mut b = Vec::new();
+    let mut r = f;
+    r.seek(SeekFrom::Start(0)).ok()?;
+    r.take(fsutil::limits::LOCK).read_to_end(&mut b).ok()?;
+    serde_json::from_slice(&b).ok()
 }
 
 #[cfg(test)]
@@ -147,16 +165,19 @@ mod tests {
     #[test]
     fn second_open_waits_then_busy_with_holder() {
         let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("t.lock");
-        let g = acquire(&p, Duration::ZERO, &Holder::me("first")).unwrap();
-        assert!(is_held(&p).unwrap());
+        let r = d.path().join(".team");
+        fsutil::state_create_dir(&r, &r).unwrap();
+        let p = r.join("t.lock");
+        let g = acquire_in(&r, &p, Duration::ZERO, &Holder::me("first")).unwrap();
+        assert!(is_held(&r, &p).unwrap());
         let t0 = Instant::now();
-        let err = acquire(&p, Duration::from_millis(100), &Holder::me("second")).unwrap_err();
+        let err =
+            acquire_in(&r, &p, Duration::from_millis(100), &Holder::me("second")).unwrap_err();
         assert!(t0.elapsed() >= Duration::from_millis(100));
         assert!(matches!(err, Error::Busy { .. }));
         assert!(err.to_string().contains("first"), "{err}");
         drop(g);
-        assert!(!is_held(&p).unwrap());
+        assert!(!is_held(&r, &p).unwrap());
         assert!(p.exists(), "lock files are never deleted");
         acquire(&p, Duration::ZERO, &Holder::me("third")).unwrap();
     }

@@ -130,14 +130,17 @@ impl StateRoot {
     }
 
     /// Creates the root, its `.gitignore` (`*`), and `locks/`, and refuses network file systems.
+    /// Nothing is followed through a symlink (see `fsutil`): a symlinked root, `locks/` or
+    /// `.gitignore` is refused.
     pub fn ensure(&self) -> Result<()> {
-        crate::fsutil::create_private_dir(&self.root)?;
+        use crate::fsutil;
+        fsutil::state_create_dir(&self.root, &self.root)?;
         check_local_fs(&self.root)?;
         let gi = self.root.join(".gitignore");
-        if !gi.exists() {
-            crate::fsutil::atomic_write(&gi, b"*\n")?;
+        if fsutil::state_open(&self.root, &gi, fsutil::Access::Read)?.is_none() {
+            fsutil::state_write(&self.root, &gi, b"*\n")?;
         }
-        crate::fsutil::create_private_dir(&self.locks_dir())?;
+        fsutil::state_create_dir(&self.root, &self.locks_dir())?;
         Ok(())
     }
 

@@ -7,12 +7,11 @@
 //! hold it across tmux, git or a wait.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::fsutil;
+use crate::fsutil::{self, Access};
 use crate::journal::{self, Entry, Journal};
 use crate::lock::{self, Holder, LockGuard};
 use crate::model::{self, Event, Task, Team, WorkerStatus};
@@ -74,15 +73,30 @@ impl Store {
     pub fn team_dir(&self) -> PathBuf {
         self.root.team_dir(&self.team)
     }
-    /// Whether `team.json` exists.
+    /// Whether `team.json` exists. Anything there that cannot be opened safely (a symlink, a
+    /// FIFO, a symlinked directory above it) counts as existing, so the [`Store::load`] that
+    /// follows reports it.
     pub fn exists(&self) -> bool {
-        self.root.team_json(&self.team).exists()
+        !matches!(
+            fsutil::state_open(self.rp(), &self.root.team_json(&self.team), Access::Read),
+            Ok(None)
+        )
+    }
+
+    fn rp(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// Whether the team directory exists (a symlinked component is an error, not absence).
+    fn team_dir_exists(&self) -> Result<bool> {
+        fsutil::state_dir_exists(self.rp(), &self.team_dir())
     }
 
     /// Takes the team's scale lock for a whole membership-changing operation.
     pub fn lock_scale(&self, op: &str) -> Result<LockGuard> {
         self.root.ensure()?;
-        lock::acquire(
+        lock::acquire_in(
+            self.rp(),
             &self.root.scale_lock(&self.team),
             self.wait,
             &Holder::me(op),
@@ -92,8 +106,8 @@ impl Store {
     /// Whether another process holds the scale lock now, and who.
     pub fn scale_holder(&self) -> Result<Option<Holder>> {
         let p = self.root.scale_lock(&self.team);
-        if lock::is_held(&p)? {
-            Ok(Some(lock::read_holder(&p).unwrap_or(Holder {
+        if lock::is_held(self.rp(), &p)? {
+            Ok(Some(lock::read_holder(self.rp(), &p).unwrap_or(Holder {
                 pid: 0,
                 op: "unknown".into(),
                 since: String::new(),
@@ -105,7 +119,8 @@ impl Store {
 
     fn lock_state(&self, op: &str) -> Result<LockGuard> {
         self.root.ensure()?;
-        lock::acquire(
+        lock::acquire_in(
+            self.rp(),
             &self.root.state_lock(&self.team),
             self.wait,
             &Holder::me(op),
@@ -114,7 +129,7 @@ impl Store {
 
     fn read_team_unlocked(&self) -> Result<Option<Team>> {
         let path = self.root.team_json(&self.team);
-        match fsutil::read_optional(&path)? {
+        match fsutil::state_read(self.rp(), &path, fsutil::limits::TEAM_JSON)? {
             None => Ok(None),
             Some(b) => {
                 let t = Team::parse(&path, &b)?;
@@ -136,29 +151,34 @@ impl Store {
     /// Replays a leftover journal (caller holds the state lock).
     fn replay_unlocked(&self) -> Result<bool> {
         let dir = self.team_dir();
-        if !journal::journal_path(&dir).exists() {
+        if fsutil::state_open(self.rp(), &journal::journal_path(&dir), Access::Read)?.is_none() {
             return Ok(false);
         }
         // The generation on disk decides whether the journal fits.
         let path = self.root.team_json(&self.team);
-        let generation = match fsutil::read_optional(&path)? {
+        let generation = match fsutil::state_read(self.rp(), &path, fsutil::limits::TEAM_JSON)? {
             Some(b) => serde_json::from_slice::<serde_json::Value>(&b)
                 .ok()
                 .and_then(|v| v.get("generation").and_then(|g| g.as_u64())),
             None => None,
         };
-        journal::replay(&dir, generation)
+        journal::replay(self.rp(), &dir, generation)
     }
 
     /// Reads the team's state (replaying a leftover journal first).
     pub fn load(&self) -> Result<Team> {
-        if !self.root.path().exists() || !self.team_dir().exists() {
+        if !self.team_dir_exists()? {
             return Err(self.no_such_team());
         }
         let _g = self.lock_state("read")?;
         self.replay_unlocked()?;
-        self.read_team_unlocked()?
-            .ok_or_else(|| self.no_such_team())
+        let team = self
+            .read_team_unlocked()?
+            .ok_or_else(|| self.no_such_team())?;
+        // `events.jsonl` is appended to after effects; a hostile one (a symlink to a user's
+        // file, a FIFO) is refused here, before any command that loads the team acts.
+        fsutil::state_open(self.rp(), &self.root.events(&self.team), Access::Read)?;
+        Ok(team)
     }
 
     fn no_such_team(&self) -> Error {
@@ -173,9 +193,10 @@ impl Store {
     pub fn create(&self, team: &Team) -> Result<()> {
         self.root.ensure()?;
         let _g = self.lock_state("init")?;
-        fsutil::create_private_dir(&self.team_dir())?;
+        fsutil::state_create_dir(self.rp(), &self.team_dir())?;
         self.replay_unlocked()?;
-        if let Some(old) = self.read_team_unlocked()?
+        let old = self.read_team_unlocked()?;
+        if let Some(old) = &old
             && old.state != model::TeamState::Stopped
         {
             return Err(Error::Refused(format!(
@@ -185,8 +206,25 @@ impl Store {
                 old.owner_id
             )));
         }
+        // Task ids are never reused: a re-created team's first id is above every id the old
+        // team used (its counter, and every task file it left).
+        let mut team = team.clone();
+        let max_file = fsutil::state_list(self.rp(), &self.root.tasks_dir(&self.team))?
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|e| e.name.to_str()?.strip_suffix(".json")?.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0);
+        team.next_task_id = team
+            .next_task_id
+            .max(old.as_ref().map_or(0, |o| o.next_task_id))
+            .max(max_file + 1);
         team.validate(&self.root.team_json(&self.team))?;
-        fsutil::atomic_write(&self.root.team_json(&self.team), &team.to_bytes())
+        fsutil::state_write(
+            self.rp(),
+            &self.root.team_json(&self.team),
+            &team.to_bytes(),
+        )
     }
 
     /// One read-modify-write of the team's state under the state lock. `f` may change the team
@@ -198,7 +236,7 @@ impl Store {
         op: &str,
         f: impl FnOnce(&mut Team, &mut Changes) -> Result<R>,
     ) -> Result<(Team, R)> {
-        if !self.team_dir().exists() {
+        if !self.team_dir_exists()? {
             return Err(self.no_such_team());
         }
         let _g = self.lock_state(op)?;
@@ -229,7 +267,7 @@ impl Store {
         team.generation = before.generation + 1;
         team.validate(&team_json)?;
         if changes.is_empty() {
-            fsutil::atomic_write(&team_json, &team.to_bytes())?;
+            fsutil::state_write(self.rp(), &team_json, &team.to_bytes())?;
         } else {
             let mut entries = vec![Entry {
                 path: "team.json".into(),
@@ -243,8 +281,8 @@ impl Store {
             }
             let j = Journal::new(before.generation, entries);
             let dir = self.team_dir();
-            journal::commit(&dir, &j)?;
-            journal::apply(&dir, &j, None)?;
+            journal::commit(self.rp(), &dir, &j)?;
+            journal::apply(self.rp(), &dir, &j, None)?;
         }
         Ok((team, r))
     }
@@ -252,36 +290,32 @@ impl Store {
     fn write_side_file(&self, rel: &str, content: Option<&[u8]>) -> Result<()> {
         let dir = self.team_dir();
         let target = dir.join(rel);
-        crate::paths::no_symlinks_below(&dir, &target)?;
         match content {
             Some(c) => {
                 if let Some(p) = target.parent() {
-                    fsutil::create_private_dir(p)?;
+                    fsutil::state_create_dir(self.rp(), p)?;
                 }
-                fsutil::atomic_write(&target, c)
+                fsutil::state_write(self.rp(), &target, c)
             }
-            None => fsutil::remove_durable(&target),
+            None => fsutil::state_remove(self.rp(), &target),
         }
     }
 
     /// Removes the temp files that writers killed mid-write left in the team directory and in
-    /// `tasks/` (`.<name>.tmp-<pid>-<uuid>`, see `fsutil::atomic_write`). Every writer there
+    /// `tasks/` (`.<name>.tmp-<pid>-<uuid>`, see `fsutil::state_write`). Every writer there
     /// holds the state lock, so under it no such file belongs to a live writer. Returns how many
     /// were removed.
     pub fn sweep_temp_files(&self) -> Result<usize> {
         let _g = self.lock_state("sweep")?;
         let mut n = 0;
         for dir in [self.team_dir(), self.root.tasks_dir(&self.team)] {
-            let rd = match std::fs::read_dir(&dir) {
-                Ok(rd) => rd,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(Error::io("read directory", &dir, e)),
+            let Some(entries) = fsutil::state_list(self.rp(), &dir)? else {
+                continue;
             };
-            for e in rd.flatten() {
-                let name = e.file_name();
-                let name = name.to_string_lossy();
-                if name.starts_with('.') && name.contains(".tmp-") && e.path().is_file() {
-                    fsutil::remove_durable(&e.path())?;
+            for e in entries {
+                let name = e.name.to_string_lossy();
+                if name.starts_with('.') && name.contains(".tmp-") && e.is_file {
+                    fsutil::state_remove(self.rp(), &dir.join(&e.name))?;
                     n += 1;
                 }
             }
@@ -293,16 +327,18 @@ impl Store {
     pub fn tasks(&self) -> Result<Vec<Task>> {
         let dir = self.root.tasks_dir(&self.team);
         let mut out = Vec::new();
-        let rd = match std::fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-            Err(e) => return Err(Error::io("read directory", &dir, e)),
+        let Some(entries) = fsutil::state_list(self.rp(), &dir)? else {
+            return Ok(out);
         };
-        for e in rd {
-            let e = e.map_err(|e| Error::io("read directory", &dir, e))?;
-            let p = e.path();
-            if p.extension().is_some_and(|x| x == "json") {
-                let b = std::fs::read(&p).map_err(|e| Error::io("read", &p, e))?;
+        for e in entries {
+            let p = dir.join(&e.name);
+            if !e.name.to_string_lossy().starts_with('.')
+                && p.extension().is_some_and(|x| x == "json")
+            {
+                let b = self.read_task_file(&p)?.ok_or_else(|| Error::NotFound {
+                    what: "task",
+                    path: p.clone(),
+                })?;
                 out.push(model::parse_task(&p, &b)?);
             }
         }
@@ -310,10 +346,15 @@ impl Store {
         Ok(out)
     }
 
+    /// Reads one task file (bounded, never through a symlink), `None` when absent.
+    pub fn read_task_file(&self, p: &Path) -> Result<Option<Vec<u8>>> {
+        fsutil::state_read(self.rp(), p, fsutil::limits::TASK)
+    }
+
     /// Reads a worker's status file, if any.
     pub fn status(&self, w: &WorkerName) -> Result<Option<WorkerStatus>> {
         let p = self.root.worker_dir(&self.team, w).join("status.json");
-        match fsutil::read_optional(&p)? {
+        match fsutil::state_read(self.rp(), &p, fsutil::limits::STATUS)? {
             None => Ok(None),
             Some(b) => model::parse_status(&p, &b).map(Some),
         }
@@ -334,20 +375,13 @@ impl Store {
         };
         let mut line = serde_json::to_vec(&ev).map_err(|e| Error::Internal(e.to_string()))?;
         line.push(b'\n');
-        let p = self.root.events(&self.team);
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&p)
-            .map_err(|e| Error::io("open", &p, e))?;
-        f.write_all(&line)
-            .map_err(|e| Error::io("append to", &p, e))
+        fsutil::state_append(self.rp(), &self.root.events(&self.team), &line)
     }
 
     /// Reads `events.jsonl` (malformed lines are skipped: events are informational).
     pub fn events(&self) -> Result<Vec<Event>> {
         let p = self.root.events(&self.team);
-        let Some(b) = fsutil::read_optional(&p)? else {
+        let Some(b) = fsutil::state_read(self.rp(), &p, fsutil::limits::EVENTS)? else {
             return Ok(Vec::new());
         };
         Ok(b.split(|c| *c == b'\n')
@@ -359,14 +393,12 @@ impl Store {
 /// Lists the teams in a state root (directory names that are valid team names).
 pub fn list_teams(root: &StateRoot) -> Result<Vec<TeamName>> {
     let dir = root.teams_dir();
-    let rd = match std::fs::read_dir(&dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io("read directory", &dir, e)),
+    let Some(entries) = fsutil::state_list(root.path(), &dir)? else {
+        return Ok(Vec::new());
     };
-    let mut out: Vec<TeamName> = rd
-        .filter_map(|e| e.ok())
-        .filter_map(|e| TeamName::new(&e.file_name().to_string_lossy()).ok())
+    let mut out: Vec<TeamName> = entries
+        .into_iter()
+        .filter_map(|e| TeamName::new(&e.name.to_string_lossy()).ok())
         .collect();
     out.sort();
     Ok(out)

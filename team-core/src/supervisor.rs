@@ -137,7 +137,7 @@ const MAX_EXIT_BYTES: u64 = 4096;
 pub fn write_exit(args: &SupervisorArgs, exit: &MainExit) -> Result<()> {
     let path = args.exit_file();
     let bytes = serde_json::to_vec(exit).map_err(|e| Error::Internal(e.to_string()))?;
-    crate::fsutil::atomic_write(&path, &bytes)
+    crate::fsutil::state_write(&args.state_root, &path, &bytes)
 }
 
 /// The exit record of `worker`'s incarnation `incarnation`, when its main process has exited.
@@ -150,12 +150,9 @@ pub fn read_exit(
     incarnation: Uuid,
 ) -> Result<Option<MainExit>> {
     let path = exit_file_in(root.path(), team, worker);
-    let Some(bytes) = crate::fsutil::read_optional(&path)? else {
+    let Some(bytes) = crate::fsutil::state_read(root.path(), &path, MAX_EXIT_BYTES)? else {
         return Ok(None);
     };
-    if bytes.len() as u64 > MAX_EXIT_BYTES {
-        return Ok(None);
-    }
     Ok(serde_json::from_slice::<MainExit>(&bytes)
         .ok()
         .filter(|e| e.incarnation == incarnation))

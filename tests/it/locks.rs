@@ -63,11 +63,12 @@ fn a_dead_holder_leaves_no_stale_lock() {
         .spawn()
         .unwrap();
     let t0 = Instant::now();
-    while !lock::is_held(&root.scale_lock(&team)).unwrap() && t0.elapsed() < Duration::from_secs(5)
+    while !lock::is_held(root.path(), &root.scale_lock(&team)).unwrap()
+        && t0.elapsed() < Duration::from_secs(5)
     {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(lock::is_held(&root.scale_lock(&team)).unwrap());
+    assert!(lock::is_held(root.path(), &root.scale_lock(&team)).unwrap());
     child.kill().unwrap();
     child.wait().unwrap();
     let o = sb.run("team-scale", &["init", "demo", "--private", "--wait", "2s"]);

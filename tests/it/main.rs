@@ -1,6 +1,7 @@
 //! Integration tests: the real binaries against real tmux servers that the tests start.
 
 mod ancestry;
+mod durable_dirs;
 mod hook_guard;
 mod init_status;
 mod locks;
@@ -9,4 +10,8 @@ mod proofs;
 mod quoting;
 mod reap_crash;
 mod scale_big;
+mod symlinks;
 mod tasks;
+mod tmux_timeout;
+mod unverifiable;
+mod worktree_keep;

@@ -33,9 +33,8 @@ mod head;
 mod query;
 mod verify;
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -43,6 +42,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
+use crate::fsutil::Access;
 
 pub use canonical::ZERO_HASH;
 pub use head::Damage;
@@ -297,26 +297,22 @@ impl AuditLog {
     }
 
     /// Opens the log for appending, creating it (and its parent, 0700) if missing. Returns
-    /// whether it was created, so the caller can make the directory entry durable.
+    /// whether it was created, so the caller can make the directory entry durable. The log is
+    /// never opened through a symlink and must be a regular file with one link
+    /// (`fsutil::open`): a symlinked log is [`Error::UnsafePath`], not an audit failure.
     fn open(&self) -> Result<(File, bool)> {
-        let mut opts = OpenOptions::new();
-        opts.read(true).append(true).mode(0o600);
-        match opts.open(&self.path) {
-            Ok(f) => return Ok((f, false)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(self.audit_err("open", e)),
-        }
         if let Some(dir) = self.path.parent()
             && !dir.as_os_str().is_empty()
-            && !dir.exists()
+            && std::fs::symlink_metadata(dir).is_err()
         {
             crate::fsutil::create_private_dir(dir).map_err(|e| self.audit_err("create", e))?;
         }
-        opts.create(true);
-        let f = opts
-            .open(&self.path)
-            .map_err(|e| self.audit_err("create", e))?;
-        Ok((f, true))
+        match crate::fsutil::open(&self.path, Access::AppendCreate(0o600)) {
+            Ok(Some(o)) => Ok((o.file, o.created)),
+            Ok(None) => Err(self.audit_err("create", "not created")),
+            Err(e @ Error::UnsafePath { .. }) => Err(e),
+            Err(e) => Err(self.audit_err("open", e)),
+        }
     }
 
     /// Appends a durable intent and returns its `audit_id`.
@@ -344,7 +340,7 @@ impl AuditLog {
 /// "result unknown") and a warning is logged through `tracing`.
 pub fn guarded<T>(log: &AuditLog, entry: &Entry, effect: impl FnOnce() -> Result<T>) -> Result<T> {
     let id = log.intent(entry).map_err(|e| match e {
-        Error::Audit { .. } => e,
+        Error::Audit { .. } | Error::UnsafePath { .. } => e,
         other => Error::Audit {
             path: log.path().to_path_buf(),
             msg: other.to_string(),

@@ -20,15 +20,12 @@ pub struct ReadOutcome {
 
 /// Reads every parsable record of the log at `path`, in file order.
 pub fn read_records(path: &Path) -> Result<ReadOutcome> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::NotFound {
-                what: "audit log",
-                path: path.to_path_buf(),
-            });
-        }
-        Err(e) => return Err(Error::io("read", path, e)),
+    // Never through a symlink, regular files only, bounded (`fsutil`).
+    let Some(bytes) = crate::fsutil::read(path, crate::fsutil::limits::AUDIT)? else {
+        return Err(Error::NotFound {
+            what: "audit log",
+            path: path.to_path_buf(),
+        });
     };
     let mut out = ReadOutcome::default();
     let mut rest = &bytes[..];

@@ -115,15 +115,12 @@ fn split_lines(bytes: &[u8]) -> Vec<Line<'_>> {
 /// Walks the chain of the log at `path` and reports the first problem. A missing file is
 /// [`Error::NotFound`]; an empty file is an intact chain of no records. The file is read whole.
 pub fn verify(path: &Path) -> Result<VerifyReport> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::NotFound {
-                what: "audit log",
-                path: path.to_path_buf(),
-            });
-        }
-        Err(e) => return Err(Error::io("read", path, e)),
+    // Never through a symlink, regular files only, bounded (`fsutil`).
+    let Some(bytes) = crate::fsutil::read(path, crate::fsutil::limits::AUDIT)? else {
+        return Err(Error::NotFound {
+            what: "audit log",
+            path: path.to_path_buf(),
+        });
     };
     Ok(verify_bytes(&bytes))
 }

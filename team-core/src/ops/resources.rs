@@ -58,6 +58,118 @@ pub struct ResourceReport {
     pub kept_branch: Option<String>,
     /// Why something was kept (the record then stays `removing`).
     pub blocked: Vec<String>,
+    /// A worktree kept because it holds what git cannot save (see [`Unsavable`]).
+    pub kept_worktree: Option<PathBuf>,
+    /// What that worktree holds that git cannot save.
+    pub unsavable: Unsavable,
+}
+
+/// What a worktree holds that a commit cannot save, so removing the worktree would lose it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unsavable {
+    /// Ignored files and directories (`.env`, build and scratch dirs): `git add -A` skips them.
+    pub ignored: Vec<String>,
+    /// Directories with a repository of their own: a commit records at most their HEAD.
+    pub nested_repos: Vec<String>,
+    /// Submodules with a new commit, changes or untracked files: their content lives in their
+    /// own repository, which goes with the worktree.
+    pub dirty_submodules: Vec<String>,
+}
+
+impl Unsavable {
+    /// Whether the worktree holds nothing git cannot save.
+    pub fn is_empty(&self) -> bool {
+        self.ignored.is_empty() && self.nested_repos.is_empty() && self.dirty_submodules.is_empty()
+    }
+
+    /// A short description naming the first few paths of each kind.
+    pub fn describe(&self) -> String {
+        let list = |v: &[String]| {
+            let mut s = v.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+            if v.len() > 5 {
+                s.push_str(&format!(" and {} more", v.len() - 5));
+            }
+            s
+        };
+        let mut parts = Vec::new();
+        if !self.ignored.is_empty() {
+            parts.push(format!("ignored: {}", list(&self.ignored)));
+        }
+        if !self.nested_repos.is_empty() {
+            parts.push(format!("nested repositories: {}", list(&self.nested_repos)));
+        }
+        if !self.dirty_submodules.is_empty() {
+            parts.push(format!(
+                "dirty submodules: {}",
+                list(&self.dirty_submodules)
+            ));
+        }
+        parts.join("; ")
+    }
+}
+
+/// Finds what git cannot save in the worktree at `dir`: one `git status --porcelain=v2 -z
+/// --ignored=matching --untracked-files=all` (ignored directories are listed once, nested
+/// repositories appear as untracked directories, submodules carry their state).
+pub fn unsavable(dir: &Path) -> Result<Unsavable> {
+    let o = git(
+        dir,
+        &[
+            "status",
+            "--porcelain=v2",
+            "-z",
+            "--ignored=matching",
+            "--untracked-files=all",
+        ],
+        &[],
+    )?;
+    if !o.status.success() {
+        return Err(Error::Refused(format!(
+            "git status in {} failed: {}",
+            dir.display(),
+            String::from_utf8_lossy(&o.stderr).trim()
+        )));
+    }
+    Ok(parse_status_v2(&o.stdout))
+}
+
+/// Parses `git status --porcelain=v2 -z` output into what git cannot save.
+pub fn parse_status_v2(out: &[u8]) -> Unsavable {
+    let mut u = Unsavable::default();
+    let mut fields = out
+        .split(|b| *b == 0)
+        .map(|f| String::from_utf8_lossy(f).into_owned());
+    while let Some(rec) = fields.next() {
+        let kind = rec.split(' ').next().unwrap_or("");
+        let (n, sub) = match kind {
+            "1" => (9, rec.split(' ').nth(2)),
+            "2" => (10, rec.split(' ').nth(2)),
+            "u" => (11, rec.split(' ').nth(2)),
+            "?" | "!" => (2, None),
+            _ => continue,
+        };
+        let path = rec.splitn(n, ' ').nth(n - 1).unwrap_or("").to_string();
+        if kind == "2" {
+            // The original path of a rename follows as its own field.
+            fields.next();
+        }
+        match kind {
+            "!" => u.ignored.push(path),
+            // With --untracked-files=all, git lists single files, and a directory only when it
+            // is a repository of its own.
+            "?" if path.ends_with('/') => u.nested_repos.push(path),
+            "?" => {}
+            _ => {
+                if let Some(sub) = sub
+                    && sub.starts_with('S')
+                    && sub != "S..."
+                {
+                    u.dirty_submodules.push(path);
+                }
+            }
+        }
+    }
+    u
 }
 
 use crate::git::{run as git, run_ok as git_ok};
@@ -137,15 +249,22 @@ pub fn save_worktree(wt: &WorktreeRecord, team: &str, worker: &str) -> Result<Op
             }
             git_ok(dir, &["add", "-A", "--", "."], &env)?;
             let tree = git_ok(dir, &["write-tree"], &env)?;
+            if let Some(b) = saved_before(dir, team, worker, &tree, head.as_deref())? {
+                return Ok(Err(b));
+            }
             let msg = format!("team-scale: saved state of {worker} (team {team}) before removal");
             let mut args = vec!["commit-tree", tree.as_str(), "-m", msg.as_str()];
             if let Some(h) = &head {
                 args.extend(["-p", h.as_str()]);
             }
-            git_ok(dir, &args, &env)
+            git_ok(dir, &args, &env).map(Ok)
         })();
         let _ = std::fs::remove_file(&tmp);
-        r?
+        match r? {
+            Ok(c) => c,
+            // The same state was saved before (a retried removal): that branch holds it.
+            Err(branch) => return Ok(Some(branch)),
+        }
     } else {
         head.clone().unwrap_or_default()
     };
@@ -156,6 +275,41 @@ pub fn save_worktree(wt: &WorktreeRecord, team: &str, worker: &str) -> Result<Op
         &[],
     )?;
     Ok(Some(branch))
+}
+
+/// A branch `team/<team>/saved/<worker>-*` whose commit has exactly `tree` on `parent`.
+fn saved_before(
+    dir: &Path,
+    team: &str,
+    worker: &str,
+    tree: &str,
+    parent: Option<&str>,
+) -> Result<Option<String>> {
+    let prefix = format!("refs/heads/team/{team}/saved/");
+    let refs = git_ok(
+        dir,
+        &[
+            "for-each-ref",
+            "--format=%(refname) %(tree) %(parent)",
+            &prefix,
+        ],
+        &[],
+    )?;
+    for l in refs.lines() {
+        let mut f = l.split(' ');
+        let (Some(r), Some(t)) = (f.next(), f.next()) else {
+            continue;
+        };
+        let p = f.next().filter(|p| !p.is_empty());
+        let name = r.strip_prefix("refs/heads/").unwrap_or(r);
+        let mine = name
+            .strip_prefix(&format!("team/{team}/saved/{worker}-"))
+            .is_some();
+        if mine && t == tree && p == parent && f.next().is_none() {
+            return Ok(Some(name.to_string()));
+        }
+    }
+    Ok(None)
 }
 
 fn tempfile_path(dir: &Path) -> Result<PathBuf> {
@@ -233,6 +387,17 @@ fn remove_worktree(
 ) -> Result<()> {
     let repo = &team.workspace;
     if wt.path.exists() {
+        // What git cannot save, found before saving what it can.
+        let left = match unsavable(&wt.path) {
+            Ok(l) => l,
+            Err(e) => {
+                rep.blocked.push(format!(
+                    "worktree {} kept: cannot tell what it holds: {e}",
+                    wt.path.display()
+                ));
+                return Ok(());
+            }
+        };
         match save_worktree(wt, team.name.as_str(), w.name.as_str()) {
             Ok(b) => rep.saved_branch = b,
             Err(e) => {
@@ -243,8 +408,25 @@ fn remove_worktree(
                 return Ok(());
             }
         }
-        // Saved (or nothing unsaved): the worktree's content is all in git now, so removing
-        // it loses nothing. `--force` only because untracked files were saved on the branch.
+        if !left.is_empty() {
+            // Never removed (with or without --force) while it holds what git cannot save.
+            rep.blocked.push(format!(
+                "worktree_kept: {} holds what git cannot save ({}){}; move out what you need, delete the rest, then run `team-scale reconcile {}`",
+                wt.path.display(),
+                left.describe(),
+                rep.saved_branch
+                    .as_ref()
+                    .map(|b| format!("; the rest of its state is saved on branch {b}"))
+                    .unwrap_or_default(),
+                team.name
+            ));
+            rep.kept_worktree = Some(wt.path.clone());
+            rep.unsavable = left;
+            return Ok(());
+        }
+        // Saved (or nothing unsaved), and nothing git cannot save: the worktree's content is all
+        // in git now, so removing it loses nothing. `--force` only because untracked files
+        // were saved on the branch.
         let p = wt.path.to_string_lossy().to_string();
         let mut args = vec!["worktree", "remove"];
         if rep.saved_branch.is_some() {
@@ -273,4 +455,34 @@ fn remove_worktree(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_v2_finds_ignored_nested_repos_and_dirty_submodules() {
+        let out = [
+            "1 .M N... 100644 100644 100644 abc abc src/main.rs",
+            "1 .M SC.. 160000 160000 160000 abc abc sub one",
+            "1 .M S... 160000 160000 160000 abc abc clean-sub",
+            "1 .M S..U 160000 160000 160000 abc abc sub two",
+            "2 R. N... 100644 100644 100644 abc abc R100 new name.txt",
+            "old name.txt",
+            "u UU N... 100644 100644 100644 100644 a b c conflicted.txt",
+            "? untracked file.txt",
+            "? nested repo/",
+            "! .env",
+            "! scratch dir/",
+            "",
+        ]
+        .join("\0");
+        let u = parse_status_v2(out.as_bytes());
+        assert_eq!(u.ignored, vec![".env", "scratch dir/"]);
+        assert_eq!(u.nested_repos, vec!["nested repo/"]);
+        assert_eq!(u.dirty_submodules, vec!["sub one", "sub two"]);
+        assert!(u.describe().contains("nested repositories: nested repo/"));
+        assert!(parse_status_v2(b"1 .M N... 100644 100644 100644 a b f\0? x\0").is_empty());
+    }
 }

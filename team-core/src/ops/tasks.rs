@@ -55,10 +55,12 @@ pub fn update(
     let (_, task) = store.transact("task", |t, changes| {
         check_reporter(t, worker, incarnation)?;
         let current = t.worker(worker).map(|w| w.incarnation).expect("checked");
-        let bytes = fsutil::read_optional(&path)?.ok_or_else(|| Error::NotFound {
-            what: "task",
-            path: path.clone(),
-        })?;
+        let bytes = store
+            .read_task_file(&path)?
+            .ok_or_else(|| Error::NotFound {
+                what: "task",
+                path: path.clone(),
+            })?;
         let mut task = model::parse_task(&path, &bytes)?;
         let mine = task
             .claim
@@ -85,7 +87,8 @@ pub fn update(
                         .root()
                         .tasks_dir(store.team())
                         .join(format!("{b}.json"));
-                    let done = fsutil::read_optional(&bp)?
+                    let done = store
+                        .read_task_file(&bp)?
                         .map(|b| model::parse_task(&bp, &b))
                         .transpose()?
                         .is_some_and(|b| b.status == TaskStatus::Completed);

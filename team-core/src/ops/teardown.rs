@@ -442,15 +442,19 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
         let w = team.worker(n).expect("selected from team").clone();
         let proof = match unadopted.iter().find(|(u, _)| u == n) {
             Some((_, why)) => PaneProof::Mismatch(why.clone()),
-            None => match (&w.pane, &listing) {
-                // Unknown is not absent: with no pane recorded, only a listing can say that
-                // no tagged pane of this worker exists.
-                (None, Listing::Failed(why)) => {
-                    PaneProof::Unverifiable(format!("the listing failed: {why}"))
+            None => view::prove_worker(&team, &w, &listing).unwrap_or_else(|| {
+                // No pane recorded: a tagged pane may still exist (a scale-up that crashed
+                // between split and record). Only a listing that answered can say there is
+                // none; an unreadable one is unknown, never absent.
+                match &listing {
+                    Listing::Failed(e) => PaneProof::Unverifiable(format!(
+                        "unverifiable: no pane was recorded and the listing failed ({e}), so a pane carrying its tags cannot be ruled out"
+                    )),
+                    Listing::Panes(_) | Listing::NoServer => {
+                        PaneProof::Gone("no pane was ever recorded".into())
+                    }
                 }
-                _ => view::prove_worker(&team, &w, &listing)
-                    .unwrap_or_else(|| PaneProof::Gone("no pane was ever recorded".into())),
-            },
+            }),
         };
         let mut report = WorkerReport {
             worker: w.name.clone(),

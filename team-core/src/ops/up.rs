@@ -881,30 +881,29 @@ fn trigger_text(team: &Team, p: &Plan) -> String {
     }
 }
 
-fn write_private(path: &std::path::Path, bytes: &[u8], mode: u32) -> Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    // A fresh file (a leftover of an abandoned op was settled before): no following of an
-    // existing symlink, and the mode is set at creation.
-    let _ = std::fs::remove_file(path);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(path)
-        .map_err(|e| Error::io("create", path, e))?;
-    f.write_all(bytes).map_err(|e| Error::io("write", path, e))
+fn write_private(
+    root: &crate::paths::StateRoot,
+    path: &std::path::Path,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<()> {
+    // Atomic, with the mode set at creation, and never through a symlink (`fsutil`).
+    fsutil::state_write_mode(root.path(), path, bytes, mode)
 }
 
 fn prepare(env: &Env, team: &Team, req: &UpRequest, p: &Plan, tasks: &[Task]) -> Result<()> {
     let root = env.store.root();
-    fsutil::create_private_dir(&p.worker_dir)?;
-    crate::paths::no_symlinks_below(root.path(), &p.worker_dir)?;
-    write_private(&p.inbox, inbox_text(team, req, p, tasks).as_bytes(), 0o600)?;
+    fsutil::state_create_dir(root.path(), &p.worker_dir)?;
+    write_private(
+        root,
+        &p.inbox,
+        inbox_text(team, req, p, tasks).as_bytes(),
+        0o600,
+    )?;
 
     if let Some(wt) = &p.worktree {
         if let Some(parent) = wt.path.parent() {
-            fsutil::create_private_dir(parent)?;
+            fsutil::state_create_dir(root.path(), parent)?;
         }
         let path = wt.path.to_string_lossy().to_string();
         let out = match &wt.branch {
@@ -920,8 +919,7 @@ fn prepare(env: &Env, team: &Team, req: &UpRequest, p: &Plan, tasks: &[Task]) ->
     }
 
     let runtime = root.team_dir(&team.name).join("runtime");
-    fsutil::create_private_dir(&runtime)?;
-    crate::paths::no_symlinks_below(root.path(), &p.script)?;
+    fsutil::state_create_dir(root.path(), &runtime)?;
     let role = req.role.as_ref().map_or("worker", |r| r.as_str());
     let vars: [(&str, String); 8] = [
         ("TEAM_NAME", team.name.to_string()),
@@ -945,7 +943,7 @@ fn prepare(env: &Env, team: &Team, req: &UpRequest, p: &Plan, tasks: &[Task]) ->
         sh_quote(&p.cwd.display().to_string()),
         sh_quote(&team.settings.worker_cmd)
     ));
-    write_private(&p.script, s.as_bytes(), 0o700)
+    write_private(root, &p.script, s.as_bytes(), 0o700)
 }
 
 fn inbox_text(team: &Team, req: &UpRequest, p: &Plan, tasks: &[Task]) -> String {

@@ -96,7 +96,12 @@ impl Tmux {
             endpoint: self.endpoint.clone(),
             msg: format!("cannot run {}: {e}", self.bin.display()),
         })?;
-        let pid = child.id();
+        // A pidfd opened right after spawn, while the child is ours and unreaped, so a kill on
+        // timeout reaches this process and no other (never a bare pid).
+        let pidfd = rustix::process::pidfd_open(
+            rustix::process::Pid::from_child(&child),
+            rustix::process::PidfdFlags::empty(),
+        );
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let _ = tx.send(child.wait_with_output());
@@ -112,11 +117,15 @@ impl Tmux {
                 msg: format!("waiting for tmux: {e}"),
             }),
             Err(_) => {
-                // Our own child, by pid: it is still our unreaped child, so the pid is its.
-                let _ = rustix::process::kill_process(
-                    rustix::process::Pid::from_raw(pid as i32).expect("child pid is positive"),
-                    rustix::process::Signal::KILL,
-                );
+                match &pidfd {
+                    Ok(fd) => {
+                        let _ =
+                            rustix::process::pidfd_send_signal(fd, rustix::process::Signal::KILL);
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "no pidfd for a timed-out tmux client; not signalled")
+                    }
+                }
                 Err(Error::TmuxUnavailable {
                     endpoint: self.endpoint.clone(),
                     msg: format!("tmux did not answer within {:?}", self.timeout),

@@ -448,8 +448,9 @@ fn dead_socket_key(p: &std::path::Path) -> String {
 
 /// The dead sockets already warned about.
 fn dead_socket_keys_seen(ctx: &Ctx) -> Vec<String> {
-    std::fs::read(ctx.dead_sockets_path())
+    team_core::fsutil::read(&ctx.dead_sockets_path(), team_core::fsutil::limits::SMALL)
         .ok()
+        .flatten()
         .and_then(|b| serde_json::from_slice::<Vec<String>>(&b).ok())
         .unwrap_or_default()
 }

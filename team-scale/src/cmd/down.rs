@@ -64,6 +64,12 @@ pub fn print_settle(out: &mut Out, r: &SettleReport) -> CliResult<()> {
             "saved_branch": res.and_then(|r| r.saved_branch.clone()),
             "branch_deleted": res.and_then(|r| r.branch_deleted.clone()),
             "branch_kept": res.and_then(|r| r.kept_branch.clone()),
+            "worktree_kept": res.and_then(|r| r.kept_worktree.clone()),
+            "unsavable": res.filter(|r| !r.unsavable.is_empty()).map(|r| json!({
+                "ignored": r.unsavable.ignored,
+                "nested_repos": r.unsavable.nested_repos,
+                "dirty_submodules": r.unsavable.dirty_submodules,
+            })),
             "tasks_returned": w.tasks_returned,
         }))?;
         let pane = w.pane_id.as_deref().unwrap_or("-");
@@ -90,6 +96,13 @@ pub fn print_settle(out: &mut Out, r: &SettleReport) -> CliResult<()> {
                 out.line(&format!(
                     "  worktree state of {} saved on branch {b}",
                     w.worker
+                ))?;
+            }
+            if let Some(p) = &r.kept_worktree {
+                out.line(&format!(
+                    "  worktree {} kept: it holds what git cannot save ({})",
+                    p.display(),
+                    r.unsavable.describe()
                 ))?;
             }
             if let Some(b) = &r.kept_branch {

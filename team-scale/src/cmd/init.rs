@@ -97,14 +97,16 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
     // The intent first, before any pane exists: an init that dies midway leaves this record
     // (and the scale lock, held until the state is stored, keeps the reaper off meanwhile).
     let init_record = ctx.root.init_record(&team);
-    if let Ok(Some(old)) = fsutil::read_optional(&init_record) {
+    let root = ctx.root.path();
+    if let Ok(Some(old)) = fsutil::state_read(root, &init_record, 4096) {
         tracing::warn!(record = %String::from_utf8_lossy(&old), "an earlier init of this team was interrupted");
         eprintln!(
             "team-scale: warning: an earlier init of team {team} was interrupted; its leader pane (if any) is an orphan that `team-reap` removes"
         );
     }
-    fsutil::create_private_dir(&ctx.root.team_dir(&team))?;
-    fsutil::atomic_write(
+    fsutil::state_create_dir(root, &ctx.root.team_dir(&team))?;
+    fsutil::state_write(
+        root,
         &init_record,
         json!({"team": team, "owner_id": owner, "pid": std::process::id(),
                "private": private, "started_at": fsutil::now_rfc3339()})
@@ -135,7 +137,7 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
         workers: Vec::new(),
     };
     store.create(&t)?;
-    fsutil::remove_durable(&init_record)?;
+    fsutil::state_remove(ctx.root.path(), &init_record)?;
     store.append_event(
         &t,
         "initialized",

@@ -1,0 +1,218 @@
+//! Nothing a worker wrote is lost: what git cannot save (ignored files, nested repositories,
+//! dirty submodules) keeps its worktree, named in `down`'s output and in `status`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use tests::{Sandbox, assert_code, json_lines};
+
+/// Runs git in `dir` (tests only run git to set up and inspect fixtures).
+fn git(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "protocol.file.allow=always",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "git {args:?} in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// A workspace that is a git repository ignoring `.env` and `scratch/`, with a submodule when
+/// `submodule` is set; a team with two workers in detached worktrees. Returns worker-2's
+/// worktree.
+fn setup(sb: &Sandbox, submodule: bool) -> PathBuf {
+    git(&sb.ws, &["init", "-q"]);
+    std::fs::write(sb.ws.join(".gitignore"), ".env\nscratch/\n").unwrap();
+    std::fs::write(sb.ws.join("README"), "hello\n").unwrap();
+    git(&sb.ws, &["add", "."]);
+    git(&sb.ws, &["commit", "-qm", "init"]);
+    if submodule {
+        let src = sb.dir.path().join("subsrc");
+        std::fs::create_dir_all(&src).unwrap();
+        git(&src, &["init", "-q"]);
+        std::fs::write(src.join("lib.txt"), "v1\n").unwrap();
+        git(&src, &["add", "."]);
+        git(&src, &["commit", "-qm", "sub"]);
+        git(
+            &sb.ws,
+            &["submodule", "add", "-q", &src.display().to_string(), "sub"],
+        );
+        git(&sb.ws, &["commit", "-qm", "add sub"]);
+    }
+    assert_code(
+        &sb.run(
+            "team-scale",
+            &[
+                "init",
+                "demo",
+                "--private",
+                "--worktree",
+                "detached",
+                "--worker-cmd",
+                "exec sleep 100000",
+            ],
+        ),
+        0,
+    );
+    assert_code(
+        &sb.run("team-scale", &["up", "demo", "2", "--ready-timeout", "0"]),
+        0,
+    );
+    let wt = sb.ws.join(".team/worktrees/demo/worker-2");
+    assert!(wt.join("README").exists(), "worker-2 has a worktree");
+    // A tracked edit, which git can save.
+    std::fs::write(wt.join("README"), "hello, edited\n").unwrap();
+    wt
+}
+
+fn down_worker_2(sb: &Sandbox) -> (i32, Vec<Value>) {
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "demo", "--worker", "worker-2", "--force", "--grace", "1s", "--json",
+        ],
+    );
+    (o.status.code().unwrap_or(-1), json_lines(&o.stdout))
+}
+
+/// `down` keeps the worktree: content intact, exit 3, the path named in the output and in
+/// `status`, the tracked edit saved on a branch.
+fn assert_kept(sb: &Sandbox, wt: &Path, files: &[(&str, &str)], kind: &str) {
+    let (code, lines) = down_worker_2(sb);
+    for (rel, content) in files {
+        assert_eq!(
+            std::fs::read_to_string(wt.join(rel)).ok().as_deref(),
+            Some(*content),
+            "{rel} lost; down said {lines:?}"
+        );
+    }
+    assert_eq!(code, 3, "cleanup debt remains: {lines:?}");
+    let w = lines
+        .iter()
+        .find(|l| l["type"] == "worker" && l["worker"] == "worker-2")
+        .unwrap();
+    assert_eq!(w["worktree_kept"], wt.display().to_string(), "{w}");
+    assert!(
+        !w["unsavable"][kind].as_array().unwrap().is_empty(),
+        "{kind}: {w}"
+    );
+    let saved = w["saved_branch"]
+        .as_str()
+        .expect("the tracked edit was saved");
+    assert_eq!(
+        git(&sb.ws, &["show", &format!("{saved}:README")]),
+        "hello, edited"
+    );
+    let st = json_lines(&sb.run("team-scale", &["status", "demo", "--json"]).stdout);
+    let sw = st
+        .iter()
+        .find(|l| l["type"] == "worker" && l["name"] == "worker-2")
+        .expect("the record stays while its worktree is kept");
+    assert_eq!(sw["lifecycle"], "removing");
+    assert!(
+        sw["removal_reasons"]
+            .to_string()
+            .contains(&wt.display().to_string()),
+        "status names the kept worktree: {sw}"
+    );
+    assert!(
+        git(&sb.ws, &["worktree", "list"]).contains(&wt.display().to_string()),
+        "still a registered worktree"
+    );
+}
+
+#[test]
+fn an_ignored_env_file_keeps_its_worktree() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    std::fs::write(wt.join(".env"), "API_KEY=secret\n").unwrap();
+    assert_kept(&sb, &wt, &[(".env", "API_KEY=secret\n")], "ignored");
+
+    // Once the user moved it away, a retry saves nothing new and removes the worktree.
+    std::fs::remove_file(wt.join(".env")).unwrap();
+    let before = git(
+        &sb.ws,
+        &["for-each-ref", "--format=%(refname)", "refs/heads/team/"],
+    );
+    assert_code(&sb.run("team-scale", &["reconcile", "demo"]), 0);
+    assert!(!wt.exists());
+    assert_eq!(
+        git(
+            &sb.ws,
+            &["for-each-ref", "--format=%(refname)", "refs/heads/team/"]
+        ),
+        before,
+        "the same state is not saved twice"
+    );
+}
+
+#[test]
+fn an_ignored_scratch_dir_keeps_its_worktree() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    std::fs::create_dir_all(wt.join("scratch/deep")).unwrap();
+    std::fs::write(wt.join("scratch/deep/notes.md"), "findings\n").unwrap();
+    assert_kept(
+        &sb,
+        &wt,
+        &[("scratch/deep/notes.md", "findings\n")],
+        "ignored",
+    );
+}
+
+#[test]
+fn a_nested_repository_keeps_its_worktree() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    let nested = wt.join("tools/nested");
+    std::fs::create_dir_all(&nested).unwrap();
+    git(&nested, &["init", "-q"]);
+    std::fs::write(nested.join("work.txt"), "uncommitted\n").unwrap();
+    std::fs::write(nested.join("committed.txt"), "c\n").unwrap();
+    git(&nested, &["add", "committed.txt"]);
+    git(&nested, &["commit", "-qm", "only here"]);
+    assert_kept(
+        &sb,
+        &wt,
+        &[
+            ("tools/nested/work.txt", "uncommitted\n"),
+            ("tools/nested/committed.txt", "c\n"),
+        ],
+        "nested_repos",
+    );
+    assert!(nested.join(".git").is_dir());
+}
+
+#[test]
+fn a_dirty_submodule_keeps_its_worktree() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, true);
+    git(&wt, &["submodule", "update", "--init", "-q"]);
+    std::fs::write(wt.join("sub/lib.txt"), "v2, unsaved\n").unwrap();
+    assert_kept(
+        &sb,
+        &wt,
+        &[("sub/lib.txt", "v2, unsaved\n")],
+        "dirty_submodules",
+    );
+}
