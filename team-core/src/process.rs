@@ -815,7 +815,9 @@ fn below_supervisor(pid: u32, sup: ProcId) -> ProcVerdict {
         };
         if cur != pid {
             if cur == sup.pid {
-                if n.id.start_time == sup.start_time && n.is_supervisor() {
+                // The pid and start time name the root the caller proved (a supervisor, or a
+                // legacy pane's own process).
+                if n.id.start_time == sup.start_time {
                     return ProcVerdict::Owned;
                 }
                 return not_owned(format!(

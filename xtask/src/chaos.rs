@@ -336,11 +336,11 @@ fn start_bystanders(w: &World, by: &mut Bystanders) -> anyhow::Result<()> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let (code, err) = w.run(
         "team-scale",
-        &s(&["up", "chaos", "1", "--ready-timeout", "0"]),
+        &s(&["up", "chaos", "2", "--ready-timeout", "0"]),
         None,
     )?;
     if code != Some(0) {
-        bail!("up chaos 1: {err}");
+        bail!("up chaos 2: {err}");
     }
     let wsn = w.base.join("wsn").canonicalize()?;
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -304,12 +304,23 @@ fn worker_processes(
             return f;
         }
         process::SupervisorCheck::Other(why) => {
-            if pane_proven {
-                legacy_pane_process(team, w, pane, &mut f);
-            } else {
+            if !pane_proven {
                 tracing::debug!(worker = %w.name, %why, "pane gone and its pid is not its supervisor");
+                return f;
             }
-            return f;
+            // A pane made before supervisors existed: its own process, proven by the pane's
+            // incarnation and its environment, is the root of the walk (without a subreaper,
+            // double-forked descendants may have escaped it: those are left alone).
+            legacy_pane_process(team, w, pane, &mut f);
+            if f.pane_process_not_owned || f.proven.is_empty() {
+                return f;
+            }
+            match tree.as_ref().ok().and_then(|t| t.node(pane.pane_pid)) {
+                Some(n) if Some(n.id.start_time) == f.proven.first().map(|p| p.id.start_time) => {
+                    n.clone()
+                }
+                _ => return f,
+            }
         }
     };
     let tree = match tree {

@@ -126,7 +126,8 @@ impl Oracle {
             Ok(true) => {}
             Ok(false) => {
                 if self.lock_teams {
-                    match lock::acquire_in(root.path(), &scale, Duration::ZERO, &Holder::me("reap")) {
+                    match lock::acquire_in(root.path(), &scale, Duration::ZERO, &Holder::me("reap"))
+                    {
                         Ok(g) => {
                             self.guards.insert(key.clone(), g);
                         }
