@@ -990,6 +990,23 @@ impl Scan {
             return;
         }
         let lexed = lex(src);
+        // `tmux() { ...; }` or `function tmux`: later `tmux` words run the function.
+        let squeezed: String = src.chars().filter(|c| !c.is_whitespace()).collect();
+        if squeezed.contains("tmux()")
+            || src
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .windows(2)
+                .any(|w| w[0] == "function" && mentions_tmux(w[1]))
+        {
+            self.note_env_change("defines a shell function named tmux".into());
+            self.findings.push(Finding::deny(
+                "shell",
+                vec![src.to_string()],
+                "defines a shell function named like tmux, which later `tmux` words would run"
+                    .into(),
+            ));
+        }
         if let Some(why) = &lexed.opaque {
             self.findings.push(Finding::deny(
                 "shell",
