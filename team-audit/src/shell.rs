@@ -214,6 +214,9 @@ fn lex(src: &str) -> Lexed {
                     if !found {
                         out.opaque = Some(format!("a here-document without its end `{delim}`"));
                     }
+                    // An unquoted delimiter expands `$(...)` and backquotes in the body; a
+                    // quoted one does not, but telling them apart is not worth a miss.
+                    out.subs.extend(substitutions(&body));
                     out.texts[slot] = body;
                 }
                 if i > n {
@@ -476,6 +479,30 @@ fn lex_dollar(c: &[char], i: usize, word: &mut Option<Word>, out: &mut Lexed) ->
     }
 }
 
+/// The command lines inside `$(...)`, `${...}` and backquotes of a here-document body.
+fn substitutions(body: &str) -> Vec<String> {
+    let c: Vec<char> = body.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < c.len() {
+        match c[i] {
+            '\\' => i += 2,
+            '$' if matches!(c.get(i + 1), Some('(') | Some('{')) => {
+                let end = close_pair(&c, i + 1, c[i + 1], if c[i + 1] == '(' { ')' } else { '}' });
+                out.push(c[(i + 2).min(c.len())..end.min(c.len())].iter().collect());
+                i = end + 1;
+            }
+            '`' => {
+                let end = close_backquote(&c, i + 1);
+                out.push(c[(i + 1).min(c.len())..end.min(c.len())].iter().collect());
+                i = end + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
 /// Index of the `)` closing the `(` at `open`, skipping quotes; `c.len()` if unterminated.
 fn close_paren(c: &[char], open: usize) -> usize {
     close_pair(c, open, '(', ')')
@@ -572,6 +599,25 @@ fn mentions_tmux(s: &str) -> bool {
     s.to_ascii_lowercase().contains("tmux")
 }
 
+/// `tmux` as a word of its own inside `s` (`runner=tmux`, `/usr/bin/tmux`, `x,tmux`), not
+/// as part of a name (`tmuxinator`) or a file name (`tmux.conf`).
+fn names_tmux(s: &str) -> bool {
+    let l = s.to_ascii_lowercase();
+    let b = l.as_bytes();
+    let mut from = 0;
+    while let Some(k) = l[from..].find("tmux") {
+        let at = from + k;
+        let before = at.checked_sub(1).map(|i| b[i]);
+        let after = b.get(at + 4).copied();
+        let word_char = |c: Option<u8>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_');
+        if !word_char(before) && !word_char(after) && after != Some(b'.') {
+            return true;
+        }
+        from = at + 4;
+    }
+    false
+}
+
 fn basename(s: &str) -> &str {
     s.rsplit('/').next().unwrap_or(s)
 }
@@ -597,6 +643,62 @@ fn sensitive_var(name: &str) -> bool {
             name,
             "PATH" | "HOME" | "ENV" | "SHELL" | "IFS" | "XDG_RUNTIME_DIR" | "CDPATH" | "USER"
         )
+}
+
+/// Programs that run a shell (reading its commands from stdin when given no command).
+const SHELL_LIKE: &[&str] = &[
+    "su",
+    "runuser",
+    "sg",
+    "newgrp",
+    "script",
+    "ssh",
+    "docker",
+    "podman",
+    "unshare",
+    "nsenter",
+    "chroot",
+    "bwrap",
+    "firejail",
+    "setpriv",
+    "systemd-run",
+    "screen",
+    "byobu",
+    "login",
+    "machinectl",
+    "sudo",
+    "doas",
+    "kubectl",
+];
+
+/// Inline interpreter code the guard will not run blind: it mentions tmux, names a tmux
+/// command, or starts processes.
+fn suspicious_code(s: &str) -> bool {
+    let l = s.to_ascii_lowercase();
+    mentions_tmux(&l)
+        || [
+            "kill-",
+            "killp",
+            "killw",
+            "respawn",
+            "unlink-w",
+            "source-f",
+            "run-shell",
+            "system",
+            "exec",
+            "spawn",
+            "popen",
+            "subprocess",
+            "fork",
+            "`",
+            "shell",
+            "%x",
+            "child_process",
+            "proc_open",
+            "passthru",
+        ]
+        .iter()
+        .any(|k| l.contains(k))
 }
 
 const SHELLS: &[&str] = &[
@@ -660,15 +762,16 @@ fn is_interpreter(base: &str) -> bool {
 /// them.
 fn is_inert(base: &str, args: &[Word]) -> bool {
     match base {
-        "echo" | "printf" | "grep" | "egrep" | "fgrep" | "rg" | "ag" | "ack" | "cat" | "bat"
-        | "less" | "more" | "head" | "tail" | "wc" | "ls" | "tree" | "file" | "stat" | "du"
-        | "df" | "pwd" | "true" | "false" | "test" | "[" | "[[" | "]]" | "sort" | "uniq"
-        | "cut" | "tr" | "diff" | "cmp" | "comm" | "jq" | "realpath" | "readlink" | "basename"
-        | "dirname" | "which" | "whereis" | "man" | "mkdir" | "touch" | "rm" | "rmdir" | "cp"
-        | "mv" | "ln" | "chmod" | "tee" | "nl" | "tac" | "column" | "date" | "sleep" | "id"
+        "echo" | "printf" | "grep" | "egrep" | "fgrep" | "cat" | "head" | "tail" | "wc" | "ls"
+        | "tree" | "file" | "stat" | "du" | "df" | "pwd" | "true" | "false" | "test" | "["
+        | "[[" | "]]" | "uniq" | "cut" | "tr" | "diff" | "cmp" | "comm" | "jq" | "realpath"
+        | "readlink" | "basename" | "dirname" | "which" | "whereis" | "mkdir" | "touch" | "rm"
+        | "rmdir" | "chmod" | "tee" | "nl" | "tac" | "column" | "date" | "sleep" | "id"
         | "uname" | "pgrep" | "pidof" | "ps" | "for" | "case" | "select" | "in" | "esac" | "fi"
         | "done" | "return" | "exit" | "shift" | "read" | "wait" | "true:" | ":" | "md5sum"
         | "sha256sum" | "xxd" | "od" | "hexdump" | "strings" | "tput" => true,
+        // ripgrep, unless it is given a preprocessor command.
+        "rg" => !args.iter().any(|a| a.text.starts_with("--pre")),
         // git without global options before its subcommand, and only subcommands that do
         // not run a configured or given command.
         "git" => {
@@ -1139,18 +1242,36 @@ impl Scan {
             _ => {}
         }
         if is_interpreter(base) {
-            let code_mentions = rest.iter().any(|w| mentions_tmux(&w.text))
-                || stdin.is_some_and(mentions_tmux)
-                || mentions_tmux(&self.line);
-            if code_mentions {
+            let args: Vec<&Word> = rest.iter().filter(|w| !w.text.starts_with('-')).collect();
+            let why = if rest.iter().any(|w| suspicious_code(&w.text)) {
+                Some("runs code that mentions tmux, a tmux command or a process call")
+            } else if stdin.is_some_and(suspicious_code) {
+                Some("reads code that mentions tmux, a tmux command or a process call")
+            } else if mentions_tmux(&self.line)
+                && (args.is_empty() || matches!(input, Input::Text(_)))
+                && !matches!(input, Input::File)
+                && !matches!(base, "awk" | "gawk" | "mawk" | "nawk" | "sed" | "gsed")
+            {
+                Some("reads its program from stdin in a command line that mentions tmux")
+            } else if mentions_tmux(&self.line)
+                && args.iter().any(|w| !w.text.contains(char::is_whitespace))
+                && !matches!(base, "awk" | "gawk" | "mawk" | "nawk" | "sed" | "gsed")
+                && rest.iter().all(|w| !w.text.contains(char::is_whitespace))
+            {
+                Some("runs a script file in a command line that mentions tmux")
+            } else {
+                None
+            };
+            if let Some(why) = why {
                 self.deny(
                     &words[i..],
-                    format!(
-                        "`{base}` runs code that mentions tmux; the guard cannot see what it does"
-                    ),
+                    format!("`{base}` {why}; the guard cannot see what it does"),
                 );
             }
             return;
+        }
+        if SHELL_LIKE.contains(&base) {
+            self.shell_like(base, &words[i..], input, stdin, ctx);
         }
         if is_inert(base, rest) {
             return;
@@ -1187,7 +1308,7 @@ impl Scan {
                 self.line(&w.text, ctx.inner("a command string"));
                 continue;
             }
-            if mentions_tmux(b) && !w.text.contains('.') {
+            if names_tmux(&w.text) {
                 self.deny(
                     words,
                     format!("`{base}` is given `{}`, which may run tmux", w.text),
@@ -1333,9 +1454,35 @@ impl Scan {
         }
         tail.extend(words.get(j..).unwrap_or(&[]).iter().cloned());
         if tail.is_empty() {
+            // `sudo -s`, `doas -s`: a shell reading stdin.
+            if SHELL_LIKE.contains(&base) {
+                self.shell_like(base, words, input, stdin, ctx);
+            }
             return;
         }
         self.simple(&tail, input, stdin, ctx);
+    }
+
+    /// A program that may run a shell on its stdin: a here-document is checked as commands;
+    /// a pipe, in a line that mentions tmux, is denied.
+    fn shell_like(
+        &mut self,
+        base: &str,
+        words: &[Word],
+        input: &Input,
+        stdin: Option<&str>,
+        ctx: Ctx,
+    ) {
+        match (input, stdin) {
+            (Input::Text(_), Some(t)) => self.line(t, ctx.inner("a here-document")),
+            (Input::Pipe, _) if mentions_tmux(&self.line) => self.deny(
+                words,
+                format!(
+                    "`{base}` may run its stdin (a pipe) as commands in a line that mentions tmux"
+                ),
+            ),
+            _ => {}
+        }
     }
 
     fn shell(&mut self, base: &str, words: &[Word], input: &Input, stdin: Option<&str>, ctx: Ctx) {
@@ -1599,7 +1746,10 @@ impl Scan {
             "split-window" | "new-pane" => "bc:de:fF:hIl:p:Pt:vZ",
             _ => "",
         };
-        let (flags, first, _) = getopt(args, spec);
+        let (mut flags, first, unknown) = getopt(args, spec);
+        if let Some(u) = unknown {
+            flags.push((u, String::new()));
+        }
         let targets: Vec<String> = flags
             .iter()
             .filter(|(f, _)| *f == 't')

@@ -555,6 +555,112 @@ fn guard_table_against_a_real_team() {
             format!("tmux() {{ command tmux -L x \"$@\"; }}; tmux -S {s} kill-pane -t {w1}"),
             Some("shell function"),
         ),
+        // The self-attack (black box, against the built binary). These three got through
+        // before the fix: a pager command, a preprocessor, a cargo runner.
+        (
+            "less +'!tmux kill-server' /etc/hostname".into(),
+            Some("drives tmux"),
+        ),
+        (
+            "rg --pre tmux x".into(),
+            Some("not a tmux command the guard knows"),
+        ),
+        (
+            "cargo --config target.x86_64-unknown-linux-gnu.runner=tmux test".into(),
+            Some("may run tmux"),
+        ),
+        // The rest of the self-attack, denied from the start.
+        (
+            format!("cat <<EOF\n$(tmux -S {s} kill-server)\nEOF"),
+            Some("kill-server is not allowed"),
+        ),
+        (
+            "python3 - <<< \"import os;os.system('tm'+'ux kill-server')\"".into(),
+            Some("reads code that mentions tmux"),
+        ),
+        (
+            format!("sudo -s <<< 'tmux -S {s} kill-server'"),
+            Some("kill-server"),
+        ),
+        (
+            format!("echo 'tmux -S {s} kill-server' | su"),
+            Some("may run its stdin"),
+        ),
+        (
+            "cp /usr/bin/tmux /tmp/t".into(),
+            Some("not a tmux command the guard knows"),
+        ),
+        (
+            "/tmp/t kill-ses -t demo".into(),
+            Some("may be tmux under another name"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -t {w1} -T x"),
+            Some("with -T"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -t {w1} > >(sh)"),
+            Some("reads its commands from stdin"),
+        ),
+        (
+            format!("trap 'tmux -S {s} kill-server' EXIT"),
+            Some("kill-server"),
+        ),
+        (
+            format!("sh <(echo tmux -S {s} kill-server)"),
+            Some("only known when the shell runs"),
+        ),
+        (
+            "git -c alias.x='!tmux kill-server' x".into(),
+            Some("drives tmux"),
+        ),
+        (
+            "awk 'BEGIN{system(\"tmux kill-server\")}'".into(),
+            Some("runs code that mentions tmux"),
+        ),
+        (
+            "perl -e 'exec \"tm\".\"ux\", \"kill-ser\".\"ver\"'".into(),
+            Some("runs code that mentions"),
+        ),
+        (
+            format!("tmux -S {s} lsp -f '#{{m:*,#(tmux kill-server)}}'"),
+            Some("runs shell commands"),
+        ),
+        (
+            format!("tmux -S {s} display -p '#{{q;E:status-right}}'"),
+            Some("runs shell commands"),
+        ),
+        (
+            format!("docker exec -i c sh <<< 'tmux -S {s} kill-server'"),
+            Some("kill-server"),
+        ),
+        (
+            "gdb -batch -ex 'shell tmux kill-server'".into(),
+            Some("runs code"),
+        ),
+        ("fc -e - tmux".into(), Some("starts a new session")),
+        (format!("tm\\\nux -S {s} kill-server"), Some("kill-server")),
+        (
+            format!("function tmux {{ command tmux -S {s} kill-server; }}; tmux ls"),
+            Some("shell function"),
+        ),
+        (
+            format!("parallel tmux -S {s} ::: kill-server"),
+            Some("not a tmux command"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -- -t {w1}"),
+            Some("extra arguments"),
+        ),
+        (
+            format!("git rebase --exec 'tmux -S {s} kill-server' HEAD~1"),
+            Some("kill-server"),
+        ),
+        (
+            format!("bash /dev/stdin <<< 'tmux -S {s} kill-server'"),
+            Some("cannot see the script"),
+        ),
+        ("ruby -e '`tmux kill-server`'".into(), Some("runs code")),
     ];
     assert!(table.len() >= 80, "{} lines", table.len());
 
