@@ -227,6 +227,10 @@ fn guard_table_against_a_real_team() {
             Some("both -L and -S"),
         ),
         (
+            format!("tmux -L team -S {s} kill-pane -t {w1}"),
+            Some("both -L and -S"),
+        ),
+        (
             format!("tmux -L demo kill-pane -t {w1}"),
             Some("without an explicit absolute -S"),
         ),
