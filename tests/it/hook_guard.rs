@@ -745,8 +745,10 @@ fn an_allowed_kill_kills_only_the_proven_pane_and_is_paired() {
         .cloned()
         .collect();
     assert_eq!(panes(&s), want, "exactly the proven pane went");
-    // Now that pane is gone, the same command is denied.
+    // Now that pane is gone, the same command is denied; a PostToolUse for the denied call
+    // (which a host does not send) pairs nothing.
     assert_code(&hook(&sb, &["--guard"], &pre(&sb, &one, "toolu_b")), 2);
+    post(&one, "toolu_b");
 
     // Two panes in one tmux command sequence.
     let two = format!(
