@@ -995,7 +995,7 @@ fn destroying(name: &str, flags: &[(char, String)], positional: usize) -> bool {
         | "swap-window" | "break-pane" | "join-pane" | "move-pane" | "source-file"
         | "run-shell" | "if-shell" | "set-hook" | "command-prompt" | "confirm-before"
         | "send-keys" | "pipe-pane" | "display-popup" | "display-menu" | "bind-key"
-        | "respawn-pane" | "respawn-window" => !(name.starts_with("respawn") && !k),
+        | "respawn-pane" | "respawn-window" => !name.starts_with("respawn") || k,
         "unlink-window" | "move-window" | "link-window" => k,
         "new-window" | "split-window" | "new-pane" => k || positional > 0,
         _ => false,
