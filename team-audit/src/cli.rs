@@ -45,7 +45,8 @@ pub enum Command {
     Verify(cmd::verify::VerifyArgs),
     /// Show records filtered by time, team, action, target, caller, stage
     Query(cmd::query::QueryArgs),
-    /// Claude Code PreToolUse hook: record (and with --guard, deny) destructive tmux commands
+    /// Agent hook (PreToolUse/PostToolUse): record destructive tmux commands; with --guard,
+    /// allow only read-only tmux and proven `tmux -S <team socket> kill-pane -t %N`
     Hook(cmd::hook::HookArgs),
     /// Print shell completions or the man page (for packagers: `cargo xtask dist`).
     #[command(hide = true)]
@@ -61,13 +62,14 @@ Examples:
   team-reap scan --json | team-audit pass | team-reap kill --from -
   team-audit verify || echo \"audit log damaged\"
   team-audit query --since 1h --action kill-pane --json
-  hook (settings.json, PreToolUse, matcher Bash): team-audit hook --guard
+  hook (settings.json, PreToolUse and PostToolUse, matcher Bash): team-audit hook --guard
 
 Log path: --log, else $TEAM_AUDIT_LOG, else <--state-dir|$TEAM_STATE_DIR>/audit.jsonl,
 else <workspace>/.team/audit.jsonl.
 
 {}
-  2   (hook only) the tool call is denied; the reason is on stderr",
+  2   (hook only) the tool call is denied; the reason is on stderr and in the JSON
+      decision on stdout",
         ExitClass::TABLE
     )
 }

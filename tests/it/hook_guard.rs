@@ -1,20 +1,19 @@
-//! `team-audit hook --guard` against a real team: only proven members may be killed.
+//! `team-audit hook --guard` against a real team on a private server: a table of command
+//! lines (allowed and denied, with the reason), each sent as a real PreToolUse payload to the
+//! real binary; and an allowed kill run end to end: only the proven pane goes, and the intent
+//! and the PostToolUse outcome are recorded and paired.
 
 use std::io::Write;
 use std::process::Stdio;
 
+use serde_json::{Value, json};
 use tests::{Sandbox, TmuxServer, assert_code, json_lines, tmux_at};
 
-fn hook(sb: &Sandbox, command: &str) -> std::process::Output {
-    let payload = serde_json::json!({
-        "tool_name": "Bash",
-        "tool_input": {"command": command},
-        "cwd": sb.ws,
-        "session_id": "sess-1",
-    });
+fn hook(sb: &Sandbox, args: &[&str], payload: &Value) -> std::process::Output {
     let mut c = sb
         .cmd("team-audit")
-        .args(["hook", "--guard"])
+        .arg("hook")
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -28,82 +27,776 @@ fn hook(sb: &Sandbox, command: &str) -> std::process::Output {
     c.wait_with_output().unwrap()
 }
 
-#[test]
-fn guard_allows_proven_members_only() {
-    let sb = Sandbox::new();
+fn pre(sb: &Sandbox, command: &str, id: &str) -> Value {
+    json!({
+        "session_id": "sess-1",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_use_id": id,
+        "tool_input": {"command": command},
+        "cwd": sb.ws,
+    })
+}
+
+/// A team `demo` with `n` workers on its private server: (socket, worker panes, leader pane).
+fn team(sb: &Sandbox, n: usize) -> (String, Vec<String>, String) {
     assert_code(&sb.run("team-scale", &["init", "demo", "--private"]), 0);
     assert_code(
-        &sb.run("team-scale", &["up", "demo", "1", "--ready-timeout", "0"]),
+        &sb.run(
+            "team-scale",
+            &["up", "demo", &n.to_string(), "--ready-timeout", "0"],
+        ),
         0,
     );
     let st = sb.run("team-scale", &["status", "demo", "--json"]);
     let lines = json_lines(&st.stdout);
-    let worker = lines.iter().find(|l| l["type"] == "worker").unwrap();
-    let pane = worker["pane_id"].as_str().unwrap().to_string();
+    let workers: Vec<String> = lines
+        .iter()
+        .filter(|l| l["type"] == "worker")
+        .map(|w| w["pane_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(workers.len(), n);
     let leader = lines.last().unwrap()["leader_pane_id"]
         .as_str()
         .unwrap()
         .to_string();
-    let sock = sb.private_sock();
-    let s = sock.display().to_string();
-    // An untagged pane on the same server.
-    let o = tmux_at(
-        &sock,
-        &[
-            "split-window",
-            "-t",
-            &leader,
-            "-P",
-            "-F",
-            "#{pane_id}",
-            "sleep 100000",
-        ],
-    );
-    let untagged = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    (sb.private_sock().display().to_string(), workers, leader)
+}
 
-    assert_code(&hook(&sb, &format!("tmux -S {s} kill-pane -t {pane}")), 0);
-    for (cmd, why) in [
-        (format!("tmux -S {s} kill-pane -t {leader}"), "the leader"),
+fn panes(sock: &str) -> Vec<String> {
+    let o = tmux_at(
+        std::path::Path::new(sock),
+        &["list-panes", "-a", "-F", "#{pane_id}"],
+    );
+    let mut v: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
+/// `None`: allowed. `Some(reason)`: denied, with this in the reason.
+type Expect = Option<&'static str>;
+
+#[test]
+fn guard_table_against_a_real_team() {
+    let sb = Sandbox::new();
+    let (s, workers, leader) = team(&sb, 2);
+    let (w1, w2) = (workers[0].clone(), workers[1].clone());
+    let sock = std::path::PathBuf::from(&s);
+    let untagged = String::from_utf8_lossy(
+        &tmux_at(
+            &sock,
+            &[
+                "split-window",
+                "-t",
+                &leader,
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "sleep 100000",
+            ],
+        )
+        .stdout,
+    )
+    .trim()
+    .to_string();
+    // Another server where the same pane ids exist.
+    let other = TmuxServer::start();
+    for _ in 0..6 {
+        other.tmux(&["split-window", "-t", "base", "sleep 100000"]);
+        other.tmux(&["select-layout", "-t", "base", "tiled"]);
+    }
+    let o = other.sock.display().to_string();
+    let before = panes(&s);
+
+    let allow: Expect = None;
+    let table: Vec<(String, Expect)> = vec![
+        // Form (b) and read-only commands: allowed.
+        (format!("tmux -S {s} kill-pane -t {w1}"), allow),
+        (format!("tmux -S {s} killp -t {w1}"), allow),
+        (format!("tmux -S {s} kill-p -t {w1}"), allow),
+        (format!("tmux -S {s} kill-pan -t{w1}"), allow),
+        (format!("tmux -S{s} kill-pane -t '{w1}'"), allow),
+        (format!("tmux -S {s} respawn-pane -k -t {w1}"), allow),
+        (format!("tmux -S {s} respawnp -k -t {w2}"), allow),
+        (
+            format!("tmux -S {s} kill-pane -t {w1} \\; kill-pane -t {w2}"),
+            allow,
+        ),
+        (format!("tmux -S {s} kill-pane -t {w1} -t {w2}"), allow),
+        (format!("tmux -S {s} kill-pane -t {w1} && echo done"), allow),
+        (format!("nohup tmux -S {s} kill-pane -t {w1}"), allow),
+        (format!("timeout 5 tmux -S {s} kill-pane -t {w1}"), allow),
+        (format!("command tmux -S {s} kill-pane -t {w1}"), allow),
+        (
+            format!("exec /usr/bin/tmux -S {s} kill-pane -t {w1}"),
+            allow,
+        ),
+        (format!("tmux -f /dev/null -S {s} kill-pane -t {w1}"), allow),
+        (
+            format!("tmux -S {s} list-panes -a -F '#{{pane_id}}'"),
+            allow,
+        ),
+        (
+            format!("tmux -S {s} list-panes -a; tmux -S {s} kill-pane -t {w2}"),
+            allow,
+        ),
+        (format!("tmux -S {s} ls"), allow),
+        (format!("tmux -S {s} lsp -a"), allow),
+        (format!("tmux -S {s} lsw -a -F '#{{window_id}}'"), allow),
+        (
+            format!("tmux -S {s} display-message -p '#{{session_name}}'"),
+            allow,
+        ),
+        (
+            format!("tmux -S {s} display -p -t {w1} '#{{pane_pid}}'"),
+            allow,
+        ),
+        (format!("tmux -S {s} show-options -g"), allow),
+        (format!("tmux -S {s} capture-pane -p -t {w1}"), allow),
+        (format!("tmux -S {s} has -t {w1}"), allow),
+        ("tmux list-sessions".into(), allow),
+        ("tmux -V".into(), allow),
+        ("command -v tmux".into(), allow),
+        ("echo \"tmux kill-server\"".into(), allow),
+        ("grep -rn 'tmux kill-pane' src/ | head".into(), allow),
+        (
+            "git commit -m 'fix tmux kill-server handling'".into(),
+            allow,
+        ),
+        ("cargo test -p team-core tmux".into(), allow),
+        ("ls -la && cargo build".into(), allow),
+        // The bypasses: other verbs on a member's %N.
+        (
+            format!("tmux -S {s} kill-session -t {w1}"),
+            Some("kill-session is not allowed"),
+        ),
+        (
+            format!("tmux -S {s} kill-window -t {w1}"),
+            Some("kill-window is not allowed"),
+        ),
+        (
+            format!("tmux -S {s} kill-window -t {w1} -t {w2}"),
+            Some("kill-window"),
+        ),
+        (format!("tmux -S {s} killw -t {w1}"), Some("kill-window")),
+        (format!("tmux -S {s} kill-w -t {w1}"), Some("kill-window")),
+        (
+            format!("tmux -S {s} kill-server"),
+            Some("kill-server is not allowed"),
+        ),
+        (format!("tmux -S {s} kill-ser"), Some("kill-server")),
+        (format!("tmux -S {s} kill-s -t {w1}"), Some("ambiguous")),
+        (format!("tmux -S {s} kill -t {w1}"), Some("ambiguous")),
+        // Unproven targets.
+        (
+            format!("tmux -S {s} kill-pane -t {leader}"),
+            Some("not proven"),
+        ),
         (
             format!("tmux -S {s} kill-pane -t {untagged}"),
-            "an untagged pane",
+            Some("not proven"),
         ),
         (
-            format!(
-                "echo ok && tmux -S {s} kill-pane -t {pane} ; tmux -S {s} kill-pane -t {untagged}"
-            ),
-            "a chain with one unproven target",
+            format!("tmux -S {s} kill-pane -t {w1} -t {leader}"),
+            Some("not proven"),
         ),
-        (format!("tmux -S {s} kill-server"), "kill-server"),
-        (format!("tmux -S {s} kill-session -t demo"), "a session"),
-    ] {
-        let o = hook(&sb, &cmd);
-        assert_code(&o, 2);
-        assert!(!o.stderr.is_empty(), "{why}: the denial says why");
+        (format!("tmux -S {o} kill-pane -t {w1}"), Some("not proven")),
+        (
+            format!("tmux -S {s} kill-pane -a -t {w1}"),
+            Some("-a kills every pane"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -f '#{{pane_active}}' -t {w1}"),
+            Some("-f kills"),
+        ),
+        (format!("tmux -S {s} kill-pane"), Some("without -t")),
+        (
+            format!("tmux -S {s} kill-pane -t demo:0.1"),
+            Some("not a pane id"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -t '{w1}.'"),
+            Some("not a pane id"),
+        ),
+        // Which server: environment and options.
+        (
+            format!("tmux -S {s} -L team kill-pane -t {w1}"),
+            Some("both -L and -S"),
+        ),
+        (
+            format!("tmux -L team -S {s} kill-pane -t {w1}"),
+            Some("both -L and -S"),
+        ),
+        (
+            format!("tmux -L demo kill-pane -t {w1}"),
+            Some("without an explicit absolute -S"),
+        ),
+        (
+            format!("tmux kill-pane -t {w1}"),
+            Some("without an explicit absolute -S"),
+        ),
+        (
+            format!("TMUX=/tmp/x,1,0 tmux kill-pane -t {w1}"),
+            Some("variable assignment"),
+        ),
+        (
+            format!("TMUX=/tmp/x,1,0 tmux -S {s} kill-pane -t {w1}"),
+            Some("variable assignment"),
+        ),
+        (
+            format!("TMUX_TMPDIR=/tmp tmux -S {s} kill-pane -t {w1}"),
+            Some("variable assignment"),
+        ),
+        (
+            format!("unset TMUX; tmux -S {s} kill-pane -t {w1}"),
+            Some("runs `unset`"),
+        ),
+        (
+            format!("export TMUX=/x,1,0; tmux -S {s} kill-pane -t {w1}"),
+            Some("runs `export`"),
+        ),
+        (
+            format!("TMUX=/x,1,0; tmux -S {s} kill-pane -t {w1}"),
+            Some("sets TMUX"),
+        ),
+        (
+            format!("env -u TMUX tmux -S {s} kill-pane -t {w1}"),
+            Some("behind env"),
+        ),
+        (
+            format!("env tmux -S {s} kill-pane -t {w1}"),
+            Some("behind env"),
+        ),
+        (
+            format!("sudo tmux -S {s} kill-pane -t {w1}"),
+            Some("behind sudo"),
+        ),
+        (
+            format!("cd /tmp && tmux -S ./sock kill-pane -t {w1}"),
+            Some("not an absolute path"),
+        ),
+        (
+            format!("cd /tmp && tmux -S {s} kill-pane -t {w1}"),
+            Some("runs `cd`"),
+        ),
+        (
+            format!("tmux -S /tmp/../{s} kill-pane -t {w1}"),
+            Some("without `..`"),
+        ),
+        (
+            format!("tmux -S {s} -f /tmp/evil.conf ls"),
+            Some("config file"),
+        ),
+        // Other destroying verbs.
+        (
+            format!("tmux -S {s} respawn-pane -t {w1}"),
+            Some("respawn-pane is not allowed"),
+        ),
+        (
+            format!("tmux -S {s} respawn-pane -k -t {w1} 'sleep 1'"),
+            Some("extra arguments"),
+        ),
+        (
+            format!("tmux -S {s} respawn-pane -k -e A=1 -t {w1}"),
+            Some("with -e"),
+        ),
+        (
+            format!("tmux -S {s} respawn-window -k -t {w1}"),
+            Some("respawn-window"),
+        ),
+        (
+            format!("tmux -S {s} unlink-window -k -t {w1}"),
+            Some("unlink-window"),
+        ),
+        (
+            format!("tmux -S {s} move-window -k -s {w1} -t demo:9"),
+            Some("move-window"),
+        ),
+        (
+            format!("tmux -S {s} link-window -k -s {w1} -t demo:0"),
+            Some("link-window"),
+        ),
+        (
+            format!("tmux -S {s} new-window -k -t demo:0"),
+            Some("new-window"),
+        ),
+        (
+            format!("tmux -S {s} swap-pane -s {w1} -t {leader}"),
+            Some("swap-pane"),
+        ),
+        (
+            format!("tmux -S {s} break-pane -s {w1}"),
+            Some("break-pane"),
+        ),
+        (
+            format!("tmux -S {s} join-pane -s {w1} -t {leader}"),
+            Some("join-pane"),
+        ),
+        (
+            format!("tmux -S {s} send-keys -t {leader} exit Enter"),
+            Some("send-keys"),
+        ),
+        (format!("tmux -S {s} new -d"), Some("new-session")),
+        // tmux commands inside tmux.
+        (
+            format!("tmux -S {s} new-window 'tmux kill-server'"),
+            Some("new-window"),
+        ),
+        (
+            format!("tmux -S {s} split-window 'tmux kill-server'"),
+            Some("split-window"),
+        ),
+        (
+            format!("tmux -S {s} run-shell 'tmux kill-server'"),
+            Some("run-shell"),
+        ),
+        (
+            format!("tmux -S {s} run 'tmux kill-server'"),
+            Some("run-shell"),
+        ),
+        (
+            format!("tmux -S {s} if-shell true kill-server"),
+            Some("if-shell"),
+        ),
+        (
+            format!("tmux -S {s} set-hook -g pane-focus-in kill-server"),
+            Some("set-hook"),
+        ),
+        (
+            format!("tmux -S {s} source-file /tmp/x.conf"),
+            Some("source-file"),
+        ),
+        (
+            format!("tmux -S {s} command-prompt -I kill-server"),
+            Some("command-prompt"),
+        ),
+        (
+            format!("tmux -S {s} confirm-before kill-server"),
+            Some("confirm-before"),
+        ),
+        (format!("tmux -S {s} -C attach"), Some("control mode")),
+        (
+            format!("echo kill-server | tmux -S {s} -C"),
+            Some("control mode"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -t {w1} \\; kill-server"),
+            Some("kill-server"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -t {w1}\\; kill-session -t demo"),
+            Some("kill-session"),
+        ),
+        (
+            format!("tmux -S {s} list-panes \\; kill-window -t {w1}"),
+            Some("kill-window"),
+        ),
+        // Read-only verbs that are not read-only in this form.
+        (
+            format!("tmux -S {s} display-message hi"),
+            Some("without -p"),
+        ),
+        (
+            format!("tmux -S {s} capture-pane -t {w1}"),
+            Some("without -p"),
+        ),
+        (
+            format!("tmux -S {s} display -p '#(tmux kill-server)'"),
+            Some("runs shell commands"),
+        ),
+        (
+            format!("tmux -S {s} list-panes -F '#(touch /tmp/x)'"),
+            Some("runs shell commands"),
+        ),
+        (
+            format!("tmux -S {s} display -p '#{{E:status-right}}'"),
+            Some("runs shell commands"),
+        ),
+        ("tmux".into(), Some("starts a new session")),
+        (format!("tmux -S {s}"), Some("starts a new session")),
+        // Shell indirection.
+        (
+            format!("t=tmux; $t -S {s} kill-server"),
+            Some("only known when the shell runs"),
+        ),
+        (
+            format!("T=tmux; \"$T\" -S {s} kill-server"),
+            Some("only known when the shell runs"),
+        ),
+        (
+            format!("$(which tmux) -S {s} kill-server"),
+            Some("only known when the shell runs"),
+        ),
+        (
+            format!("`which tmux` -S {s} kill-server"),
+            Some("only known when the shell runs"),
+        ),
+        (
+            format!("$'\\x74mux' -S {s} kill-server"),
+            Some("only known when the shell runs"),
+        ),
+        (
+            format!("/usr/bin/tmu? -S {s} kill-server"),
+            Some("only known when the shell runs"),
+        ),
+        (format!("\\tmux -S {s} kill-server"), Some("kill-server")),
+        (format!("t'mu'x -S {s} kill-server"), Some("kill-server")),
+        (
+            format!("/usr/bin/tmux -S {s} kill-server"),
+            Some("kill-server"),
+        ),
+        (
+            format!("eval \"tmux -S {s} kill-server\""),
+            Some("kill-server"),
+        ),
+        (
+            format!("eval 'tmux -S {s} kill-pane -t {w1}'"),
+            Some("inside eval"),
+        ),
+        (
+            format!("sh -c \"tmux -S {s} kill-pane -t {w1}\""),
+            Some("inside sh -c"),
+        ),
+        (
+            format!("bash -c 'tmux -S {s} kill-server'"),
+            Some("kill-server"),
+        ),
+        (
+            format!("bash -lc \"tmux -S {s} kill-session -t demo\""),
+            Some("kill-session"),
+        ),
+        (
+            format!("env -S 'tmux -S {s} kill-server'"),
+            Some("kill-server"),
+        ),
+        (
+            format!("find . -maxdepth 0 -exec tmux -S {s} kill-server \\;"),
+            Some("kill-server"),
+        ),
+        (
+            format!("find . -exec sh -c 'tmux -S {s} kill-server' \\;"),
+            Some("kill-server"),
+        ),
+        (
+            format!("bash <<< 'tmux -S {s} kill-server'"),
+            Some("kill-server"),
+        ),
+        (
+            format!("bash <<EOF\ntmux -S {s} kill-server\nEOF"),
+            Some("kill-server"),
+        ),
+        (
+            format!("echo 'tmux -S {s} kill-server' | sh"),
+            Some("reads its commands from stdin"),
+        ),
+        (
+            "cat script.sh | bash".into(),
+            Some("reads its commands from stdin"),
+        ),
+        (
+            format!("python3 -c \"import os; os.system('tmux -S {s} kill-server')\""),
+            Some("mentions tmux"),
+        ),
+        (
+            "perl -e 'system(\"tmux kill-server\")'".into(),
+            Some("mentions tmux"),
+        ),
+        (
+            "node -e \"require('child_process').execSync('tmux kill-server')\"".into(),
+            Some("mentions tmux"),
+        ),
+        (
+            format!("xargs tmux -S {s} kill-pane -t {w1} < /dev/null"),
+            Some("xargs"),
+        ),
+        (
+            format!("echo {w1} | xargs -I{{}} tmux -S {s} kill-pane -t {{}}"),
+            Some("xargs"),
+        ),
+        (
+            format!("nohup sh -c 'tmux -S {s} kill-server' &"),
+            Some("kill-server"),
+        ),
+        (
+            format!("timeout 5 tmux -S {s} kill-session -t demo"),
+            Some("kill-session"),
+        ),
+        (
+            format!("echo $(tmux -S {s} kill-server)"),
+            Some("kill-server"),
+        ),
+        (
+            format!("x=$(tmux -S {s} kill-pane -t {w1})"),
+            Some("inside a command substitution"),
+        ),
+        (
+            format!("watch -n1 'tmux -S {s} kill-server'"),
+            Some("kill-server"),
+        ),
+        (
+            format!("ssh localhost tmux -S {s} kill-server"),
+            Some("kill-server"),
+        ),
+        (
+            format!("strace -f tmux -S {s} kill-server"),
+            Some("kill-server"),
+        ),
+        ("tmuxp load demo".into(), Some("drives tmux")),
+        ("pkill tmux".into(), Some("may signal")),
+        ("killall -9 tmux".into(), Some("may signal")),
+        (
+            format!("tmux -S {s} kill-pane -t {w1} 'unterminated"),
+            Some("cannot be parsed"),
+        ),
+        (
+            format!("cp $(command -v tmux) ./t; ./t -S {s} kill-server"),
+            Some("mentions tmux"),
+        ),
+        (
+            format!("tmux() {{ command tmux -L x \"$@\"; }}; tmux -S {s} kill-pane -t {w1}"),
+            Some("shell function"),
+        ),
+        // The self-attack (black box, against the built binary). These three got through
+        // before the fix: a pager command, a preprocessor, a cargo runner.
+        (
+            "less +'!tmux kill-server' /etc/hostname".into(),
+            Some("drives tmux"),
+        ),
+        (
+            "rg --pre tmux x".into(),
+            Some("not a tmux command the guard knows"),
+        ),
+        (
+            "cargo --config target.x86_64-unknown-linux-gnu.runner=tmux test".into(),
+            Some("may run tmux"),
+        ),
+        // The rest of the self-attack, denied from the start.
+        (
+            format!("cat <<EOF\n$(tmux -S {s} kill-server)\nEOF"),
+            Some("kill-server is not allowed"),
+        ),
+        (
+            "python3 - <<< \"import os;os.system('tm'+'ux kill-server')\"".into(),
+            Some("reads code that mentions tmux"),
+        ),
+        (
+            format!("sudo -s <<< 'tmux -S {s} kill-server'"),
+            Some("kill-server"),
+        ),
+        (
+            format!("echo 'tmux -S {s} kill-server' | su"),
+            Some("may run its stdin"),
+        ),
+        (
+            "cp /usr/bin/tmux /tmp/t".into(),
+            Some("not a tmux command the guard knows"),
+        ),
+        (
+            "/tmp/t kill-ses -t demo".into(),
+            Some("may be tmux under another name"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -t {w1} -T x"),
+            Some("with -T"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -t {w1} > >(sh)"),
+            Some("reads its commands from stdin"),
+        ),
+        (
+            format!("trap 'tmux -S {s} kill-server' EXIT"),
+            Some("kill-server"),
+        ),
+        (
+            format!("sh <(echo tmux -S {s} kill-server)"),
+            Some("only known when the shell runs"),
+        ),
+        (
+            "git -c alias.x='!tmux kill-server' x".into(),
+            Some("drives tmux"),
+        ),
+        (
+            "awk 'BEGIN{system(\"tmux kill-server\")}'".into(),
+            Some("runs code that mentions tmux"),
+        ),
+        (
+            "perl -e 'exec \"tm\".\"ux\", \"kill-ser\".\"ver\"'".into(),
+            Some("runs code that mentions"),
+        ),
+        (
+            format!("tmux -S {s} lsp -f '#{{m:*,#(tmux kill-server)}}'"),
+            Some("runs shell commands"),
+        ),
+        (
+            format!("tmux -S {s} display -p '#{{q;E:status-right}}'"),
+            Some("runs shell commands"),
+        ),
+        (
+            format!("docker exec -i c sh <<< 'tmux -S {s} kill-server'"),
+            Some("kill-server"),
+        ),
+        (
+            "gdb -batch -ex 'shell tmux kill-server'".into(),
+            Some("runs code"),
+        ),
+        ("fc -e - tmux".into(), Some("starts a new session")),
+        (format!("tm\\\nux -S {s} kill-server"), Some("kill-server")),
+        (
+            format!("function tmux {{ command tmux -S {s} kill-server; }}; tmux ls"),
+            Some("shell function"),
+        ),
+        (
+            format!("parallel tmux -S {s} ::: kill-server"),
+            Some("not a tmux command"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -- -t {w1}"),
+            Some("extra arguments"),
+        ),
+        (
+            format!("git rebase --exec 'tmux -S {s} kill-server' HEAD~1"),
+            Some("kill-server"),
+        ),
+        (
+            format!("bash /dev/stdin <<< 'tmux -S {s} kill-server'"),
+            Some("cannot see the script"),
+        ),
+        ("ruby -e '`tmux kill-server`'".into(), Some("runs code")),
+    ];
+    assert!(table.len() >= 80, "{} lines", table.len());
+
+    let mut failures = Vec::new();
+    for (i, (cmd, expect)) in table.iter().enumerate() {
+        let out = hook(&sb, &["--guard"], &pre(&sb, cmd, &format!("toolu_{i}")));
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        let code = out.status.code();
+        match expect {
+            None if code == Some(0) && out.stdout.is_empty() => {}
+            None => failures.push(format!("ALLOWED expected: {cmd}\n  got {code:?}: {err}")),
+            Some(why) => {
+                let json: Option<Value> = serde_json::from_slice(&out.stdout).ok();
+                let decided = json.as_ref().is_some_and(|j| {
+                    j["hookSpecificOutput"]["permissionDecision"] == "deny"
+                        && j["hookSpecificOutput"]["permissionDecisionReason"]
+                            .as_str()
+                            .is_some_and(|r| r.contains(why))
+                });
+                if code != Some(2) || !err.contains(why) || !decided {
+                    failures.push(format!(
+                        "DENIED ({why}) expected: {cmd}\n  got {code:?}: {err}"
+                    ));
+                }
+            }
+        }
     }
-    // The same %N on another server is not the member.
-    let other = TmuxServer::start();
-    for _ in 0..4 {
-        other.tmux(&["split-window", "-t", "base", "sleep 100000"]);
-    }
-    let o = hook(
-        &sb,
-        &format!("tmux -S {} kill-pane -t {pane}", other.sock.display()),
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The hook only decides: every pane is still there.
+    assert_eq!(panes(&s), before);
+    // Every allowed kill was recorded as an allowed intent, every denied one as denied.
+    let log = sb.root().audit_log();
+    let recs = tests::json_lines(&std::fs::read(&log).unwrap());
+    assert!(recs.iter().all(|r| r["stage"] == "intent"));
+    let allowed_kill = recs
+        .iter()
+        .find(|r| r["owner_evidence"]["tool_use_id"] == "toolu_0")
+        .expect("the first allowed kill is recorded");
+    assert_eq!(allowed_kill["outcome"], "allowed");
+    assert_eq!(allowed_kill["endpoint"], s);
+    assert_eq!(allowed_kill["targets"], json!([w1]));
+    assert!(
+        recs.iter().filter(|r| r["outcome"] == "denied").count()
+            >= table.iter().filter(|(_, e)| e.is_some()).count()
     );
-    assert_code(&o, 2);
-    // Nothing was killed by the hook itself (it only decides and records).
-    let panes =
-        String::from_utf8_lossy(&tmux_at(&sock, &["list-panes", "-a", "-F", "#{pane_id}"]).stdout)
-            .to_string();
-    assert!(panes.lines().any(|l| l == pane) && panes.lines().any(|l| l == untagged));
-    // Every kill the hook saw is recorded as an intent by caller hook:sess-1.
-    let q = sb.run(
-        "team-audit",
-        &["query", "--json", "--caller", "hook:sess-1"],
-    );
-    let recs: Vec<_> = json_lines(&q.stdout)
-        .into_iter()
-        .filter(|r| r["type"] != "summary")
+}
+
+#[test]
+fn an_allowed_kill_kills_only_the_proven_pane_and_is_paired() {
+    let sb = Sandbox::new();
+    let (s, workers, leader) = team(&sb, 3);
+    let before = panes(&s);
+    let run_sh = |cmd: &str| {
+        let o = sb.command("sh").args(["-c", cmd]).output().unwrap();
+        assert!(
+            o.status.success(),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    let post = |cmd: &str, id: &str| {
+        let mut p = pre(&sb, cmd, id);
+        p["hook_event_name"] = json!("PostToolUse");
+        p["tool_response"] = json!({"stdout": "", "stderr": "", "interrupted": false});
+        let o = hook(&sb, &["--guard"], &p);
+        assert_code(&o, 0);
+        assert!(o.stdout.is_empty());
+    };
+
+    // One pane, by alias.
+    let one = format!("tmux -S {s} killp -t {}", workers[0]);
+    assert_code(&hook(&sb, &["--guard"], &pre(&sb, &one, "toolu_a")), 0);
+    run_sh(&one);
+    post(&one, "toolu_a");
+    let mut want: Vec<String> = before
+        .iter()
+        .filter(|p| **p != workers[0])
+        .cloned()
         .collect();
-    assert!(recs.len() >= 8, "{recs:?}");
+    assert_eq!(panes(&s), want, "exactly the proven pane went");
+    // Now that pane is gone, the same command is denied; a PostToolUse for the denied call
+    // (which a host does not send) pairs nothing.
+    assert_code(&hook(&sb, &["--guard"], &pre(&sb, &one, "toolu_b")), 2);
+    post(&one, "toolu_b");
+
+    // Two panes in one tmux command sequence.
+    let two = format!(
+        "tmux -S {s} kill-pane -t {} \\; kill-pane -t {}",
+        workers[1], workers[2]
+    );
+    assert_code(&hook(&sb, &["--guard"], &pre(&sb, &two, "toolu_c")), 0);
+    run_sh(&two);
+    post(&two, "toolu_c");
+    want.retain(|p| *p != workers[1] && *p != workers[2]);
+    assert_eq!(panes(&s), want);
+    assert!(want.contains(&leader), "the leader is untouched");
+
+    // Intents and outcomes: paired by audit_id, one outcome each; the denied one unpaired.
+    let recs = tests::json_lines(&std::fs::read(sb.root().audit_log()).unwrap());
+    let hook_recs: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["caller"] == "hook:sess-1")
+        .collect();
+    let intents: Vec<&&Value> = hook_recs
+        .iter()
+        .filter(|r| r["stage"] == "intent" && r["outcome"] == "allowed")
+        .collect();
+    assert_eq!(intents.len(), 3, "{hook_recs:#?}");
+    for i in &intents {
+        let outs: Vec<_> = hook_recs
+            .iter()
+            .filter(|r| r["stage"] != "intent" && r["audit_id"] == i["audit_id"])
+            .collect();
+        assert_eq!(
+            outs.len(),
+            1,
+            "intent {} has {} outcomes",
+            i["audit_id"],
+            outs.len()
+        );
+        assert_eq!(outs[0]["stage"], "complete");
+        assert_eq!(outs[0]["targets"], i["targets"]);
+    }
+    let denied = hook_recs
+        .iter()
+        .filter(|r| r["outcome"] == "denied")
+        .count();
+    assert_eq!(denied, 1);
+    assert_eq!(
+        hook_recs.iter().filter(|r| r["stage"] != "intent").count(),
+        3,
+        "no outcome for the denied call, no extra intents from PostToolUse"
+    );
+    assert_code(&sb.run("team-audit", &["verify"]), 0);
 }

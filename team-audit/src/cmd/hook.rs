@@ -1,19 +1,31 @@
-//! `team-audit hook`: a Claude Code PreToolUse hook for the Bash tool.
+//! `team-audit hook`: a PreToolUse / PostToolUse hook for an agent's shell tool.
 //!
-//! Reads the payload (`tool_name`, `tool_input.command`, `cwd`, `session_id`) on stdin, finds
-//! destructive tmux commands in the shell command, and records each as an intent (one group
-//! commit) with caller `hook:<session_id>`. Exit 0 allows the tool call; exit 2 denies it, with
-//! the reason on stderr (which Claude Code shows the agent).
+//! Reads the payload on stdin (`hook_event_name`, `tool_name`, `tool_input.command`, `cwd`,
+//! `session_id`, `tool_use_id`).
 //!
-//! - Without `--guard`: always allow. If the record cannot be written, say so on stderr and
-//!   allow anyway (unless `--fail-closed`).
-//! - With `--guard`: `kill-server` is always denied; any other kill is denied unless every one
-//!   of its targets is proven a member of a live team in the payload's workspace (see
-//!   [`crate::oracle`]: the state oracle proves it from team state and a fresh listing). A kill
-//!   whose record cannot be written is denied too.
-//! - A payload that is not JSON (or a Bash payload without a command) is recorded as
-//!   `hook.malformed` and allowed, unless `--fail-closed`, which denies it.
-//! - Tools other than Bash are allowed and not recorded.
+//! **PreToolUse** (also Gemini CLI's `BeforeTool`; a payload without `hook_event_name` is taken
+//! as PreToolUse) finds everything in the command line that may reach tmux
+//! ([`crate::shell::analyze`]) and decides:
+//! - Without `--guard`: allow. The destructive tmux commands it sees are recorded as intents.
+//! - With `--guard`: allow only read-only tmux commands and form (b) kills whose every target
+//!   is proven a member of a live team on the named socket ([`crate::oracle`]); deny
+//!   everything else that reaches tmux. Kills and denials are recorded as intents (outcome
+//!   `allowed` / `denied` / `asked`). A kill whose intent cannot be written is denied.
+//! - A denial prints Claude Code's JSON decision on stdout
+//!   (`hookSpecificOutput.permissionDecision: "deny"` with the reason), the reason on stderr,
+//!   and exits 2. With `--ask` it asks the human instead (`"ask"`, exit 0). An allowed call
+//!   prints nothing and exits 0: the host's own permission rules still apply (`"allow"` would
+//!   skip them).
+//!
+//! **PostToolUse** (also `PostToolUseFailure`, Gemini's `AfterTool`) writes the outcome
+//! (`complete` / `failed`) of the intents PreToolUse recorded for the same `tool_use_id`, and
+//! never a new intent.
+//!
+//! Directories are never created from the payload: the default log
+//! `<cwd>/.team/audit.jsonl` is used only when `<cwd>/.team` exists. A `cwd` that is missing,
+//! relative or not an existing directory is a denial in `--guard`; otherwise the call is
+//! allowed and recorded only to a log named by `--log` / `TEAM_AUDIT_LOG` / the state dir, or
+//! not recorded, with a note on stderr.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -21,72 +33,175 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::{Value, json};
 use team_core::audit::{AuditLog, Entry, Stage};
+use team_core::paths::StateRoot;
 
 use crate::cli::Global;
 use crate::error::AppError;
-use crate::logpath;
 use crate::oracle::MembershipOracle;
-use crate::shell::{Kill, find_kills};
+use crate::shell::{Check, Finding, analyze};
 
-/// Claude Code's "block this tool call" exit status.
+/// Claude Code's (and Gemini CLI's, and Codex's) "block this tool call" exit status.
 pub const DENY: i32 = 2;
 /// Largest payload read.
 const MAX_PAYLOAD: u64 = 8 << 20;
 
 #[derive(Debug, Args)]
 pub struct HookArgs {
-    /// Deny kill-server always, and any kill whose targets are not proven live team members
+    /// Allow only read-only tmux commands and `tmux -S <team socket> kill-pane -t %N` whose
+    /// targets are proven live team members; deny everything else that reaches tmux
     #[arg(long)]
     pub guard: bool,
+    /// With --guard: ask the human (permissionDecision "ask", exit 0) instead of denying
+    #[arg(long, requires = "guard")]
+    pub ask: bool,
     /// Deny when the payload is malformed or the record cannot be written
     #[arg(long)]
     pub fail_closed: bool,
 }
 
-fn deny(reasons: &[String]) -> i32 {
+/// The guard's decision for one finding: `Err(reason)` denies.
+pub fn decide(f: &Finding, workspace: &Path, oracle: &dyn MembershipOracle) -> Result<(), String> {
+    let what = if f.action == "shell" {
+        format!("`{}`", f.argv.join(" "))
+    } else {
+        format!("`tmux {}`", f.argv.join(" "))
+    };
+    match &f.check {
+        Check::ReadOnly => Ok(()),
+        Check::Deny(why) => Err(format!("{what}: {why}")),
+        Check::NeedsProof => {
+            for t in &f.targets {
+                match oracle.is_proven_member(workspace, &f.server, t) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        return Err(format!(
+                            "{what}: {t} is not proven to be an active worker's pane of a live \
+                             team in {} on that socket; use `team-scale down` or `team-reap`, \
+                             which prove what they kill",
+                            workspace.display()
+                        ));
+                    }
+                    Err(e) => {
+                        return Err(format!("{what}: {t}: membership could not be checked: {e}"));
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Which hook event a payload is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Event {
+    Pre,
+    Post { ok: bool },
+    Other,
+}
+
+fn event(payload: &Value) -> (Event, String) {
+    let name = payload
+        .get("hook_event_name")
+        .and_then(Value::as_str)
+        .unwrap_or("PreToolUse")
+        .to_string();
+    let ev = match name.as_str() {
+        "PreToolUse" | "BeforeTool" => Event::Pre,
+        "PostToolUse" | "AfterTool" => Event::Post {
+            ok: tool_succeeded(payload.get("tool_response")),
+        },
+        "PostToolUseFailure" => Event::Post { ok: false },
+        _ => Event::Other,
+    };
+    (ev, name)
+}
+
+/// What a tool response says about success: interrupted, an error flag or a non-zero exit
+/// code mean failure.
+fn tool_succeeded(r: Option<&Value>) -> bool {
+    let Some(r) = r.and_then(Value::as_object) else {
+        return true;
+    };
+    let flag = |k: &str| r.get(k).and_then(Value::as_bool).unwrap_or(false);
+    let code = |k: &str| r.get(k).and_then(Value::as_i64).unwrap_or(0);
+    !(flag("interrupted")
+        || flag("is_error")
+        || flag("isError")
+        || code("exit_code") != 0
+        || code("exitCode") != 0)
+}
+
+/// The shell tools the hook looks at: Claude Code's and Codex's `Bash`, Gemini CLI's
+/// `run_shell_command`.
+fn is_shell_tool(name: Option<&str>) -> bool {
+    matches!(name, Some("Bash" | "run_shell_command"))
+}
+
+/// The payload's `cwd`, if it is an absolute path to an existing directory.
+fn payload_cwd(payload: &Value) -> Result<PathBuf, String> {
+    match payload.get("cwd").and_then(Value::as_str) {
+        None => Err("the payload has no cwd".into()),
+        Some(c) if !Path::new(c).is_absolute() => {
+            Err(format!("the payload's cwd {c:?} is not an absolute path"))
+        }
+        Some(c) if !Path::new(c).is_dir() => Err(format!(
+            "the payload's cwd {c} is not an existing directory"
+        )),
+        Some(c) => Ok(PathBuf::from(c)),
+    }
+}
+
+/// The audit log to write, never creating a directory from the payload: `--log` /
+/// `TEAM_AUDIT_LOG`, else an absolute state dir (made if missing), else an existing state root
+/// of the workspace. `Ok(None)`: nowhere to record.
+fn log_for(g: &Global, workspace: Option<&Path>) -> Result<Option<PathBuf>, String> {
+    if let Some(p) = &g.log {
+        return Ok(Some(p.clone()));
+    }
+    if let Some(sd) = &g.state_dir
+        && sd.is_absolute()
+    {
+        let root = StateRoot::resolve(sd, Some(sd)).map_err(|e| e.to_string())?;
+        root.ensure().map_err(|e| e.to_string())?;
+        return Ok(Some(root.audit_log()));
+    }
+    let Some(ws) = workspace else { return Ok(None) };
+    let root = StateRoot::resolve(ws, g.state_dir.as_deref()).map_err(|e| e.to_string())?;
+    if !root.audit_log().parent().is_some_and(Path::is_dir) {
+        return Ok(None);
+    }
+    Ok(Some(root.audit_log()))
+}
+
+fn say_denied(reasons: &[String]) {
     for r in reasons {
         eprintln!("team-audit: denied: {r}");
     }
-    DENY
 }
 
-/// The guard's decision for one kill: `Err(reason)` denies.
-pub fn decide(k: &Kill, workspace: &Path, oracle: &dyn MembershipOracle) -> Result<(), String> {
-    let what = format!("`tmux {}`", k.argv.join(" "));
-    if k.command == "kill-server" {
-        return Err(format!(
-            "{what}: kill-server ends every session on the server and is never allowed"
-        ));
-    }
-    if k.all_others {
-        return Err(format!(
-            "{what}: -a acts on every other target, which cannot all be proven team members"
-        ));
-    }
-    if k.targets.is_empty() {
-        return Err(format!(
-            "{what}: no -t target; the current pane cannot be proven a team member"
-        ));
-    }
-    for t in &k.targets {
-        match oracle.is_proven_member(workspace, &k.server, t) {
-            Ok(true) => {}
-            Ok(false) => {
-                return Err(format!(
-                    "{what}: {t} is not proven to be a member of a live team in {}; \
-                     use `team-scale down` or `team-reap`, which prove what they kill",
-                    workspace.display()
-                ));
-            }
-            Err(e) => {
-                return Err(format!("{what}: {t}: membership could not be checked: {e}"));
-            }
+/// Prints the decision JSON and returns the exit code.
+fn decision(event_name: &str, ask: bool, reasons: &[String]) -> i32 {
+    let reason = reasons.join("; ");
+    let out = json!({
+        "hookSpecificOutput": {
+            "hookEventName": event_name,
+            "permissionDecision": if ask { "ask" } else { "deny" },
+            "permissionDecisionReason": reason,
         }
+    });
+    println!("{out}");
+    if ask {
+        for r in reasons {
+            eprintln!("team-audit: asking: {r}");
+        }
+        0
+    } else {
+        say_denied(reasons);
+        DENY
     }
-    Ok(())
 }
 
-fn malformed(g: &Global, a: &HookArgs, cwd: Option<&Path>, why: String) -> i32 {
+fn malformed(g: &Global, a: &HookArgs, ws: Option<&Path>, why: String) -> i32 {
     let entry = Entry {
         caller: "hook:unknown".into(),
         action: "hook.malformed".into(),
@@ -94,18 +209,17 @@ fn malformed(g: &Global, a: &HookArgs, cwd: Option<&Path>, why: String) -> i32 {
         outcome: Some(if a.fail_closed { "denied" } else { "allowed" }.into()),
         ..Entry::default()
     };
-    let recorded = logpath::resolve(g, cwd, true)
-        .map_err(|e| e.to_string())
-        .and_then(|p| {
-            AuditLog::new(p)
-                .append(Stage::Intent, None, &entry)
-                .map_err(|e| e.to_string())
-        });
-    if let Err(e) = recorded {
-        eprintln!("team-audit: warning: cannot record the malformed payload: {e}");
+    match log_for(g, ws) {
+        Ok(Some(p)) => {
+            if let Err(e) = AuditLog::new(p).append(Stage::Intent, None, &entry) {
+                eprintln!("team-audit: warning: cannot record the malformed payload: {e}");
+            }
+        }
+        Ok(None) => eprintln!("team-audit: note: malformed payload not recorded: no audit log"),
+        Err(e) => eprintln!("team-audit: warning: cannot record the malformed payload: {e}"),
     }
     if a.fail_closed {
-        deny(&[format!("{why} (--fail-closed)")])
+        decision("PreToolUse", false, &[format!("{why} (--fail-closed)")])
     } else {
         eprintln!("team-audit: warning: {why}; allowed");
         0
@@ -137,13 +251,30 @@ pub fn run(g: &Global, a: HookArgs, oracle: &dyn MembershipOracle) -> Result<i32
             ));
         }
     };
-    let cwd = payload
-        .get("cwd")
-        .and_then(Value::as_str)
-        .filter(|c| Path::new(c).is_absolute())
-        .map(PathBuf::from);
-    if payload.get("tool_name").and_then(Value::as_str) != Some("Bash") {
+    let (ev, event_name) = event(&payload);
+    let cwd = payload_cwd(&payload);
+    let workspace: Option<PathBuf> = g.workspace.clone().or_else(|| cwd.clone().ok());
+    if !is_shell_tool(payload.get("tool_name").and_then(Value::as_str)) {
         return Ok(0);
+    }
+    let session = payload
+        .get("session_id")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown")
+        .to_string();
+    let tool_use_id = payload
+        .get("tool_use_id")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    match ev {
+        Event::Other => {
+            eprintln!("team-audit: note: hook event {event_name:?} ignored");
+            return Ok(0);
+        }
+        Event::Post { ok } => {
+            return Ok(post(g, workspace.as_deref(), &session, tool_use_id, ok));
+        }
+        Event::Pre => {}
     }
     let Some(command) = payload
         .pointer("/tool_input/command")
@@ -152,91 +283,193 @@ pub fn run(g: &Global, a: HookArgs, oracle: &dyn MembershipOracle) -> Result<i32
         return Ok(malformed(
             g,
             &a,
-            cwd.as_deref(),
-            "Bash hook payload without tool_input.command".into(),
+            workspace.as_deref(),
+            "shell tool payload without tool_input.command".into(),
         ));
     };
-    let kills = find_kills(command);
-    if kills.is_empty() {
+    if a.guard
+        && let Err(why) = &cwd
+        && g.workspace.is_none()
+    {
+        let reasons = vec![format!(
+            "{why}: the guard cannot tell which workspace's teams to check"
+        )];
+        return Ok(decision(&event_name, a.ask, &reasons));
+    }
+    let findings = analyze(command);
+    if findings.is_empty() {
         return Ok(0);
     }
-    let session = payload
-        .get("session_id")
-        .and_then(Value::as_str)
-        .unwrap_or("unknown");
-    let workspace = logpath::workspace(g, cwd.as_deref())?;
-    let decisions: Vec<Result<(), String>> = kills
+    let ws_display = workspace
+        .as_ref()
+        .map(|w| w.display().to_string())
+        .unwrap_or_default();
+    let decisions: Vec<Result<(), String>> = findings
         .iter()
-        .map(|k| {
-            if a.guard {
-                decide(k, &workspace, oracle)
-            } else {
-                Ok(())
-            }
+        .map(|f| match (&workspace, a.guard) {
+            (_, false) => Ok(()),
+            (Some(ws), true) => decide(f, ws, oracle),
+            (None, true) => Err("no workspace".into()),
         })
         .collect();
-    let items: Vec<_> = kills
+    let denied_word = if a.ask { "asked" } else { "denied" };
+    let items: Vec<_> = findings
         .iter()
         .zip(&decisions)
-        .map(|(k, d)| {
+        .filter(|(f, d)| f.destroying || f.check == Check::NeedsProof || (a.guard && d.is_err()))
+        .map(|(f, d)| {
             let (outcome, reason) = match (a.guard, d) {
                 (false, _) => (None, "seen by hook (not guarded)".to_string()),
                 (true, Ok(())) => (Some("allowed".to_string()), "proven by guard".into()),
-                (true, Err(why)) => (Some("denied".to_string()), why.clone()),
+                (true, Err(why)) => (Some(denied_word.to_string()), why.clone()),
             };
-            let mut argv = vec!["tmux".to_string()];
-            argv.extend(k.argv.iter().cloned());
+            let argv = if f.action == "shell" {
+                f.argv.clone()
+            } else {
+                std::iter::once("tmux".to_string())
+                    .chain(f.argv.iter().cloned())
+                    .collect()
+            };
             let entry = Entry {
                 caller: format!("hook:{session}"),
-                action: k.command.to_string(),
+                action: f.action.clone(),
                 argv,
-                endpoint: k.server.endpoint(),
-                targets: if k.all_others {
-                    k.targets.iter().map(|t| json!({"all_except": t})).collect()
-                } else {
-                    k.targets.iter().map(|t| json!(t)).collect()
-                },
-                workspace: Some(workspace.display().to_string()),
+                endpoint: f.server.endpoint(),
+                targets: f.targets.iter().map(|t| json!(t)).collect(),
+                workspace: workspace.as_ref().map(|_| ws_display.clone()),
                 reason: Some(reason),
                 outcome,
-                owner_evidence: Some(json!({"command": command})),
+                owner_evidence: Some(json!({
+                    "command": command,
+                    "tool_use_id": tool_use_id,
+                    "hook_event_name": event_name,
+                })),
                 ..Entry::default()
             };
             (Stage::Intent, None, entry)
         })
         .collect();
-    let recorded = logpath::resolve(g, Some(&workspace), true)
-        .map_err(|e| e.to_string())
-        .and_then(|p| {
-            AuditLog::new(p)
+    let mut denials: Vec<String> = decisions.iter().filter_map(|d| d.clone().err()).collect();
+    if !items.is_empty() {
+        let recorded = match log_for(g, workspace.as_deref()) {
+            Ok(Some(p)) => AuditLog::new(p)
                 .append_batch(&items)
-                .map_err(|e| e.to_string())
-        });
-    let denials: Vec<String> = decisions.into_iter().filter_map(Result::err).collect();
-    if let Err(e) = recorded {
-        if a.guard || a.fail_closed {
-            let mut reasons = denials;
-            reasons.push(format!("cannot record the kill in the audit log: {e}"));
-            return Ok(deny(&reasons));
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Ok(None) => Err(
+                "no audit log: the payload's cwd has no .team directory and no --log, \
+                 TEAM_AUDIT_LOG or state dir is set"
+                    .into(),
+            ),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = recorded {
+            let allows_a_kill = findings
+                .iter()
+                .zip(&decisions)
+                .any(|(f, d)| f.check == Check::NeedsProof && d.is_ok());
+            if a.guard && allows_a_kill || a.fail_closed {
+                denials.push(format!("cannot record the kill in the audit log: {e}"));
+            } else {
+                eprintln!("team-audit: note: not recorded: {e}");
+            }
         }
-        eprintln!("team-audit: warning: cannot record the kill in the audit log: {e}");
     }
     if denials.is_empty() {
         Ok(0)
     } else {
-        Ok(deny(&denials))
+        Ok(decision(&event_name, a.ask, &denials))
     }
+}
+
+/// PostToolUse: the outcome of every intent PreToolUse recorded for this tool call.
+fn post(
+    g: &Global,
+    workspace: Option<&Path>,
+    session: &str,
+    tool_use_id: Option<String>,
+    ok: bool,
+) -> i32 {
+    let Some(id) = tool_use_id else {
+        eprintln!("team-audit: note: PostToolUse without tool_use_id: nothing to pair");
+        return 0;
+    };
+    let path = match log_for(g, workspace) {
+        Ok(Some(p)) if p.exists() => p,
+        Ok(_) => return 0,
+        Err(e) => {
+            eprintln!("team-audit: warning: cannot read the audit log: {e}");
+            return 0;
+        }
+    };
+    let records = match team_core::audit::read_records(&path) {
+        Ok(r) => r.records,
+        Err(e) => {
+            eprintln!("team-audit: warning: cannot read the audit log: {e}");
+            return 0;
+        }
+    };
+    let caller = format!("hook:{session}");
+    let done: std::collections::HashSet<_> = records
+        .iter()
+        .filter(|r| matches!(r.stage, Stage::Complete | Stage::Failed))
+        .map(|r| r.audit_id)
+        .collect();
+    let items: Vec<_> = records
+        .iter()
+        .filter(|r| {
+            r.stage == Stage::Intent
+                && r.caller == caller
+                && r.outcome.as_deref() != Some("denied")
+                && !done.contains(&r.audit_id)
+                && r.owner_evidence
+                    .as_ref()
+                    .and_then(|e| e.get("tool_use_id"))
+                    .and_then(Value::as_str)
+                    == Some(id.as_str())
+        })
+        .map(|r| {
+            let entry = Entry {
+                caller: r.caller.clone(),
+                action: r.action.clone(),
+                argv: r.argv.clone(),
+                endpoint: r.endpoint.clone(),
+                targets: r.targets.clone(),
+                workspace: r.workspace.clone(),
+                team: r.team.clone(),
+                generation: r.generation,
+                owner_evidence: Some(json!({"tool_use_id": id})),
+                reason: Some(if ok {
+                    "the tool call finished".into()
+                } else {
+                    "the tool call failed or was interrupted".into()
+                }),
+                outcome: Some(if ok { "ok" } else { "failed" }.into()),
+            };
+            let stage = if ok { Stage::Complete } else { Stage::Failed };
+            (stage, Some(r.audit_id), entry)
+        })
+        .collect();
+    if items.is_empty() {
+        return 0;
+    }
+    if let Err(e) = AuditLog::new(path).append_batch(&items) {
+        eprintln!("team-audit: warning: cannot record the outcome: {e}");
+    }
+    0
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::oracle::{Server, Unwired};
+    use proptest::prelude::*;
 
-    struct Members(&'static [&'static str]);
+    /// Proves `%1` and `%2` on `/team/sock` only.
+    struct Members;
     impl MembershipOracle for Members {
-        fn is_proven_member(&self, _: &Path, _: &Server, t: &str) -> team_core::Result<bool> {
-            Ok(self.0.contains(&t))
+        fn is_proven_member(&self, _: &Path, s: &Server, t: &str) -> team_core::Result<bool> {
+            Ok(*s == Server::Socket("/team/sock".into()) && (t == "%1" || t == "%2"))
         }
     }
     struct Broken;
@@ -246,30 +479,202 @@ mod tests {
         }
     }
 
-    fn one(src: &str) -> Kill {
-        let mut k = find_kills(src);
-        assert_eq!(k.len(), 1, "{src}");
-        k.remove(0)
+    fn allowed(src: &str, o: &dyn MembershipOracle) -> Result<(), String> {
+        let ws = Path::new("/w");
+        for f in analyze(src) {
+            decide(&f, ws, o)?;
+        }
+        Ok(())
     }
 
     #[test]
     fn guard_allows_only_proven_members() {
-        let ws = Path::new("/w");
-        let m = Members(&["%1", "%2"]);
-        assert_eq!(decide(&one("tmux kill-pane -t %1"), ws, &m), Ok(()));
-        assert_eq!(decide(&one("tmux kill-window -t %1 -t %2"), ws, &m), Ok(()));
+        let m = &Members;
+        assert_eq!(allowed("tmux -S /team/sock kill-pane -t %1", m), Ok(()));
+        assert_eq!(
+            allowed("tmux -S /team/sock kill-pane -t %1 \\; kill-pane -t %2", m),
+            Ok(())
+        );
         for src in [
-            "tmux kill-pane -t %3",
-            "tmux kill-pane -t %1 -t %3",
-            "tmux kill-pane",
-            "tmux kill-pane -a -t %1",
-            "tmux kill-server",
+            "tmux -S /team/sock kill-pane -t %3",
+            "tmux -S /team/sock kill-pane -t %1 -t %3",
+            "tmux -S /team/sock kill-pane",
+            "tmux -S /team/sock kill-pane -a -t %1",
+            "tmux -S /team/sock kill-window -t %1",
+            "tmux -S /team/sock kill-window -t %1 -t %2",
+            "tmux -S /team/sock kill-session -t %1",
+            "tmux -S /team/sock kill-server",
+            "tmux -S /other kill-pane -t %1",
+            "tmux kill-pane -t %1",
         ] {
-            assert!(decide(&one(src), ws, &m).is_err(), "{src} allowed");
+            assert!(allowed(src, m).is_err(), "{src} allowed");
         }
-        let e = decide(&one("tmux kill-pane -t %1"), ws, &Broken).unwrap_err();
+        let e = allowed("tmux -S /team/sock kill-pane -t %1", &Broken).unwrap_err();
         assert!(e.contains("could not be checked"), "{e}");
-        let e = decide(&one("tmux kill-pane -t %1"), ws, &Unwired).unwrap_err();
+        let e = allowed("tmux -S /team/sock kill-pane -t %1", &Unwired).unwrap_err();
         assert!(e.contains("not proven"), "{e}");
+    }
+
+    /// The generator's pieces: how a line can reach a destroying verb.
+    fn wrappers() -> impl Strategy<Value = (String, bool)> {
+        // (prefix, keeps form (b))
+        prop_oneof![
+            Just((String::new(), true)),
+            Just(("command ".into(), true)),
+            Just(("exec ".into(), true)),
+            Just(("nohup ".into(), true)),
+            Just(("timeout 5 ".into(), true)),
+            Just(("nice -n 5 ".into(), true)),
+            Just(("setsid ".into(), true)),
+            Just(("stdbuf -oL ".into(), true)),
+            Just(("env ".into(), false)),
+            Just(("env -u TMUX ".into(), false)),
+            Just(("env -i ".into(), false)),
+            Just(("sudo ".into(), false)),
+            Just(("TMUX=/tmp/x,1,0 ".into(), false)),
+            Just(("TMUX_TMPDIR=/tmp ".into(), false)),
+            Just(("A=1 ".into(), false)),
+            Just(("xargs ".into(), false)),
+            Just(("strace -f ".into(), false)),
+            Just(("unset TMUX; ".into(), false)),
+            Just(("export TMUX=/x,1,0; ".into(), false)),
+            Just(("cd /tmp && ".into(), false)),
+            Just(("echo go | ".into(), true)),
+            Just(("true && ".into(), true)),
+        ]
+    }
+
+    fn tmux_words() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("tmux".to_string()),
+            Just("/usr/bin/tmux".to_string()),
+            Just("\\tmux".to_string()),
+            Just("'tmux'".to_string()),
+            Just("t\"mu\"x".to_string()),
+        ]
+    }
+
+    /// (global options, keeps form (b))
+    fn globals() -> impl Strategy<Value = (String, bool)> {
+        prop_oneof![
+            8 => Just(("-S /team/sock".to_string(), true)),
+            2 => Just(("-S /team/sock -f /dev/null".to_string(), true)),
+            2 => Just(("-S/team/sock".to_string(), true)),
+            1 => Just(("-S /team/../team/sock".to_string(), false)),
+            1 => Just(("-S team/sock".to_string(), false)),
+            1 => Just(("-L team".to_string(), false)),
+            1 => Just(("-S /team/sock -L team".to_string(), false)),
+            1 => Just(("-L team -S /team/sock".to_string(), false)),
+            1 => Just((String::new(), false)),
+            1 => Just(("-S /team/sock -C".to_string(), false)),
+            1 => Just(("-S /team/sock -f x.conf".to_string(), false)),
+            1 => Just(("-S /other/sock".to_string(), false)),
+        ]
+    }
+
+    /// Any name tmux resolves to a destroying command (full, alias, unique prefix), with
+    /// arguments; (text, is a form-(b) kill with proven targets).
+    fn verbs() -> impl Strategy<Value = (String, bool)> {
+        let kill_names = prop_oneof![
+            Just("kill-pane"),
+            Just("killp"),
+            Just("kill-p"),
+            Just("kill-pa"),
+            Just("kill-pan")
+        ];
+        let respawn_names = prop_oneof![
+            Just("respawn-pane"),
+            Just("respawnp"),
+            Just("respawn-p"),
+            Just("respawn-pa")
+        ];
+        let other = prop_oneof![
+            Just("kill-server"),
+            Just("kill-ser"),
+            Just("kill-session"),
+            Just("kill-ses"),
+            Just("kill-s"),
+            Just("kill-window"),
+            Just("killw"),
+            Just("kill-w"),
+            Just("kill"),
+            Just("unlink-window -k"),
+            Just("unlinkw -k"),
+            Just("move-window -k"),
+            Just("movew -k"),
+            Just("link-window -k"),
+            Just("new-window -k"),
+            Just("neww 'tmux kill-server'"),
+            Just("split-window 'tmux kill-server'"),
+            Just("splitw"),
+            Just("respawn-window -k"),
+            Just("respawnw -k"),
+            Just("swap-pane"),
+            Just("break-pane"),
+            Just("join-pane"),
+            Just("source-file x"),
+            Just("source x"),
+            Just("run-shell 'tmux kill-server'"),
+            Just("run 'true'"),
+            Just("if-shell true 'kill-server'"),
+            Just("if true kill-server"),
+            Just("set-hook -g after-new-window kill-server"),
+            Just("command-prompt"),
+            Just("confirm-before kill-server"),
+            Just("confirm kill-server"),
+            Just("send-keys -t %1 exit Enter"),
+        ];
+        let target = prop_oneof![
+            4 => Just(("-t %1", true)),
+            2 => Just(("-t%2", true)),
+            2 => Just(("-t %1 -t %2", true)),
+            1 => Just(("-t %3", false)),
+            1 => Just(("-t %1 -t %3", false)),
+            1 => Just(("", false)),
+            1 => Just(("-a -t %1", false)),
+            1 => Just(("-t demo", false)),
+            1 => Just(("-t %1.0", false)),
+            1 => Just(("-t '%1' -f '#{pane_active}'", false)),
+        ];
+        prop_oneof![
+            4 => (kill_names, target.clone()).prop_map(|(v, (t, ok))| (format!("{v} {t}"), ok)),
+            2 => (respawn_names.clone(), target.clone())
+                .prop_map(|(v, (t, ok))| (format!("{v} -k {t}"), ok)),
+            1 => (respawn_names, target.clone()).prop_map(|(v, (t, _))| (format!("{v} {t}"), false)),
+            3 => (other, target).prop_map(|(v, (t, _))| (format!("{v} {t}"), false)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        /// No line with a destroying verb passes unless it is exactly form (b): a top-level
+        /// `tmux -S <team socket>` with no environment change, only proven `-t %N`.
+        #[test]
+        fn destroying_verbs_pass_only_in_form_b(
+            (wrap, wrap_ok) in wrappers(),
+            tmux in tmux_words(),
+            (glob, glob_ok) in globals(),
+            before in proptest::option::of(prop_oneof![Just("list-panes -a"), Just("display -p x")]),
+            (verb, verb_ok) in verbs(),
+            nest in prop_oneof![4 => Just(0usize), 1 => 1usize..5],
+        ) {
+            let seq = match before {
+                Some(b) => format!("{b} \\; {verb}"),
+                None => verb.clone(),
+            };
+            let cmd = format!("{tmux} {glob} {seq}");
+            let (nested, nest_ok) = match nest {
+                0 => (cmd.clone(), true),
+                1 => (format!("sh -c '{}'", cmd.replace('\'', "'\\''")), false),
+                2 => (format!("eval \"{}\"", cmd.replace('"', "\\\"")), false),
+                3 => (format!("echo $({cmd})"), false),
+                _ => (format!("find . -exec {cmd} \\;"), false),
+            };
+            let line = format!("{wrap}{nested}");
+            let form_b = wrap_ok && glob_ok && verb_ok && nest_ok;
+            let got = allowed(&line, &Members);
+            prop_assert_eq!(got.is_ok(), form_b, "{} -> {:?}", line, got);
+        }
     }
 }
