@@ -181,6 +181,27 @@ impl Store {
         Ok(team)
     }
 
+    /// Reads the team's state without any lock, for readers (`status`, `list`): `team.json`
+    /// is only ever replaced whole (rename), so what is read is one committed generation. A
+    /// journal on disk means a multi-file change is being applied (or was cut short): it is
+    /// reported as an operation in flight, never waited for and never replayed here; the next
+    /// writer replays it. Readers never delay writers and are never refused as busy.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        if !self.team_dir_exists()? {
+            return Err(self.no_such_team());
+        }
+        let in_flight = fsutil::state_open(
+            self.rp(),
+            &journal::journal_path(&self.team_dir()),
+            Access::Read,
+        )?
+        .is_some();
+        let team = self
+            .read_team_unlocked()?
+            .ok_or_else(|| self.no_such_team())?;
+        Ok(Snapshot { team, in_flight })
+    }
+
     fn no_such_team(&self) -> Error {
         Error::NoSuchTeam {
             team: self.team.to_string(),
@@ -388,6 +409,15 @@ impl Store {
             .filter_map(|l| serde_json::from_slice(l).ok())
             .collect())
     }
+}
+
+/// One committed generation of a team, read without a lock ([`Store::snapshot`]).
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub team: Team,
+    /// A journal is on disk: a change is being applied, or was cut short and waits for the
+    /// next writer to replay it.
+    pub in_flight: bool,
 }
 
 /// Lists the teams in a state root (directory names that are valid team names).

@@ -8,6 +8,7 @@ mod locks;
 mod progress;
 mod proofs;
 mod quoting;
+mod readers;
 mod reap_crash;
 mod scale_big;
 mod symlinks;

@@ -394,7 +394,7 @@ fn legacy_pane_process(team: &Team, w: &Worker, pane: &PaneIncarnation, f: &mut 
         }),
         (ProcVerdict::NotOwned { reason }, _) => {
             f.pane_process_not_owned = true;
-            f.blocked.push(format!("pane process not owned: {reason}"));
+            f.blocked.push(format!("not_owned: pane process {reason}"));
             f.reports.push(ProcReport {
                 pid,
                 start_time: start,

@@ -13,8 +13,9 @@ pub fn run(ctx: &Ctx) -> CliResult<i32> {
     let mut unreadable = 0;
     let teams = list_teams(&ctx.root)?;
     for name in &teams {
-        match ctx.store(name).load() {
-            Ok(t) => {
+        match ctx.store(name).snapshot() {
+            Ok(snap) => {
+                let t = snap.team;
                 let count = |l| t.workers.iter().filter(|w| w.lifecycle == l).count();
                 let state = match t.state {
                     TeamState::Active => "active",
@@ -25,7 +26,7 @@ pub fn run(ctx: &Ctx) -> CliResult<i32> {
                     "endpoint": t.endpoint, "session": t.session.name,
                     "workers": count(Lifecycle::Active), "pending": count(Lifecycle::Pending),
                     "removing": count(Lifecycle::Removing), "max_workers": t.settings.max_workers,
-                    "generation": t.generation,
+                    "generation": t.generation, "operation_in_flight": snap.in_flight,
                 }))?;
                 out.line(&format!(
                     "{:<20} {:<8} {} workers (max {}), {} pending, {} removing  {}",

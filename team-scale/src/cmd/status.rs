@@ -15,7 +15,11 @@ use crate::out::Out;
 pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
     let team_name = TeamName::new(&a.team)?;
     let store = ctx.store(&team_name);
-    let mut team = store.load()?;
+    // A reader: no lock, so a dashboard polling `status` never slows down or blocks a scale
+    // operation (and is never refused as busy).
+    let snap = store.snapshot()?;
+    let in_flight = snap.in_flight;
+    let mut team = snap.team;
     let tmux = ctx.tmux(&team.endpoint);
     let listing = tmux.list();
 
@@ -114,6 +118,7 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
         "leader_pane_id": team.leader.pane.pane_id,
         "leader_liveness": leader.liveness(),
         "residue_policy": team.settings.residue,
+        "operation_in_flight": in_flight,
         "workers": active,
         "pending": pending.len(),
         "pending_ops": ops,
@@ -129,6 +134,9 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
         team.settings.residue.word(),
         holder.map_or(String::new(), |h| format!("; scale lock held by {h}"))
     ))?;
+    if in_flight {
+        out.line("an operation is in flight (a journal is being applied); `team-scale reconcile` finishes one that was cut short")?;
+    }
     out.flush()?;
     Ok(0)
 }

@@ -1,0 +1,140 @@
+//! Readers (`status`, `list`) take no lock: they never wait for a writer, are never refused as
+//! busy, and never see a half-written state.
+
+use std::time::{Duration, Instant};
+
+use team_core::lock::{self, Holder};
+use team_core::paths::TeamName;
+use tests::{Sandbox, assert_code, json_lines};
+
+fn summary(o: &std::process::Output) -> serde_json::Value {
+    json_lines(&o.stdout)
+        .into_iter()
+        .find(|r| r["type"] == "summary")
+        .expect("a summary line")
+}
+
+/// A writer holding the state lock (as every read-modify-write does) does not make a reader
+/// wait or exit 75, even with `--wait 0s`.
+#[test]
+fn status_and_list_never_wait_for_a_writer() {
+    let sb = Sandbox::new();
+    assert_code(&sb.run("team-scale", &["init", "demo", "--private"]), 0);
+    let root = sb.root();
+    let team = TeamName::new("demo").unwrap();
+    let _state = lock::acquire_in(
+        root.path(),
+        &root.state_lock(&team),
+        Duration::ZERO,
+        &Holder::me("test-writer"),
+    )
+    .unwrap();
+    let _scale = lock::acquire_in(
+        root.path(),
+        &root.scale_lock(&team),
+        Duration::ZERO,
+        &Holder::me("test-writer"),
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    let o = sb.run("team-scale", &["status", "demo", "--json", "--wait", "0s"]);
+    assert_code(&o, 0);
+    let s = summary(&o);
+    assert_eq!(s["leader_liveness"], "live", "{s}");
+    assert!(
+        s["lock_holder"]["op"] == "test-writer",
+        "the holder is shown: {s}"
+    );
+    let o = sb.run("team-scale", &["list", "--json", "--wait", "0s"]);
+    assert_code(&o, 0);
+    assert!(t0.elapsed() < Duration::from_secs(5));
+}
+
+/// A journal on disk (a multi-file change being applied) is shown as an operation in flight;
+/// the reader neither waits for it nor replays it: the next writer does.
+#[test]
+fn a_journal_in_flight_is_reported_not_replayed_by_readers() {
+    let sb = Sandbox::new();
+    assert_code(&sb.run("team-scale", &["init", "demo", "--private"]), 0);
+    let root = sb.root();
+    let team = TeamName::new("demo").unwrap();
+    let team_json = root.team_json(&team);
+    let before = std::fs::read(&team_json).unwrap();
+    // A real journal: a committed change (the generation goes up) whose apply step has not run.
+    let mut t: serde_json::Value = serde_json::from_slice(&before).unwrap();
+    let gen_before = t["generation"].as_u64().unwrap();
+    t["generation"] = (gen_before + 1).into();
+    t["settings"]["max_workers"] = 5.into();
+    let dir = root.team_dir(&team);
+    let j = team_core::journal::Journal::new(
+        gen_before,
+        vec![team_core::journal::Entry {
+            path: "team.json".into(),
+            content: Some(serde_json::to_string_pretty(&t).unwrap()),
+        }],
+    );
+    team_core::journal::commit(root.path(), &dir, &j).unwrap();
+    let o = sb.run("team-scale", &["status", "demo", "--json", "--wait", "0s"]);
+    assert_code(&o, 0);
+    let s = summary(&o);
+    assert_eq!(s["operation_in_flight"], true, "{s}");
+    assert_eq!(
+        s["generation"], gen_before,
+        "the committed generation on disk: {s}"
+    );
+    assert_eq!(
+        std::fs::read(&team_json).unwrap(),
+        before,
+        "a reader does not replay"
+    );
+    // The next writer replays it.
+    assert_code(&sb.run("team-scale", &["policy", "demo"]), 0);
+    let o = sb.run("team-scale", &["status", "demo", "--json"]);
+    let s = summary(&o);
+    assert_eq!(
+        (
+            s["operation_in_flight"].as_bool(),
+            s["max_workers"].as_u64()
+        ),
+        (Some(false), Some(5)),
+        "{s}"
+    );
+}
+
+/// Readers racing a stream of writers always read a whole state (never a torn or empty file).
+#[test]
+fn readers_racing_writers_always_see_a_whole_state() {
+    let sb = Sandbox::new();
+    assert_code(&sb.run("team-scale", &["init", "demo", "--private"]), 0);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        let cmd = |on: &str| {
+            let mut c = sb.cmd("team-scale");
+            c.args(["policy", "demo", "--scaling", on]);
+            c
+        };
+        let mut cmds = vec![cmd("off"), cmd("on")];
+        std::thread::spawn(move || {
+            let mut n = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let o = cmds[(n % 2) as usize].output().unwrap();
+                assert!(o.status.success(), "{o:?}");
+                n += 1;
+            }
+            n
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut reads = 0;
+    while Instant::now() < deadline {
+        let o = sb.run("team-scale", &["status", "demo", "--json", "--wait", "0s"]);
+        assert_code(&o, 0);
+        let s = summary(&o);
+        assert!(s["scaling"].is_boolean(), "{s}");
+        reads += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let writes = writer.join().unwrap();
+    assert!(reads > 5 && writes > 5, "reads {reads}, writes {writes}");
+}
