@@ -996,7 +996,7 @@ fn share(give: usize, of: usize) -> Option<u8> {
 
 /// Creates the panes of `plans`, recording each in `made` as soon as it is known. Returns the
 /// windows opened.
-/// A worker pane's start command: `TEAM_OP=<op>` (so the op id shows in
+/// A worker pane's start command: `cd <dir>`, then `TEAM_OP=<op>` (so the op id shows in
 /// `#{pane_start_command}` from the first instant), then the supervisor, which runs the
 /// startup script as its child (see `crate::supervisor`).
 fn start_command(env: &Env, team: &Team, op: Uuid, p: &Plan) -> String {
@@ -1012,7 +1012,13 @@ fn start_command(env: &Env, team: &Team, op: Uuid, p: &Plan) -> String {
     words.extend(args.to_argv().iter().map(|a| sh_quote(a)));
     words.push("sh".into());
     words.push(sh_quote(&p.script.display().to_string()));
-    format!("TEAM_OP={op} exec {}", words.join(" "))
+    // The supervisor runs in the worker's directory too: tmux shows a pane's directory
+    // (`#{pane_current_path}`) from its foreground process group's leader, the supervisor.
+    format!(
+        "cd {} && TEAM_OP={op} exec {}",
+        sh_quote(&p.cwd.display().to_string()),
+        words.join(" ")
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
