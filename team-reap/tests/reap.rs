@@ -215,6 +215,7 @@ impl Fx {
                 ready_pattern: None,
                 trigger: None,
                 scaling: true,
+                agent: None,
             },
             next_worker_index: 1,
             next_task_id: 1,

@@ -273,6 +273,7 @@ mod tests {
                 ready_pattern: None,
                 trigger: None,
                 scaling: true,
+                agent: None,
             },
             next_worker_index: 10,
             next_task_id: 1,

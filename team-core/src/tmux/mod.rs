@@ -3,6 +3,7 @@
 //! Every invocation passes `-S <endpoint>` (never the ambient `$TMUX` or the default server),
 //! clears `TMUX` and `TMUX_PANE` from the child's environment, and is bounded in time.
 
+pub mod capture;
 pub mod quote;
 pub mod snapshot;
 pub mod txn;
@@ -13,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+pub use capture::Screen;
 pub use snapshot::{PaneRow, Snapshot, Tags};
 pub use txn::{Guard, Txn, TxnOutcome};
 

@@ -55,6 +55,7 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
         role,
         tasks,
         ready_timeout: a.ready_timeout,
+        argv: std::env::args().collect(),
         scaling_disabled_by_env: ctx.scaling_env_off,
     };
     let report = up(&env, &req)?;
@@ -78,6 +79,8 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
             "incarnation": w.incarnation,
             "op_id": report.op_id,
             "ready": w.readiness.word(),
+            "delivery": w.delivery.as_ref().map_or("skipped", |d| d.word()),
+            "delivery_detail": w.delivery.as_ref().map(|d| d.describe()),
             "tasks": w.tasks,
             "inbox": w.inbox,
             "worktree": w.worktree.as_ref().map(|t| t.path.clone()),
@@ -89,7 +92,9 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
             w.pane.pane_id,
             w.pane.window_id,
             if w.new_window { ", new" } else { "" },
-            w.readiness.word(),
+            w.delivery
+                .as_ref()
+                .map_or("delivery skipped".to_string(), |d| d.describe()),
             if w.tasks.is_empty() {
                 String::new()
             } else {
@@ -127,6 +132,7 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
         "generation": report.team.generation,
         "settled": settled,
         "warnings": report.warnings,
+        "agent": report.agent,
         "tmux_invocations": team_core::tmux::invocations(),
     }))?;
     out.line(&format!(
