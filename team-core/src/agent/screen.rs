@@ -35,10 +35,10 @@ pub fn classify<'p>(p: &'p Profile, s: &Screen, extra_ready: Option<&str>) -> Se
     if p.busy.iter().any(|t| text.contains(t.as_str())) {
         return Seen::Busy;
     }
-    let cursor_ok = p.ready_cursor.is_empty()
-        || p.ready_cursor
-            .iter()
-            .any(|t| s.cursor_line().contains(t.as_str()));
+    // tmux's capture drops trailing blanks, so a prompt `> ` shows as `>` at the line's end.
+    let cursor = s.cursor_line().trim_end();
+    let cursor_ok =
+        p.ready_cursor.is_empty() || p.ready_cursor.iter().any(|t| cursor.contains(t.trim_end()));
     let screen_ok = p.ready_screen.iter().all(|t| text.contains(t.as_str()));
     let extra_ok = extra_ready.is_none_or(|t| text.contains(t));
     if cursor_ok && screen_ok && extra_ok {
@@ -70,16 +70,30 @@ pub fn draft_head(text: &str) -> String {
         .to_string()
 }
 
-/// Whether `needle` shows on the screen, also when the terminal wrapped it.
+fn squeeze(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// Whether `needle` shows on the screen, also when the terminal wrapped it (whitespace is
+/// ignored: a wrap point loses it).
 pub fn shows(s: &Screen, needle: &str) -> bool {
-    if needle.is_empty() {
+    let n = squeeze(needle);
+    !n.is_empty() && squeeze(&s.text()).contains(&n)
+}
+
+/// Whether the draft `text` is still in the input line: its tail is on the cursor line (or
+/// runs into it from the line above, when wrapped), and the cursor line is not empty.
+pub fn draft_at_cursor(s: &Screen, text: &str) -> bool {
+    let tail = squeeze(&draft_tail(text));
+    if tail.is_empty() || s.cursor_line().trim().is_empty() {
         return false;
     }
-    if s.text().contains(needle) {
-        return true;
-    }
-    let joined: String = s.lines.iter().map(|l| l.trim_end()).collect();
-    joined.contains(needle)
+    let above = s
+        .cursor_y
+        .checked_sub(1)
+        .and_then(|y| s.lines.get(y))
+        .map_or("", |l| l.as_str());
+    squeeze(&format!("{above}{}", s.cursor_line())).contains(&tail)
 }
 
 #[cfg(test)]
@@ -137,5 +151,22 @@ mod tests {
         );
         let s = screen(&["abcdefgh", "ijkl"], 1);
         assert!(shows(&s, "ghij"));
+        // Wrapped at a space: still there, and still at the cursor.
+        let s = screen(&["> read it and work on the tasks listed", "there."], 1);
+        assert!(draft_at_cursor(
+            &s,
+            "read it and work on the tasks listed there."
+        ));
+        // Submitted: a fresh prompt (or an empty line) under it.
+        let s = screen(&["> read it and work on the tasks listed there.", ""], 1);
+        assert!(!draft_at_cursor(
+            &s,
+            "read it and work on the tasks listed there."
+        ));
+        let s = screen(&["tasks listed", "there.", "Working on: read", "fake>"], 3);
+        assert!(!draft_at_cursor(
+            &s,
+            "read it and work on the tasks listed there."
+        ));
     }
 }

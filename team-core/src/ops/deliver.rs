@@ -23,7 +23,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::agent::exit::read_exit;
-use crate::agent::screen::{draft_head, draft_tail, shows};
+use crate::agent::screen::{draft_at_cursor, draft_head, shows};
 use crate::agent::{Profile, PromptMode, Seen, classify};
 use crate::audit::{AuditLog, Entry};
 use crate::model::PaneIncarnation;
@@ -127,6 +127,7 @@ enum Step {
 
 const POLL: Duration = Duration::from_millis(100);
 const LAST_LINES: usize = 8;
+const DEAD_STATUS_WAIT: Duration = Duration::from_millis(1500);
 
 /// Delivers each target's text, all at once; `timeout` bounds the wait for readiness.
 /// Returns one [`Delivery`] per target, in order.
@@ -147,6 +148,7 @@ pub fn deliver(
         .collect();
     let mut intents: Vec<Option<Uuid>> = vec![None; targets.len()];
     let mut last_screen: Vec<Option<Screen>> = vec![None; targets.len()];
+    let mut dead_since: Vec<Option<Instant>> = vec![None; targets.len()];
     loop {
         let open: Vec<usize> = (0..targets.len())
             .filter(|&i| !matches!(st[i], St::Done(_)))
@@ -175,6 +177,15 @@ pub fn deliver(
                 }
                 continue;
             };
+            // tmux marks a pane dead when its terminal closes and learns the exit status a
+            // moment later: wait briefly for the status, so the report can name it.
+            if screen.dead && screen.dead_status.is_none() {
+                let since = *dead_since[i].get_or_insert(now);
+                if now.duration_since(since) < DEAD_STATUS_WAIT {
+                    last_screen[i] = Some(screen);
+                    continue;
+                }
+            }
             if let Some(d) = ended(t, &screen) {
                 st[i] = St::Done(d);
                 last_screen[i] = Some(screen);
@@ -193,7 +204,6 @@ pub fn deliver(
                 last_screen[i] = Some(screen);
                 continue;
             }
-            let tail = draft_tail(&t.text);
             let next = match &st[i] {
                 St::Waiting { last, since } => match t.mode {
                     PromptMode::Banner | PromptMode::LaunchArg => {
@@ -235,7 +245,7 @@ pub fn deliver(
                     let waited = now.duration_since(*at);
                     if waited < Duration::from_millis(t.profile.settle_ms) {
                         None
-                    } else if shows(&screen, &tail) {
+                    } else if draft_at_cursor(&screen, &t.text) {
                         steps.push((i, Step::Enter));
                         Some(St::Entered { at: now, n: 1 })
                     } else if waited
@@ -254,7 +264,7 @@ pub fn deliver(
                         Some(St::Done(Delivery::Delivered {
                             how: format!("typed; the agent shows it works ({n} Enter)"),
                         }))
-                    } else if !screen.cursor_line().contains(tail.as_str()) {
+                    } else if !draft_at_cursor(&screen, &t.text) {
                         Some(St::Done(Delivery::Delivered {
                             how: format!("typed; the draft left the input line ({n} Enter)"),
                         }))

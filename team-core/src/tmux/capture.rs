@@ -13,6 +13,9 @@ use super::Tmux;
 pub struct Screen {
     /// The visible lines, top to bottom (as displayed, not joined).
     pub lines: Vec<String>,
+    /// A few lines of history just above the visible ones (a dead pane's last output may have
+    /// scrolled there).
+    pub history: Vec<String>,
     /// The cursor row, counted from the top of the visible screen.
     pub cursor_y: usize,
     /// Whether the pane's process has exited (`#{pane_dead}`).
@@ -37,8 +40,9 @@ impl Screen {
     /// The last `n` non-empty lines (for error messages).
     pub fn last_lines(&self, n: usize) -> Vec<String> {
         let mut v: Vec<String> = self
-            .lines
+            .history
             .iter()
+            .chain(&self.lines)
             .map(|l| l.trim_end().to_string())
             .filter(|l| !l.trim().is_empty())
             .collect();
@@ -48,7 +52,11 @@ impl Screen {
     }
 }
 
-const HEADER: &str = "#{cursor_y}\t#{pane_dead}\t#{pane_dead_status}\t#{alternate_on}";
+const HEADER: &str =
+    "#{cursor_y}\t#{pane_dead}\t#{pane_dead_status}\t#{alternate_on}\t#{pane_height}";
+
+/// Lines of history captured above the visible screen.
+const HISTORY: usize = 20;
 
 impl Tmux {
     /// The screens of several panes in one invocation (one by one if that fails, so a vanished
@@ -86,6 +94,8 @@ impl Tmux {
                 ";".into(),
                 "capture-pane".into(),
                 "-p".into(),
+                "-S".into(),
+                format!("-{HISTORY}"),
                 "-t".into(),
                 p.to_string(),
             ]);
@@ -100,18 +110,21 @@ impl Tmux {
 /// Parses the output of a batch capture (pure).
 pub fn parse(out: &str, nonce: &str, n: usize) -> Vec<Option<Screen>> {
     let mut res: Vec<Option<Screen>> = vec![None; n];
+    let mut heights: Vec<usize> = vec![0; n];
     let mut cur: Option<usize> = None;
     for line in out.split('\n') {
         if let Some(rest) = line.strip_prefix(nonce).and_then(|r| r.strip_prefix('\t')) {
             let f: Vec<&str> = rest.split('\t').collect();
             cur = None;
-            if f.len() == 5
+            if f.len() == 6
                 && let Ok(i) = f[0].parse::<usize>()
                 && i < n
                 && res[i].is_none()
             {
+                heights[i] = f[5].parse().unwrap_or(0);
                 res[i] = Some(Screen {
                     lines: Vec::new(),
+                    history: Vec::new(),
                     cursor_y: f[1].parse().unwrap_or(0),
                     dead: f[2] == "1",
                     dead_status: f[3].parse().ok(),
@@ -127,10 +140,16 @@ pub fn parse(out: &str, nonce: &str, n: usize) -> Vec<Option<Screen>> {
             s.lines.push(line.to_string());
         }
     }
-    // The final newline of the output adds one empty piece.
-    for s in res.iter_mut().flatten() {
-        if s.lines.last().is_some_and(|l| l.is_empty()) && s.lines.len() > s.cursor_y + 1 {
+    // The final newline of the output adds one empty piece; the lines above the last
+    // `pane_height` are history.
+    for (s, h) in res.iter_mut().zip(heights) {
+        let Some(s) = s else { continue };
+        if s.lines.last().is_some_and(|l| l.is_empty()) && s.lines.len() > h.max(s.cursor_y + 1) {
             s.lines.pop();
+        }
+        if h > 0 && s.lines.len() > h {
+            let visible = s.lines.split_off(s.lines.len() - h);
+            s.history = std::mem::replace(&mut s.lines, visible);
         }
     }
     res
@@ -144,11 +163,13 @@ mod tests {
     fn parses_blocks_and_refuses_forged_headers() {
         let n = "N1";
         let out = format!(
-            "{n}\t0\t1\t0\t\t0\nhello\n> typed\n{n}\t1\t0\t1\t2\t1\nbye\nX{n}\t0\t5\t1\t1\t1\n"
+            "{n}\t0\t1\t0\t\t0\t2\nold\nhello\n> typed\n{n}\t1\t0\t1\t2\t1\t2\nbye\nX{n}\t0\t5\t1\t1\t1\n"
         );
         let s = parse(&out, n, 2);
         let a = s[0].as_ref().unwrap();
         assert_eq!(a.cursor_line(), "> typed");
+        assert_eq!(a.history, vec!["old".to_string()]);
+        assert_eq!(a.last_lines(3)[0], "old");
         assert!(!a.dead);
         let b = s[1].as_ref().unwrap();
         assert!(b.dead && b.alternate);
