@@ -143,7 +143,7 @@ mod tests {
     fn tails_and_heads() {
         assert_eq!(
             draft_tail("You are worker-1. Read your inbox now."),
-            "our inbox now."
+            "your inbox now."
         );
         assert_eq!(
             draft_head("  You are worker-1 of team demo"),
