@@ -142,17 +142,17 @@ fn late_prompt_on_the_alternate_screen_needing_a_separate_enter_is_delivered_to_
     let f = Fake::new("--late 1500 --alt --separate-enter", &[]);
     let t0 = Instant::now();
     let o = f.up(&["3", "--ready-timeout", "20s", "--json"]);
-    assert_code(&o, 0);
-    let lines = json_lines(&o.stdout);
-    for l in &lines[..3] {
-        assert_eq!(l["delivery"], "delivered", "{l}");
-    }
     let got = f.received();
     for w in ["worker-1", "worker-2", "worker-3"] {
         assert!(
             got.contains(&format!("You are {w} of team demo")),
             "{w} never submitted: {got:?}"
         );
+    }
+    assert_code(&o, 0);
+    let lines = json_lines(&o.stdout);
+    for l in &lines[..3] {
+        assert_eq!(l["delivery"], "delivered", "{l}");
     }
     // Delivered in parallel: one late prompt, one settle and one check, not three of each.
     assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
@@ -211,8 +211,6 @@ fn the_default_shell_worker_never_executes_the_first_prompt() {
         "team-scale",
         &["up", "demo", "1", "--ready-timeout", "10s", "--json"],
     );
-    assert_code(&o, 0);
-    assert_eq!(json_lines(&o.stdout)[0]["delivery"], "delivered");
     std::thread::sleep(Duration::from_millis(500));
     for f in ["pwned1", "pwned2", "pwned3"] {
         assert!(
@@ -220,6 +218,8 @@ fn the_default_shell_worker_never_executes_the_first_prompt() {
             "{f}: the prompt was executed by a shell"
         );
     }
+    assert_code(&o, 0);
+    assert_eq!(json_lines(&o.stdout)[0]["delivery"], "delivered");
     let pane = json_lines(&o.stdout)[0]["pane_id"]
         .as_str()
         .unwrap()
@@ -273,19 +273,19 @@ fn kill_pid(pid: u64) {
     assert!(st.success());
 }
 
-fn wait_liveness(sb: &Sandbox, worker: &str, want: &str) {
+fn wait_liveness(sb: &Sandbox, worker: &str, want: &[&str]) {
     let t0 = Instant::now();
     loop {
         let o = sb.run("team-scale", &["status", "demo", "--json"]);
         let l = json_lines(&o.stdout);
         if l.iter()
-            .any(|w| w["name"] == worker && w["liveness"] == want)
+            .any(|w| w["name"] == worker && want.iter().any(|x| w["liveness"] == *x))
         {
             return;
         }
         assert!(
             t0.elapsed() < Duration::from_secs(10),
-            "{worker} never {want}: {l:?}"
+            "{worker} never {want:?}: {l:?}"
         );
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -298,7 +298,8 @@ fn a_dead_only_worker_does_not_jam_up_and_reconcile_settles_it() {
     assert_code(&o, 0);
     let pid = f.workers()[0]["pane"]["pane_pid"].as_u64().unwrap();
     kill_pid(pid);
-    wait_liveness(&f.sb, "worker-1", "dead");
+    // With remain-on-exit the pane stays, dead (without it, it would be missing).
+    wait_liveness(&f.sb, "worker-1", &["dead", "missing"]);
     // up splits from another proven source (the leader) and says why.
     let o = f.up(&["1", "--ready-timeout", "20s"]);
     assert_code(&o, 0);
