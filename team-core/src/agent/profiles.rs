@@ -399,7 +399,7 @@ pub fn detect(cmd: &str, user: &[Profile]) -> String {
     };
     user.iter()
         .chain(builtins().iter())
-        .find(|p| p.programs.iter().any(|x| *x == prog))
+        .find(|p| p.programs.contains(&prog))
         .map_or_else(|| "custom".into(), |p| p.name.clone())
 }
 
