@@ -367,6 +367,15 @@ pub fn program_of(cmd: &str) -> Option<String> {
     (!base.is_empty()).then(|| base.to_string())
 }
 
+/// Shell keywords and builtins that may start a worker command: the program it runs cannot be
+/// told without a shell parser, so neither detection nor the PATH check applies.
+const SHELL_WORDS: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "case", "esac", "for", "while", "until", "do", "done",
+    "function", "select", "time", "cd", "export", "set", "unset", "trap", "ulimit", "umask",
+    "source", ".", "eval", "read", "wait", "test", "alias", "builtin", "local", "readonly",
+    "shift", "type",
+];
+
 /// The program word of a worker command as written (a name or a path); see [`program_of`].
 pub fn program_word(cmd: &str) -> Option<String> {
     let mut words = cmd.split_whitespace();
@@ -381,7 +390,7 @@ pub fn program_word(cmd: &str) -> Option<String> {
         {
             continue;
         }
-        if w.bytes().any(|b| b"$`\"'\\;&|<>(){}*?[]~".contains(&b)) {
+        if w.bytes().any(|b| b"$`\"'\\;&|<>(){}*?[]~!".contains(&b)) || SHELL_WORDS.contains(&w) {
             return None;
         }
         return Some(w.to_string());
@@ -419,6 +428,8 @@ mod tests {
         assert_eq!(detect("echo hi; exec cat", &none), "custom");
         assert_eq!(program_of("echo hi; exec cat").as_deref(), Some("echo"));
         assert_eq!(program_of("$(x)"), None);
+        assert_eq!(program_of("if [ \"$X\" = 1 ]; then exec cat; fi"), None);
+        assert_eq!(program_of("cd /x && codex"), None);
         let user = parse_user(b"[agents.fake]\nprograms=[\"fake-agent\"]\n").unwrap();
         assert_eq!(detect("/x/fake-agent --trust", &user), "fake");
     }

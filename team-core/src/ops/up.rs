@@ -737,9 +737,8 @@ fn build(
     tasks: &[Task],
     profile: &Profile,
     made: &mut Vec<(WorkerName, PaneIncarnation)>,
-    warnings: &mut Vec<String>,
+    _warnings: &mut Vec<String>,
 ) -> Result<(Team, Vec<AddedWorker>)> {
-    let _ = &warnings;
     failpoint::hit("up.reserved")?;
 
     // Prepare.
