@@ -127,7 +127,7 @@ enum Step {
 
 const POLL: Duration = Duration::from_millis(100);
 const LAST_LINES: usize = 8;
-const DEAD_STATUS_WAIT: Duration = Duration::from_millis(1500);
+const DEAD_STATUS_WAIT: Duration = Duration::from_millis(3000);
 
 /// Delivers each target's text, all at once; `timeout` bounds the wait for readiness.
 /// Returns one [`Delivery`] per target, in order.
