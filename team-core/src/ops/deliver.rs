@@ -285,6 +285,7 @@ pub fn deliver(
                 St::Done(_) => None,
             };
             if let Some(n) = next {
+                tracing::debug!(worker = %t.worker, state = ?n, seen = ?seen, cursor = screen.cursor_line(), "delivery");
                 st[i] = n;
             }
             last_screen[i] = Some(screen);

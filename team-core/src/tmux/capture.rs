@@ -112,6 +112,9 @@ pub fn parse(out: &str, nonce: &str, n: usize) -> Vec<Option<Screen>> {
     let mut res: Vec<Option<Screen>> = vec![None; n];
     let mut heights: Vec<usize> = vec![0; n];
     let mut cur: Option<usize> = None;
+    // Every line tmux prints ends with a newline: the last one ends the output, it does not
+    // start an empty line (blank screen lines are real lines and are kept).
+    let out = out.strip_suffix('\n').unwrap_or(out);
     for line in out.split('\n') {
         if let Some(rest) = line.strip_prefix(nonce).and_then(|r| r.strip_prefix('\t')) {
             let f: Vec<&str> = rest.split('\t').collect();
@@ -140,13 +143,9 @@ pub fn parse(out: &str, nonce: &str, n: usize) -> Vec<Option<Screen>> {
             s.lines.push(line.to_string());
         }
     }
-    // The final newline of the output adds one empty piece; the lines above the last
-    // `pane_height` are history.
+    // The lines above the last `pane_height` are history.
     for (s, h) in res.iter_mut().zip(heights) {
         let Some(s) = s else { continue };
-        if s.lines.last().is_some_and(|l| l.is_empty()) && s.lines.len() > h.max(s.cursor_y + 1) {
-            s.lines.pop();
-        }
         if h > 0 && s.lines.len() > h {
             let visible = s.lines.split_off(s.lines.len() - h);
             s.history = std::mem::replace(&mut s.lines, visible);
@@ -158,6 +157,24 @@ pub fn parse(out: &str, nonce: &str, n: usize) -> Vec<Option<Screen>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blank_lines_at_the_end_of_a_block_are_screen_lines() {
+        // A pane (height 3) with one history line and blank lines under its cursor, then
+        // another pane: the first block's blank lines are not dropped, so the cursor row still
+        // points at the prompt.
+        let n = "N2";
+        let out = format!("{n}\t0\t0\t0\t\t0\t3\nold\nfake>\n\n\n{n}\t1\t0\t0\t\t0\t1\nx\n");
+        let s = parse(&out, n, 2);
+        let a = s[0].as_ref().unwrap();
+        assert_eq!(a.history, vec!["old".to_string()]);
+        assert_eq!(
+            a.lines,
+            vec!["fake>".to_string(), String::new(), String::new()]
+        );
+        assert_eq!(a.cursor_line(), "fake>");
+        assert_eq!(s[1].as_ref().unwrap().lines, vec!["x".to_string()]);
+    }
 
     #[test]
     fn parses_blocks_and_refuses_forged_headers() {
