@@ -185,7 +185,9 @@ fn prompt_given_at_launch_types_nothing() {
 
 #[test]
 fn a_worker_that_exits_at_start_is_seen_at_once_with_its_status_and_last_lines() {
-    let f = Fake::new("--exit-at-start 3", &[]);
+    // The exit status comes from exit.json (written by the pane's supervisor; the fake agent
+    // writes it itself here) or from tmux's pane_dead_status when tmux has reaped the process.
+    let f = Fake::new("--exit-at-start 3 --exit-json", &[]);
     let t0 = Instant::now();
     let o = f.up(&["1", "--ready-timeout", "30s"]);
     assert_code(&o, 1);
@@ -194,6 +196,15 @@ fn a_worker_that_exits_at_start_is_seen_at_once_with_its_status_and_last_lines()
     assert!(e.contains("exited with status 3"), "{e}");
     assert!(e.contains("Unable to connect to the fake service"), "{e}");
     assert!(f.workers().is_empty());
+    // Without exit.json, the death is still seen at once, with the last lines.
+    let f = Fake::new("--exit-at-start 3", &[]);
+    let t0 = Instant::now();
+    let o = f.up(&["1", "--ready-timeout", "30s"]);
+    assert_code(&o, 1);
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    let e = stderr(&o);
+    assert!(e.contains("worker-1's process (Fake agent) exited"), "{e}");
+    assert!(e.contains("Unable to connect to the fake service"), "{e}");
 }
 
 #[test]

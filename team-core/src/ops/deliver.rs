@@ -127,7 +127,7 @@ enum Step {
 
 const POLL: Duration = Duration::from_millis(100);
 const LAST_LINES: usize = 8;
-const DEAD_STATUS_WAIT: Duration = Duration::from_millis(3000);
+const DEAD_STATUS_WAIT: Duration = Duration::from_millis(1500);
 
 /// Delivers each target's text, all at once; `timeout` bounds the wait for readiness.
 /// Returns one [`Delivery`] per target, in order.
@@ -179,7 +179,14 @@ pub fn deliver(
             };
             // tmux marks a pane dead when its terminal closes and learns the exit status a
             // moment later: wait briefly for the status, so the report can name it.
-            if screen.dead && screen.dead_status.is_none() {
+            if screen.dead
+                && screen.dead_status.is_none()
+                && status_line(&screen).is_none()
+                && !t
+                    .exit_file
+                    .as_ref()
+                    .is_some_and(|(p, inc)| read_exit(p, *inc).ok().flatten().is_some())
+            {
                 let since = *dead_since[i].get_or_insert(now);
                 if now.duration_since(since) < DEAD_STATUS_WAIT {
                     last_screen[i] = Some(screen);
@@ -357,7 +364,7 @@ fn ended(t: &Target, screen: &Screen) -> Option<Delivery> {
     if !screen.dead && exit.is_none() {
         return None;
     }
-    let how = match (&exit, screen.dead_status) {
+    let how = match (&exit, screen.dead_status.or_else(|| status_line(screen))) {
         (Some(e), _) => e.describe(),
         (None, Some(c)) => format!("exited with status {c}"),
         (None, None) => "exited".into(),
@@ -369,6 +376,16 @@ fn ended(t: &Target, screen: &Screen) -> Option<Delivery> {
             t.profile.display()
         ),
         last_lines: screen.last_lines(LAST_LINES),
+    })
+}
+
+/// The status in tmux's own `Pane is dead (status N, <time>)` line, when it shows.
+fn status_line(screen: &Screen) -> Option<i32> {
+    screen.lines.iter().chain(&screen.history).find_map(|l| {
+        l.trim()
+            .strip_prefix("Pane is dead (status ")
+            .and_then(|r| r.split([',', ')']).next())
+            .and_then(|n| n.trim().parse().ok())
     })
 }
 

@@ -11,6 +11,8 @@
 //!   stays in the input line, unsent), as the real CLIs do with a paste and its Enter;
 //! - `--exit-at-start CODE`: prints an error and exits at once with CODE;
 //! - `--die-after MS`: exits with status 7 after MS;
+//! - `--exit-json`: before exiting, writes `exit.json` beside `$TEAM_INBOX` with
+//!   `$TEAM_INCARNATION`, as the pane's supervisor does;
 //! - `--record FILE`: every byte it receives is appended to FILE (tests assert nothing was
 //!   typed into a blocking screen);
 //! - `--received FILE`: every submitted prompt is appended to FILE as a line;
@@ -28,6 +30,7 @@ struct Opts {
     separate_enter: bool,
     exit_at_start: Option<i32>,
     die_after: Option<u64>,
+    exit_json: bool,
     record: Option<String>,
     received: Option<String>,
     prompt: Vec<String>,
@@ -42,6 +45,7 @@ fn parse() -> Opts {
         separate_enter: false,
         exit_at_start: None,
         die_after: None,
+        exit_json: false,
         record: None,
         received: None,
         prompt: Vec::new(),
@@ -57,6 +61,7 @@ fn parse() -> Opts {
             "--separate-enter" => o.separate_enter = true,
             "--exit-at-start" => o.exit_at_start = Some(val().parse().expect("code")),
             "--die-after" => o.die_after = Some(val().parse().expect("ms")),
+            "--exit-json" => o.exit_json = true,
             "--record" => o.record = Some(val()),
             "--received" => o.received = Some(val()),
             _ => o.prompt.push(a),
@@ -97,7 +102,7 @@ fn main() {
         // As the real CLIs do, a moment passes between the message and the exit (output
         // written just before a pty closes can be lost).
         std::thread::sleep(Duration::from_millis(300));
-        std::process::exit(code);
+        exit(&o, code);
     }
     let _ = std::process::Command::new("stty")
         .args(["raw", "-echo"])
@@ -142,7 +147,7 @@ fn main() {
             && Instant::now() >= d
         {
             out("\r\nfake-agent: lost the connection, exiting\r\n");
-            std::process::exit(7);
+            exit(&o, 7);
         }
         if !shown && Instant::now() >= ready_at {
             shown = true;
@@ -227,6 +232,21 @@ fn main() {
                 .into_owned();
         }
     }
+}
+
+/// Exits with `code`, first writing `exit.json` as the supervisor would (with `--exit-json`).
+fn exit(o: &Opts, code: i32) -> ! {
+    if o.exit_json
+        && let (Ok(inbox), Ok(inc)) = (
+            std::env::var("TEAM_INBOX"),
+            std::env::var("TEAM_INCARNATION"),
+        )
+        && let Some(dir) = std::path::Path::new(&inbox).parent()
+    {
+        let body = format!(r#"{{"incarnation":"{inc}","code":{code},"signal":null}}"#);
+        let _ = std::fs::write(dir.join("exit.json"), body);
+    }
+    std::process::exit(code);
 }
 
 fn submit(o: &Opts, text: &str) {
