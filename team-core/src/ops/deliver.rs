@@ -182,10 +182,9 @@ pub fn deliver(
             if screen.dead
                 && screen.dead_status.is_none()
                 && status_line(&screen).is_none()
-                && !t
-                    .exit_file
+                && t.exit_file
                     .as_ref()
-                    .is_some_and(|(p, inc)| read_exit(p, *inc).ok().flatten().is_some())
+                    .is_none_or(|(p, inc)| read_exit(p, *inc).ok().flatten().is_none())
             {
                 let since = *dead_since[i].get_or_insert(now);
                 if now.duration_since(since) < DEAD_STATUS_WAIT {
