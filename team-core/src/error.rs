@@ -189,8 +189,12 @@ pub enum Error {
 
     /// The first prompt did not reach every new worker (each one's result is in the message);
     /// the scale-up was rolled back.
-    #[error("{0}")]
-    Undelivered(String),
+    #[error("{msg}")]
+    Undelivered {
+        msg: String,
+        /// Every new worker of the call with its delivery result.
+        workers: Vec<DeliveryReport>,
+    },
 
     /// A fail point fired (test builds only).
     #[error("fail point {0} fired")]
@@ -199,6 +203,16 @@ pub enum Error {
     /// A bug: a condition that should be impossible.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// One worker's delivery result, carried by [`Error::Undelivered`] for machine output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryReport {
+    pub worker: String,
+    /// `delivered`, `undelivered` or `blocked`.
+    pub result: String,
+    pub detail: String,
+    pub last_lines: Vec<String>,
 }
 
 impl Error {
@@ -221,7 +235,7 @@ impl Error {
             | Error::UnsafePath { .. }
             | Error::JournalRefused { .. } => ExitClass::DataErr,
             Error::NoSuchTeam { .. } | Error::NotFound { .. } => ExitClass::NoInput,
-            Error::Refused(_) | Error::Undelivered(_) => ExitClass::Refused,
+            Error::Refused(_) | Error::Undelivered { .. } => ExitClass::Refused,
             Error::ProgramNotFound { .. } => ExitClass::Usage,
             Error::CleanupDebt(_) => ExitClass::Partial,
             Error::TmuxUnavailable { .. } | Error::SessionMissing { .. } => ExitClass::Unavailable,
@@ -279,7 +293,7 @@ impl Error {
             Error::ProgramNotFound { program, .. } => Some(format!(
                 "install {program}, or give its full path in --worker-cmd; nothing was created"
             )),
-            Error::Undelivered(_) => Some(
+            Error::Undelivered { .. } => Some(
                 "the new workers were removed (nothing is left half-made); do what the message says, then run `team-scale up` again"
                     .into(),
             ),

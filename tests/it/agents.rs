@@ -103,7 +103,7 @@ fn stderr(o: &std::process::Output) -> String {
 fn trust_dialog_gets_nothing_typed_and_up_names_the_screen() {
     let f = Fake::new("--screen trust", &[]);
     let t0 = Instant::now();
-    let o = f.up(&["1", "--ready-timeout", "20s"]);
+    let o = f.up(&["1", "--ready-timeout", "20s", "--json"]);
     // Nothing typed into the dialog: its keys are menu choices.
     assert_eq!(f.typed(), b"", "keys reached the trust dialog");
     assert_code(&o, 1);
@@ -119,6 +119,14 @@ fn trust_dialog_gets_nothing_typed_and_up_names_the_screen() {
     );
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
     assert!(f.workers().is_empty(), "rolled back: {:?}", f.workers());
+    // The same, as data.
+    let lines = json_lines(&o.stdout);
+    assert_eq!(
+        (lines[0]["name"].as_str(), lines[0]["delivery"].as_str()),
+        (Some("worker-1"), Some("blocked")),
+        "{lines:?}"
+    );
+    assert_eq!(lines[1]["ok"], false);
 }
 
 #[test]

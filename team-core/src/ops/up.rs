@@ -811,13 +811,28 @@ fn build(
         })
         .collect();
     if !failed.is_empty() {
-        return Err(Error::Undelivered(format!(
-            "the first prompt did not reach {} of {} new worker(s) ({}), so the scale-up was rolled back:\n{}",
-            failed.len(),
-            plans.len(),
-            profile.display(),
-            failed.join("\n")
-        )));
+        let workers = plans
+            .iter()
+            .zip(&deliveries)
+            .filter_map(|(p, d)| {
+                d.as_ref().map(|d| crate::error::DeliveryReport {
+                    worker: p.name.to_string(),
+                    result: d.word().to_string(),
+                    detail: d.describe(),
+                    last_lines: d.last_lines().to_vec(),
+                })
+            })
+            .collect();
+        return Err(Error::Undelivered {
+            msg: format!(
+                "the first prompt did not reach {} of {} new worker(s) ({}), so the scale-up was rolled back:\n{}",
+                failed.len(),
+                plans.len(),
+                profile.display(),
+                failed.join("\n")
+            ),
+            workers,
+        });
     }
     failpoint::hit("up.triggered")?;
 

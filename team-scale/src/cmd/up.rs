@@ -58,7 +58,28 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
         argv: std::env::args().collect(),
         scaling_disabled_by_env: ctx.scaling_env_off,
     };
-    let report = up(&env, &req)?;
+    let report = match up(&env, &req) {
+        Ok(r) => r,
+        Err(e) => {
+            // Each new worker's result on stdout too, for scripts and leader agents; the
+            // error and its hint go to stderr as for any error.
+            if let Error::Undelivered { workers, .. } = &e {
+                let mut out = Out::new(ctx.json);
+                for w in workers {
+                    out.record(&json!({
+                        "type": "worker", "name": w.worker, "lifecycle": "rolled_back",
+                        "delivery": w.result, "delivery_detail": w.detail, "last_lines": w.last_lines,
+                    }))?;
+                }
+                out.record(&json!({
+                    "type": "summary", "team": team, "action": "up", "ok": false,
+                    "added": [], "rolled_back": workers.iter().map(|w| &w.worker).collect::<Vec<_>>(),
+                }))?;
+                out.flush()?;
+            }
+            return Err(e.into());
+        }
+    };
 
     for w in &report.warnings {
         eprintln!("team-scale: warning: {w}");
