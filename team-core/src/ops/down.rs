@@ -35,7 +35,8 @@ pub struct DownReport {
     /// Leftovers of earlier operations settled first.
     pub earlier: SettleReport,
     pub targets: Vec<WorkerName>,
-    /// Targets that did not report idle within the drain timeout.
+    /// Targets that did not report idle within the drain timeout (always empty in a report:
+    /// a drain timeout is an error, [`Error::TimedOut`], and removes nothing).
     pub drain_timed_out: Vec<WorkerName>,
     /// Tasks put back to `pending` at the commit.
     pub tasks_returned: Vec<u64>,
