@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand};
 
 const AFTER_HELP: &str = concat!(
     "Examples:\n",
-    "  team-scale init demo --private --max-workers 4 --worker-cmd 'codex'\n",
+    "  team-scale init demo --private --max-workers 4 --worker-cmd codex   # agent profile detected\n",
     "  team-scale status demo --json\n",
     "  echo '[{\"subject\":\"write tests\",\"owner\":\"new:1\"}]' | team-scale up demo 2 --tasks -\n",
     "  team-scale policy demo --scaling off\n",
@@ -170,19 +170,24 @@ pub struct InitArgs {
     /// The most workers the team may have.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub max_workers: u32,
-    /// The command each worker runs (through `sh -c`).
+    /// The command each worker runs (through `sh -c`). Its program must be on PATH.
     #[arg(long, default_value = "exec \"${SHELL:-/bin/sh}\"")]
     pub worker_cmd: String,
+    /// The agent profile of the workers: codex, claude, gemini, aider, shell, custom, or one
+    /// defined in <state dir>/agents.toml (default: detected from --worker-cmd's program).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
     /// The leader pane's command, for a private session (default: $SHELL).
     #[arg(long)]
     pub leader_cmd: Option<String>,
     /// Git worktrees for workers: off, detached, or branch:<prefix>.
     #[arg(long, default_value = "off")]
     pub worktree: String,
-    /// Text whose appearance in a new worker's pane means it is ready.
+    /// Text that must also show in a new worker's pane before it counts as ready.
     #[arg(long)]
     pub ready_pattern: Option<String>,
-    /// Text typed into a new worker once it is ready ({inbox} and {worker} are replaced).
+    /// The first prompt of a new worker ({inbox} and {worker} are replaced): a launch argument,
+    /// printed before a shell starts, or typed with proof, as its agent profile says.
     #[arg(long)]
     pub trigger: Option<String>,
     /// A pane no command may ever kill or type into (a HUD); repeatable.
@@ -217,7 +222,8 @@ pub struct UpArgs {
     /// `blocked_by` lists task ids or `new:<k>` (the k-th task of this input).
     #[arg(long, value_name = "FILE|-")]
     pub tasks: Option<PathBuf>,
-    /// How long to wait for each new worker to be ready (0 disables the wait).
+    /// How long to wait for the new workers to be ready for their first prompt (0 skips
+    /// readiness and delivery).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DUR")]
     pub ready_timeout: std::time::Duration,
 }

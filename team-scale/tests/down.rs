@@ -320,6 +320,8 @@ fn idle_selection_named_force_refusals_and_tasks() {
     let w4 = e.add_worker(SLEEPER, false);
     e.set_status("worker-4", "busy");
     e.set_status("worker-2", "busy");
+    e.set_status("worker-1", "idle");
+    e.set_status("worker-3", "idle");
     let t_busy = e.add_task(Some("worker-3"), TaskStatus::InProgress);
     let t_done = e.add_task(Some("worker-3"), TaskStatus::Completed);
     let t_other = e.add_task(Some("worker-1"), TaskStatus::InProgress);
@@ -415,20 +417,41 @@ fn drain_ends_early_on_idle_and_times_out_otherwise() {
     e.add_worker(SLEEPER, false);
     e.set_status("worker-3", "busy");
     e.set_status("worker-2", "busy");
-    // Timeout proceeds.
+    // A timeout removes nothing and exits 75, drain mark undone; --force removes it.
     let t0 = Instant::now();
-    let out = e.ok(&[
-        "down",
-        "t",
-        "--worker",
-        "worker-3",
-        "--drain-timeout",
-        "1s",
-        "--grace",
-        "1s",
-    ]);
+    let o = e.cmd(
+        &[
+            "down",
+            "t",
+            "--worker",
+            "worker-3",
+            "--drain-timeout",
+            "1s",
+            "--grace",
+            "1s",
+        ],
+        &[],
+    );
     assert!(t0.elapsed() >= Duration::from_secs(1));
-    assert!(out.contains("did not report idle"), "{out}");
+    assert_eq!(code(&o), 75, "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("did not report idle"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(
+        names(&e.store().load().unwrap()),
+        ["worker-1", "worker-2", "worker-3"]
+    );
+    let s = e
+        .store()
+        .status(&WorkerName::new("worker-3").unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(s.state, team_core::model::WorkState::Busy);
+    e.ok(&[
+        "down", "t", "--worker", "worker-3", "--force", "--grace", "1s",
+    ]);
     // Ends early when the worker reports idle.
     let mut child = Command::new(BIN)
         .args([
@@ -828,6 +851,7 @@ fn foreign_panes_survive_and_shutdown_leaves_no_server() {
     .unwrap();
     tm.run(&["set-option", "-p", "-t", &other, "@team_incarnation", "x"])
         .unwrap();
+    e.set_status("worker-2", "idle");
     e.ok(&["down", "t", "1", "--grace", "1s"]);
     e.ok(&["reconcile", "t"]);
     let panes = e.panes();

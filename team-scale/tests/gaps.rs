@@ -358,6 +358,15 @@ fn another_teams_pane_in_our_session_is_never_killed() {
         );
     };
 
+    // A worker that never reported is busy: worker-3 reports idle first.
+    fx.ok(&[
+        "worker-status",
+        "demo",
+        "--worker",
+        "worker-3",
+        "--state",
+        "idle",
+    ]);
     fx.ok(&["down", "demo", "1", "--grace", "1s"]);
     assert!(!fx.has_pane(&w3pane), "down removed worker-3");
     foreign_intact("down");

@@ -277,8 +277,10 @@ fn up_one_then_three_makes_tagged_live_members() {
         .collect();
     assert_eq!(names, ["worker-2", "worker-3", "worker-4"]);
     let summary = &lines[3];
+    // Three for the panes; delivery reads every new pane in one capture per 100 ms round and
+    // types into all of them in one batch, so its cost does not grow with N.
     assert!(
-        summary["tmux_invocations"].as_u64().unwrap() <= 3 * 3,
+        summary["tmux_invocations"].as_u64().unwrap() <= 3 * 3 + 25,
         "{summary}"
     );
 
@@ -623,7 +625,8 @@ fn unprovable_source_is_refused_before_anything_is_made() {
     assert_eq!(fx.files(), before);
     assert_eq!(fx.panes().len(), 1);
 
-    // With members, the source is the last member: its pid changed too.
+    // With members, the source is the last member that is proven live: worker-2's pid
+    // changed, so up splits from worker-1 instead, leaves worker-2's pane alone and says so.
     let fx = Fx::new();
     fx.init(&["--max-workers", "8"]);
     fx.ok(&["up", "demo", "2", "--ready-timeout", "0"]);
@@ -632,12 +635,15 @@ fn unprovable_source_is_refused_before_anything_is_made() {
         let pid = w["pane_pid"].as_u64().unwrap();
         w["pane_pid"] = (pid + 100_000).into();
     });
-    let before = fx.files();
-    let r = fx.run(&["up", "demo", "1"]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
-    assert!(r.stderr.contains("worker-2"), "{}", r.stderr);
-    assert_eq!(fx.files(), before);
-    assert_eq!(fx.panes().len(), 3);
+    let r = fx.run(&["up", "demo", "1", "--ready-timeout", "0"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("split from the member worker-1 instead of worker-2"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(fx.panes().len(), 4);
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 mod ancestry;
 mod durable_dirs;
+mod agents;
 mod hook_guard;
 mod init_status;
 mod locks;

@@ -21,8 +21,8 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The path of a binary of the workspace (`team-scale`, `team-reap`, `team-audit`), built
-/// once per test process with fail points.
+/// The path of a binary of the workspace (`team-scale`, `team-reap`, `team-audit`, and the
+/// test program `fake-agent`), built once per test process with fail points.
 pub fn bin(name: &str) -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     let dir = BUILT.get_or_init(|| {
@@ -43,6 +43,8 @@ pub fn bin(name: &str) -> PathBuf {
                 "team-reap",
                 "-p",
                 "team-audit",
+                "-p",
+                "tests",
                 "--features",
                 "team-core/failpoints",
                 "--target-dir",

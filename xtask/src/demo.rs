@@ -140,6 +140,18 @@ fn script(d: &Demo) -> anyhow::Result<()> {
         ],
         0,
     )?;
+    d.step(
+        "team-scale",
+        &[
+            "worker-status",
+            "demo",
+            "--worker",
+            "worker-2",
+            "--state",
+            "idle",
+        ],
+        0,
+    )?;
 
     println!(
         "\n# Scale down by one: the idle worker with the highest index goes, its tasks return to pending:"
