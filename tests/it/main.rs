@@ -1,8 +1,8 @@
 //! Integration tests: the real binaries against real tmux servers that the tests start.
 
+mod agents;
 mod ancestry;
 mod durable_dirs;
-mod agents;
 mod hook_guard;
 mod init_status;
 mod locks;
