@@ -53,6 +53,9 @@ pub struct Global {
     /// More log output on stderr (-v, -vv); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// No human lines and no warnings (errors still go to stderr; --json lines still print).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -207,13 +210,29 @@ pub struct PolicyArgs {
     pub scaling: Option<String>,
 }
 
-/// What `generate` prints.
-#[derive(Debug, clap::Args)]
-pub struct GenerateArgs {
-    /// `man`, or a shell: bash, zsh, fish, elvish, powershell.
-    #[arg(value_parser = ["man", "bash", "zsh", "fish", "elvish", "powershell"])]
-    pub what: String,
-}
+pub use team_cli::generate::GenerateArgs;
+
+/// The man pages' ENVIRONMENT, FILES and extra EXIT STATUS sections.
+pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
+    environment: &[
+        ("TEAM_STATE_DIR", "where team state lives (as --state-dir)"),
+        ("TEAM_AUDIT_LOG", "the audit log (as --audit-log)"),
+        ("TEAM_SCALING", "0, off, false or no: refuse up and down (the operator's kill switch)"),
+        ("TEAM_NAME, TEAM_WORKER, TEAM_INCARNATION", "who reports, for worker-status and task (set in every worker pane)"),
+        ("TMUX, TMUX_PANE", "the caller's tmux pane, adopted as leader by init"),
+        ("TMUX_TMPDIR", "the directory of the user's tmux socket directory (default /tmp)"),
+        ("TEAM_TMUX_CONFIG", "the -f file of servers the tools start (default: tmux's own)"),
+        ("SHELL", "the default leader and worker command"),
+        ("RUST_LOG", "log filter for stderr (overrides -v)"),
+    ],
+    files: &[
+        ("<workspace>/.team/teams/<team>/team.json", "the one canonical record of a team"),
+        ("<workspace>/.team/locks/", "lock files (never deleted)"),
+        ("<workspace>/.team/audit.jsonl", "the hash-chained audit log"),
+        ("$TMUX_TMPDIR/tmux-<uid>/team-<hash>", "the private tmux socket of a workspace"),
+    ],
+    extra_status: &[],
+};
 
 /// Who reports: a worker, named by flags or by the environment of its pane.
 #[derive(Debug, Args)]

@@ -163,7 +163,7 @@ impl Fx {
             .as_array()
             .unwrap()
             .iter()
-            .find(|w| w["name"] == name)
+            .find(|w| w["worker"] == name)
             .cloned()
     }
 
@@ -367,7 +367,7 @@ fn another_teams_pane_in_our_session_is_never_killed() {
     fx.tmux(&["kill-pane", "-t", &w1pane]);
     fx.edit_team(|t| {
         let w = &mut t["workers"][0];
-        assert_eq!(w["name"], "worker-1");
+        assert_eq!(w["worker"], "worker-1");
         w["lifecycle"] = "removing".into();
         w["pane"] = Value::Null;
     });
@@ -580,7 +580,7 @@ fn up_rollback_leaves_an_unprovable_new_pane_alone() {
         let ws = t["workers"].as_array().unwrap();
         assert_eq!(ws.len(), 1, "{what}: {ws:?}");
         let w2 = &ws[0];
-        assert_eq!(w2["name"], "worker-2");
+        assert_eq!(w2["worker"], "worker-2");
         assert_eq!(w2["lifecycle"], "removing");
         let reasons = w2["removal_reasons"].to_string();
         assert!(reasons.contains(reason), "{what}: {reasons}");
@@ -682,7 +682,7 @@ fn assert_spared(fx: &Fx, before: &[(String, u64)], what: &str) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|w| w["name"].as_str().unwrap())
+        .map(|w| w["worker"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["worker-1", "worker-2"], "{what}: workers forgotten");
 }

@@ -239,7 +239,7 @@ fn assert_membership_matches(fx: &Fx) {
             .iter()
             .find(|w| w["pane"]["pane_id"] == p.id.as_str())
             .unwrap_or_else(|| panic!("tagged pane {p:?} is not a member's"));
-        assert_eq!(w["name"], p.worker.as_str());
+        assert_eq!(w["worker"], p.worker.as_str());
         assert_eq!(w["incarnation"], p.incarnation.as_str());
         assert_eq!(p.owner, owner);
     }
@@ -266,14 +266,14 @@ fn up_one_then_three_makes_tagged_live_members() {
     let lines = json_lines(&r.stdout);
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["type"], "worker");
-    assert_eq!(lines[0]["name"], "worker-1");
+    assert_eq!(lines[0]["worker"], "worker-1");
     assert_eq!(lines[0]["ready"], "ready");
     assert_eq!(lines[1]["type"], "summary");
     let r = fx.ok(&["up", "demo", "3", "--json"]);
     let lines = json_lines(&r.stdout);
     let names: Vec<&str> = lines[..3]
         .iter()
-        .map(|l| l["name"].as_str().unwrap())
+        .map(|l| l["worker"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["worker-2", "worker-3", "worker-4"]);
     let summary = &lines[3];
@@ -311,7 +311,7 @@ fn up_one_then_three_makes_tagged_live_members() {
             "{}",
             pane.start
         );
-        let name = w["name"].as_str().unwrap();
+        let name = w["worker"].as_str().unwrap();
         wait_for_text(&fx, &pane.id, &format!("I am {name}/worker"));
         // The trigger named the inbox.
         wait_for_text(&fx, &pane.id, "inbox.md");
@@ -473,7 +473,7 @@ fn assert_clean_rollback(fx: &Fx, before: &Value, before_panes: usize, what: &st
         .as_array()
         .unwrap()
         .iter()
-        .map(|w| w["name"].as_str().unwrap().to_string())
+        .map(|w| w["worker"].as_str().unwrap().to_string())
         .collect();
     for sub in ["teams/demo/workers", "teams/demo/runtime", "worktrees/demo"] {
         if let Ok(rd) = std::fs::read_dir(fx.state().join(sub)) {
@@ -515,7 +515,7 @@ fn fail_points_roll_back_cleanly() {
     }
     // Still works afterwards, with fresh indices.
     let r = fx.ok(&["up", "demo", "1", "--json"]);
-    assert_eq!(json_lines(&r.stdout)[0]["name"], "worker-23");
+    assert_eq!(json_lines(&r.stdout)[0]["worker"], "worker-23");
 }
 
 #[cfg(feature = "failpoints")]

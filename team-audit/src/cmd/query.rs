@@ -35,9 +35,6 @@ pub struct QueryArgs {
     pub stage: Option<String>,
     #[arg(long, value_name = "ID")]
     pub audit_id: Option<Uuid>,
-    /// JSON lines: each record with "type":"record", then {"type":"summary",...}
-    #[arg(long)]
-    pub json: bool,
 }
 
 fn time_arg(flag: &str, s: &str) -> Result<SystemTime, AppError> {
@@ -105,9 +102,9 @@ pub fn run(g: &Global, a: QueryArgs) -> Result<i32, AppError> {
     };
     let path = logpath::resolve(g, None, false)?;
     let read = audit::read_records(&path)?;
-    let mut out = Out::new();
+    let mut out = Out::new(g.json);
     let mut matched = 0u64;
-    if !a.json {
+    if !g.json {
         out.line(&format!(
             "{:<24} {:>6} {:<20} {:<16} {:<20} {:<8} OUTCOME",
             "TIME", "SEQ", "CALLER", "ACTION", "TARGETS", "STAGE"
@@ -115,7 +112,7 @@ pub fn run(g: &Global, a: QueryArgs) -> Result<i32, AppError> {
     }
     for r in read.records.iter().filter(|r| filter.matches(r)) {
         matched += 1;
-        if a.json {
+        if g.json {
             let mut v = serde_json::to_value(r)
                 .map_err(|e| AppError::fail(ExitClass::Software, e.to_string()))?;
             if let Value::Object(m) = &mut v {
@@ -126,7 +123,7 @@ pub fn run(g: &Global, a: QueryArgs) -> Result<i32, AppError> {
             out.line(&row(r))?;
         }
     }
-    if a.json {
+    if g.json {
         out.json(&json!({
             "type": "summary",
             "matched": matched,

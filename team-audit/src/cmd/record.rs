@@ -104,8 +104,8 @@ pub fn run(g: &Global, a: RecordArgs) -> Result<i32, AppError> {
     };
     let log = AuditLog::new(logpath::resolve(g, None, true)?);
     let r = log.append(stage, a.audit_id, &entry)?;
-    let mut out = Out::new();
-    if a.json {
+    let mut out = Out::new(g.json);
+    if g.json {
         out.json(&json!({"type": "record", "audit_id": r.audit_id, "seq": r.seq, "stage": r.stage, "hash": r.hash}))?;
     } else {
         out.line(&r.audit_id.to_string())?;

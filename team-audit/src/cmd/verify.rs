@@ -12,9 +12,6 @@ use crate::out::Out;
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// JSON lines: {"type":"warning"|"problem",...} then {"type":"summary",...}
-    #[arg(long)]
-    pub json: bool,
 }
 
 fn human(p: &Problem) -> String {
@@ -28,11 +25,11 @@ fn human(p: &Problem) -> String {
     )
 }
 
-pub fn run(g: &Global, a: VerifyArgs) -> Result<i32, AppError> {
+pub fn run(g: &Global, _a: VerifyArgs) -> Result<i32, AppError> {
     let path = logpath::resolve(g, None, false)?;
     let rep = audit::verify(&path)?;
-    let mut out = Out::new();
-    if a.json {
+    let mut out = Out::new(g.json);
+    if g.json {
         for w in &rep.warnings {
             let mut v = serde_json::to_value(w)
                 .map_err(|e| AppError::fail(ExitClass::Software, e.to_string()))?;

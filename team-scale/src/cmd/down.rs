@@ -133,9 +133,10 @@ pub fn run(ctx: &Ctx, a: DownArgs) -> CliResult<i32> {
         print_settle(&mut out, &rep.earlier)?;
     }
     for n in &rep.drain_timed_out {
-        out.line(&format!(
-            "{n} did not report idle within the drain timeout; removing it anyway"
-        ))?;
+        crate::error::warn(
+            false,
+            &format!("{n} did not report idle within the drain timeout; removing it anyway"),
+        );
     }
     print_settle(&mut out, &rep.settle)?;
     let removed = rep.settle.workers.iter().filter(|w| w.dropped).count();
