@@ -21,7 +21,13 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct Global {
     /// The audit log [default: <state-dir>/audit.jsonl, else <workspace>/.team/audit.jsonl]
-    #[arg(long = "audit-log", alias = "log", global = true, env = "TEAM_AUDIT_LOG", value_name = "PATH")]
+    #[arg(
+        long = "audit-log",
+        alias = "log",
+        global = true,
+        env = "TEAM_AUDIT_LOG",
+        value_name = "PATH"
+    )]
     pub log: Option<PathBuf>,
     /// The team state directory (the log is <state-dir>/audit.jsonl)
     #[arg(long, global = true, env = "TEAM_STATE_DIR", value_name = "DIR")]
@@ -84,14 +90,23 @@ pub use team_cli::generate::GenerateArgs;
 pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
     environment: &[
         ("TEAM_AUDIT_LOG", "the audit log (as --audit-log)"),
-        ("TEAM_STATE_DIR", "the team state directory; the log is <state-dir>/audit.jsonl"),
+        (
+            "TEAM_STATE_DIR",
+            "the team state directory; the log is <state-dir>/audit.jsonl",
+        ),
         ("TMUX", "the caller's tmux server, for the hook's guard"),
-        ("TMUX_TMPDIR", "the directory of the user's tmux socket directory (default /tmp)"),
+        (
+            "TMUX_TMPDIR",
+            "the directory of the user's tmux socket directory (default /tmp)",
+        ),
         ("RUST_LOG", "log filter for stderr (overrides -v)"),
     ],
     files: &[(
         "<workspace>/.team/audit.jsonl",
         "the hash-chained audit log (default location)",
     )],
-    extra_status: &[("2", "(hook only) the tool call is denied; the reason is on stderr")],
+    extra_status: &[(
+        "2",
+        "(hook only) the tool call is denied; the reason is on stderr",
+    )],
 };

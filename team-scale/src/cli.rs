@@ -217,19 +217,43 @@ pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
     environment: &[
         ("TEAM_STATE_DIR", "where team state lives (as --state-dir)"),
         ("TEAM_AUDIT_LOG", "the audit log (as --audit-log)"),
-        ("TEAM_SCALING", "0, off, false or no: refuse up and down (the operator's kill switch)"),
-        ("TEAM_NAME, TEAM_WORKER, TEAM_INCARNATION", "who reports, for worker-status and task (set in every worker pane)"),
-        ("TMUX, TMUX_PANE", "the caller's tmux pane, adopted as leader by init"),
-        ("TMUX_TMPDIR", "the directory of the user's tmux socket directory (default /tmp)"),
-        ("TEAM_TMUX_CONFIG", "the -f file of servers the tools start (default: tmux's own)"),
+        (
+            "TEAM_SCALING",
+            "0, off, false or no: refuse up and down (the operator's kill switch)",
+        ),
+        (
+            "TEAM_NAME, TEAM_WORKER, TEAM_INCARNATION",
+            "who reports, for worker-status and task (set in every worker pane)",
+        ),
+        (
+            "TMUX, TMUX_PANE",
+            "the caller's tmux pane, adopted as leader by init",
+        ),
+        (
+            "TMUX_TMPDIR",
+            "the directory of the user's tmux socket directory (default /tmp)",
+        ),
+        (
+            "TEAM_TMUX_CONFIG",
+            "the -f file of servers the tools start (default: tmux's own)",
+        ),
         ("SHELL", "the default leader and worker command"),
         ("RUST_LOG", "log filter for stderr (overrides -v)"),
     ],
     files: &[
-        ("<workspace>/.team/teams/<team>/team.json", "the one canonical record of a team"),
+        (
+            "<workspace>/.team/teams/<team>/team.json",
+            "the one canonical record of a team",
+        ),
         ("<workspace>/.team/locks/", "lock files (never deleted)"),
-        ("<workspace>/.team/audit.jsonl", "the hash-chained audit log"),
-        ("$TMUX_TMPDIR/tmux-<uid>/team-<hash>", "the private tmux socket of a workspace"),
+        (
+            "<workspace>/.team/audit.jsonl",
+            "the hash-chained audit log",
+        ),
+        (
+            "$TMUX_TMPDIR/tmux-<uid>/team-<hash>",
+            "the private tmux socket of a workspace",
+        ),
     ],
     extra_status: &[],
 };

@@ -173,8 +173,10 @@ pub fn run(g: &Global, a: PassArgs) -> Result<i32, AppError> {
     }
     // With --json, a summary closes the stream (readers such as `team-reap kill --from -`
     // skip summary lines).
-    out.record(&serde_json::json!({"type": "summary", "lines": line_no, "recorded": recorded,
-        "ok": stop.is_none()}))?;
+    out.record(
+        &serde_json::json!({"type": "summary", "lines": line_no, "recorded": recorded,
+        "ok": stop.is_none()}),
+    )?;
     out.flush()?;
     match stop {
         Some(e) => Err(e),

@@ -11,8 +11,7 @@ use crate::logpath;
 use crate::out::Out;
 
 #[derive(Debug, Args)]
-pub struct VerifyArgs {
-}
+pub struct VerifyArgs {}
 
 fn human(p: &Problem) -> String {
     format!(

@@ -52,10 +52,7 @@ pub fn run<C: CommandFactory>(a: &GenerateArgs, info: &ManInfo) -> CliResult<i32
         if a.out_dir.is_some() {
             return Err(CliError::usage("--out-dir is only for `generate man`"));
         }
-        let shell: clap_complete::Shell = a
-            .what
-            .parse()
-            .map_err(|e: String| CliError::usage(e))?;
+        let shell: clap_complete::Shell = a.what.parse().map_err(|e: String| CliError::usage(e))?;
         // Rendered in memory first: clap_complete panics on a write error (a closed pipe).
         let mut buf = Vec::new();
         clap_complete::generate(shell, &mut cmd, name, &mut buf);
