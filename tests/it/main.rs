@@ -1,5 +1,6 @@
 //! Integration tests: the real binaries against real tmux servers that the tests start.
 
+mod conformance;
 mod hook_guard;
 mod init_status;
 mod locks;
@@ -9,3 +10,4 @@ mod quoting;
 mod reap_crash;
 mod scale_big;
 mod tasks;
+mod tidy;
