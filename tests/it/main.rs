@@ -7,6 +7,7 @@ mod locks;
 mod progress;
 mod proofs;
 mod quoting;
+mod reap_contract;
 mod reap_crash;
 mod scale_big;
 mod tasks;
