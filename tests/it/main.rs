@@ -1,5 +1,6 @@
 //! Integration tests: the real binaries against real tmux servers that the tests start.
 
+mod audit_vocabulary;
 mod conformance;
 mod hook_guard;
 mod init_status;
