@@ -36,15 +36,8 @@ pub struct Global {
     /// `record` also writes it into the record
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// More logging on stderr (-v, -vv); RUST_LOG overrides
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    pub verbose: u8,
-    /// No human lines and no warnings (errors still go to stderr)
-    #[arg(short, long, global = true)]
-    pub quiet: bool,
-    /// JSON lines on stdout, each with a "type", ending with a "summary"
-    #[arg(long, global = true)]
-    pub json: bool,
+    #[command(flatten)]
+    pub common: team_cli::CommonFlags,
 }
 
 #[derive(Debug, Subcommand)]

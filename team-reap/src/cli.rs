@@ -16,6 +16,8 @@ const AFTER_HELP: &str = concat!(
     "  team-reap --check                          # exit 1 if anything is reapable\n",
     "  */10 * * * * /usr/local/bin/team-reap run -q   # crontab: silent when nothing is to do\n",
     "\n",
+    "-v also repeats warnings given once before (a dead socket is reported once per file).\n",
+    "\n",
     "With no subcommand but some option (team-reap -q, team-reap --dry-run), team-reap runs\n",
     "as `run`; with no arguments at all it prints its usage and exits 64.\n",
     "\n",
@@ -52,19 +54,11 @@ pub struct Global {
     /// Change nothing; exit 1 if anything is reapable, 0 if not.
     #[arg(long, global = true)]
     pub check: bool,
-    /// JSON lines on stdout (one per pane, session, process; then a summary).
-    #[arg(long, global = true)]
-    pub json: bool,
-    /// No human lines and no warnings (errors still go to stderr).
-    #[arg(short, long, global = true)]
-    pub quiet: bool,
     /// Also show owned and untagged panes and owned processes.
     #[arg(long, global = true)]
     pub all: bool,
-    /// More log output on stderr (-v, -vv); also repeats warnings already given once (dead
-    /// sockets). RUST_LOG overrides.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    pub verbose: u8,
+    #[command(flatten)]
+    pub common: team_cli::CommonFlags,
     /// The reaper's lock file (default: /tmp/tmux-<uid>/team-reap.lock, whatever the
     /// environment). For tests that run reapers side by side.
     #[arg(long, global = true, hide = true, value_name = "PATH")]

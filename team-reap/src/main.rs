@@ -10,7 +10,6 @@ use team_cli::{error, out};
 
 fn main() -> ExitCode {
     let cli: cli::Cli = team_cli::parse("team-reap");
-    team_cli::init_tracing(cli.global.verbose, cli.global.quiet);
-    team_cli::env::configure_failpoints();
+    team_cli::init(&cli.global.common);
     team_cli::finish(cmd::run(cli))
 }

@@ -44,18 +44,11 @@ pub struct Global {
     /// How long to wait for a busy lock before giving up with exit 75.
     #[arg(long, global = true, default_value = "30s", value_parser = humantime::parse_duration, value_name = "DUR")]
     pub wait: std::time::Duration,
-    /// Print JSON lines on stdout instead of human lines.
-    #[arg(long, global = true)]
-    pub json: bool,
     /// The audit log (default: <state dir>/audit.jsonl).
     #[arg(long, global = true, env = "TEAM_AUDIT_LOG", value_name = "FILE")]
     pub audit_log: Option<PathBuf>,
-    /// More log output on stderr (-v, -vv); RUST_LOG overrides.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    pub verbose: u8,
-    /// No human lines and no warnings (errors still go to stderr; --json lines still print).
-    #[arg(short, long, global = true)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub common: team_cli::CommonFlags,
 }
 
 #[derive(Debug, Subcommand)]

@@ -59,7 +59,7 @@ impl Ctx {
             workspace,
             root,
             wait: g.wait,
-            json: g.json,
+            json: g.common.json,
             tmux_bin,
             tmux_config: std::env::var_os("TEAM_TMUX_CONFIG").map(PathBuf::from),
             tmux_env,

@@ -1,8 +1,6 @@
 //! `hook`: a table of Claude Code PreToolUse payloads, their decisions and their records.
 
-mod common;
-
-use common::*;
+use super::audit_common::*;
 use serde_json::{Value, json};
 
 fn bash(cmd: &str, cwd: &str) -> String {

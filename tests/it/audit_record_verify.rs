@@ -1,10 +1,8 @@
 //! `record`, `verify`, `query`: round trips, exit codes, and tampering found at the right seq.
 
-mod common;
-
 use std::fs;
 
-use common::*;
+use super::audit_common::*;
 use serde_json::Value;
 
 fn make_log(dir: &std::path::Path, n: usize) -> std::path::PathBuf {

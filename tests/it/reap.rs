@@ -318,18 +318,12 @@ impl Fx {
     }
 
     fn reap_cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_team-reap"));
+        let mut c = tests::hermetic(tests::bin("team-reap"));
         c.args(args)
             .arg("--lock-file")
             .arg(self.lock_file())
             .env("TMUX_TMPDIR", self.tmp.path().join("tt"))
-            .env("TEAM_TMUX_CONFIG", "/dev/null")
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .env_remove("XDG_RUNTIME_DIR")
-            .env_remove("TEAM_STATE_DIR")
-            .env_remove("TEAM_AUDIT_LOG")
-            .env_remove("RUST_LOG");
+            .env("TEAM_TMUX_CONFIG", "/dev/null");
         c
     }
 

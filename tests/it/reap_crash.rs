@@ -48,9 +48,17 @@ fn a_crashed_scale_up_leaves_nothing_the_reaper_cannot_settle() {
     let st = json_lines(&sb.run("team-scale", &["status", "demo", "--json"]).stdout);
     assert_eq!(st.last().unwrap()["pending"], 1);
 
+    // Only this sandbox's teams are acted on and counted: since every integration test runs in
+    // one binary, residue processes of other tests' teams run beside this one.
     let o = sb.run(
         "team-reap",
-        &["--json", "--socket", &sock.display().to_string()],
+        &[
+            "--json",
+            "--socket",
+            &sock.display().to_string(),
+            "--only-under",
+            &sb.ws.display().to_string(),
+        ],
     );
     assert_code(&o, 0);
     let lines = json_lines(&o.stdout);
@@ -103,7 +111,15 @@ fn with_an_unwritable_audit_log_team_reap_kills_nothing() {
     let log = sb.ws.join(".team/audit.jsonl");
     let _ = std::fs::remove_file(&log);
     std::fs::create_dir(&log).unwrap();
-    let o = sb.run("team-reap", &["--socket", &sock.display().to_string()]);
+    let o = sb.run(
+        "team-reap",
+        &[
+            "--socket",
+            &sock.display().to_string(),
+            "--only-under",
+            &sb.ws.display().to_string(),
+        ],
+    );
     assert_ne!(o.status.code(), Some(0), "{o:?}");
     assert!(!o.stderr.is_empty(), "it says why");
     assert_eq!(
@@ -113,7 +129,15 @@ fn with_an_unwritable_audit_log_team_reap_kills_nothing() {
     );
     // With a writable log it reaps them, each kill with its intent and outcome.
     std::fs::remove_dir(&log).unwrap();
-    let o = sb.run("team-reap", &["--socket", &sock.display().to_string()]);
+    let o = sb.run(
+        "team-reap",
+        &[
+            "--socket",
+            &sock.display().to_string(),
+            "--only-under",
+            &sb.ws.display().to_string(),
+        ],
+    );
     assert_code(&o, 0);
     assert!(tagged_panes(&sock).is_empty());
     assert_eq!(assert_audit_pairs(&log), before.len());

@@ -15,7 +15,10 @@ use team_core::store::Store;
 use team_core::tmux::txn::{NewPane, parse_new_pane};
 use team_core::tmux::{Guard, Listing, Tmux, Txn, TxnOutcome};
 
-const BIN: &str = env!("CARGO_BIN_EXE_team-scale");
+/// team-scale, built once by the harness.
+fn bin() -> PathBuf {
+    tests::bin("team-scale")
+}
 
 struct Env {
     _dir: tempfile::TempDir,
@@ -73,19 +76,11 @@ impl Env {
     }
 
     fn cmd(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
-        let mut c = Command::new(BIN);
+        let mut c = tests::hermetic(bin());
         c.args(args)
             .current_dir(&self.ws)
             .env("TMUX_TMPDIR", &self.tt)
-            .env("TEAM_TMUX_CONFIG", "/dev/null")
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .env_remove("TEAM_NAME")
-            .env_remove("TEAM_WORKER")
-            .env_remove("TEAM_INCARNATION")
-            .env_remove("TEAM_AUDIT_LOG")
-            .env_remove("TEAM_STATE_DIR")
-            .env_remove("TEAM_FAILPOINTS");
+            .env("TEAM_TMUX_CONFIG", "/dev/null");
         for (k, v) in extra_env {
             c.env(k, v);
         }
@@ -417,20 +412,27 @@ fn drain_ends_early_on_idle_and_times_out_otherwise() {
     e.set_status("worker-2", "busy");
     // Timeout proceeds.
     let t0 = Instant::now();
-    let out = e.ok(&[
-        "down",
-        "t",
-        "--worker",
-        "worker-3",
-        "--drain-timeout",
-        "1s",
-        "--grace",
-        "1s",
-    ]);
+    let o = e.cmd(
+        &[
+            "down",
+            "t",
+            "--worker",
+            "worker-3",
+            "--drain-timeout",
+            "1s",
+            "--grace",
+            "1s",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{o:?}");
     assert!(t0.elapsed() >= Duration::from_secs(1));
-    assert!(out.contains("did not report idle"), "{out}");
+    // The warning is on stderr: stdout is data only.
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(err.contains("did not report idle"), "{err}");
+    assert!(!out.contains("did not report idle"), "{out}");
     // Ends early when the worker reports idle.
-    let mut child = Command::new(BIN)
+    let mut child = tests::hermetic(bin())
         .args([
             "down",
             "t",
@@ -444,8 +446,6 @@ fn drain_ends_early_on_idle_and_times_out_otherwise() {
         .current_dir(&e.ws)
         .env("TMUX_TMPDIR", &e.tt)
         .env("TEAM_TMUX_CONFIG", "/dev/null")
-        .env_remove("TMUX")
-        .env_remove("TMUX_PANE")
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -864,7 +864,6 @@ fn foreign_panes_survive_and_shutdown_leaves_no_server() {
     );
 }
 
-#[cfg(feature = "failpoints")]
 #[test]
 fn crash_at_every_step_then_reconcile_converges() {
     for fp in [

@@ -12,7 +12,10 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_team-scale");
+/// team-scale, built once by the harness.
+fn bin() -> PathBuf {
+    tests::bin("team-scale")
+}
 
 struct Fx {
     dir: tempfile::TempDir,
@@ -73,16 +76,10 @@ impl Fx {
     }
 
     fn cmd(&self, args: &[&str], envs: &[(&str, &str)]) -> Command {
-        let mut c = Command::new(BIN);
+        let mut c = tests::hermetic(bin());
         c.arg("--workspace").arg(&self.ws).args(args);
         c.env("TMUX_TMPDIR", self.dir.path().join("tt"))
-            .env("TEAM_TMUX_CONFIG", "/dev/null")
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .env_remove("TEAM_STATE_DIR")
-            .env_remove("TEAM_AUDIT_LOG")
-            .env_remove("TEAM_SCALING")
-            .env_remove("TEAM_FAILPOINTS");
+            .env("TEAM_TMUX_CONFIG", "/dev/null");
         for (k, v) in envs {
             c.env(k, v);
         }
@@ -239,7 +236,7 @@ fn assert_membership_matches(fx: &Fx) {
             .iter()
             .find(|w| w["pane"]["pane_id"] == p.id.as_str())
             .unwrap_or_else(|| panic!("tagged pane {p:?} is not a member's"));
-        assert_eq!(w["worker"], p.worker.as_str());
+        assert_eq!(w["name"], p.worker.as_str());
         assert_eq!(w["incarnation"], p.incarnation.as_str());
         assert_eq!(p.owner, owner);
     }
@@ -311,7 +308,7 @@ fn up_one_then_three_makes_tagged_live_members() {
             "{}",
             pane.start
         );
-        let name = w["worker"].as_str().unwrap();
+        let name = w["name"].as_str().unwrap();
         wait_for_text(&fx, &pane.id, &format!("I am {name}/worker"));
         // The trigger named the inbox.
         wait_for_text(&fx, &pane.id, "inbox.md");
@@ -448,7 +445,6 @@ fn bad_task_input_exits_65_with_no_effect() {
 }
 
 /// team.json without the fields a rolled-back op may move.
-#[cfg(feature = "failpoints")]
 fn stable(mut t: Value) -> Value {
     for k in ["generation", "next_worker_index", "next_task_id"] {
         t.as_object_mut().unwrap().remove(k);
@@ -456,7 +452,6 @@ fn stable(mut t: Value) -> Value {
     t
 }
 
-#[cfg(feature = "failpoints")]
 fn assert_clean_rollback(fx: &Fx, before: &Value, before_panes: usize, what: &str) {
     let after = fx.team_json();
     assert_eq!(stable(after.clone()), stable(before.clone()), "{what}");
@@ -473,7 +468,7 @@ fn assert_clean_rollback(fx: &Fx, before: &Value, before_panes: usize, what: &st
         .as_array()
         .unwrap()
         .iter()
-        .map(|w| w["worker"].as_str().unwrap().to_string())
+        .map(|w| w["name"].as_str().unwrap().to_string())
         .collect();
     for sub in ["teams/demo/workers", "teams/demo/runtime", "worktrees/demo"] {
         if let Ok(rd) = std::fs::read_dir(fx.state().join(sub)) {
@@ -485,7 +480,6 @@ fn assert_clean_rollback(fx: &Fx, before: &Value, before_panes: usize, what: &st
     }
 }
 
-#[cfg(feature = "failpoints")]
 #[test]
 fn fail_points_roll_back_cleanly() {
     let fx = Fx::new();
@@ -518,7 +512,6 @@ fn fail_points_roll_back_cleanly() {
     assert_eq!(json_lines(&r.stdout)[0]["worker"], "worker-23");
 }
 
-#[cfg(feature = "failpoints")]
 #[test]
 fn crash_points_are_cleaned_by_reconcile() {
     let fx = Fx::new();
@@ -575,7 +568,6 @@ fn crash_points_are_cleaned_by_reconcile() {
     assert_membership_matches(&fx);
 }
 
-#[cfg(feature = "failpoints")]
 #[test]
 fn next_up_settles_abandoned_reservations_first() {
     let fx = Fx::new();
@@ -799,7 +791,6 @@ fn worktrees_detached_and_branch_modes() {
     );
 }
 
-#[cfg(feature = "failpoints")]
 #[test]
 fn rollback_removes_created_worktrees_and_branches_only() {
     let fx = Fx::new();

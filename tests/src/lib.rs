@@ -61,6 +61,29 @@ pub fn bin(name: &str) -> PathBuf {
     p
 }
 
+/// A command with a hermetic environment: nothing of the test process's environment but
+/// [`ALLOWED_ENV`], and `HOME` set to an empty directory of the build's temp area (so no
+/// `~/.gitconfig`, `~/.tmux.conf` or shell profile of the machine applies). Every program the
+/// tests run (our binaries, `git`, `sleep`, helpers) starts from this; a test adds what it
+/// needs with `.env(...)`. [`Sandbox::command`] is the same with the sandbox's own `HOME`.
+pub fn hermetic(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    static HOME: OnceLock<PathBuf> = OnceLock::new();
+    let home = HOME.get_or_init(|| {
+        let h = workspace_root().join("target/tmp/test-home");
+        std::fs::create_dir_all(&h).expect("create the tests' HOME");
+        h
+    });
+    let mut c = Command::new(program);
+    c.env_clear();
+    for k in ALLOWED_ENV {
+        if let Some(v) = std::env::var_os(k) {
+            c.env(k, v);
+        }
+    }
+    c.env("HOME", home);
+    c
+}
+
 /// The tmux binary.
 pub fn tmux_bin() -> PathBuf {
     PathBuf::from("tmux")

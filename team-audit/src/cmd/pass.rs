@@ -105,7 +105,7 @@ pub fn run(g: &Global, a: PassArgs) -> Result<i32, AppError> {
     let log = AuditLog::new(logpath::resolve(g, None, true)?);
     let (tx, rx) = mpsc::sync_channel::<Msg>(MAX_BATCH);
     std::thread::spawn(move || reader(tx));
-    let mut out = Out::new(g.json);
+    let mut out = Out::new(g.common.json);
     let mut line_no = 0u64;
     let mut recorded = 0u64;
     let mut stop: Option<AppError> = None;

@@ -167,13 +167,13 @@ pub fn run(g: &Global, a: QueryArgs) -> Result<i32, AppError> {
     };
     let path = logpath::resolve(g, None, false)?;
     let read = audit::read_records(&path)?;
-    let mut out = Out::new(g.json);
+    let mut out = Out::new(g.common.json);
     out.line(&header())?;
     let matching: Vec<&Record> = read.records.iter().filter(|r| filter.matches(r)).collect();
     let matched = matching.len();
     let skip = a.limit.map_or(0, |n| matched.saturating_sub(n));
     for r in &matching[skip..] {
-        print(&mut out, g.json, r)?;
+        print(&mut out, g.common.json, r)?;
     }
     out.flush()?;
     if read.skipped_lines > 0 {
@@ -206,7 +206,7 @@ pub fn run(g: &Global, a: QueryArgs) -> Result<i32, AppError> {
                 .filter(|r| after.is_none_or(|l| r.seq > l))
             {
                 if filter.matches(r) {
-                    print(&mut out, g.json, r)?;
+                    print(&mut out, g.common.json, r)?;
                 }
                 last = Some(r.seq);
             }

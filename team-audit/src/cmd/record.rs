@@ -105,8 +105,8 @@ pub fn run(g: &Global, a: RecordArgs) -> Result<i32, AppError> {
     };
     let log = AuditLog::new(logpath::resolve(g, None, true)?);
     let r = log.append(stage, a.audit_id, &entry)?;
-    let mut out = Out::new(g.json);
-    if g.json {
+    let mut out = Out::new(g.common.json);
+    if g.common.json {
         out.json(&json!({"type": "record", "audit_id": r.audit_id, "seq": r.seq, "stage": r.stage, "hash": r.hash}))?;
         out.json(&json!({"type": "summary", "ok": true, "records": 1}))?;
     } else {

@@ -27,8 +27,8 @@ fn human(p: &Problem) -> String {
 pub fn run(g: &Global, _a: VerifyArgs) -> Result<i32, AppError> {
     let path = logpath::resolve(g, None, false)?;
     let rep = audit::verify(&path)?;
-    let mut out = Out::new(g.json);
-    if g.json {
+    let mut out = Out::new(g.common.json);
+    if g.common.json {
         for w in &rep.warnings {
             let mut v = serde_json::to_value(w)
                 .map_err(|e| AppError::fail(ExitClass::Software, e.to_string()))?;

@@ -95,6 +95,28 @@ pub fn finish(r: CliResult<i32>) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(70))
 }
 
+/// The flags every binary and every subcommand takes, each with one meaning everywhere.
+/// Each binary flattens this into its options, so the table cannot drift.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CommonFlags {
+    /// More log output on stderr (-v, -vv, -vvv); RUST_LOG overrides
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// No human lines and no warnings (errors still go to stderr; --json lines still print)
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// JSON lines on stdout, each with a "type", ending with a "summary" (and an "error" line
+    /// before it on failure)
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// Sets up a run from its [`CommonFlags`]: tracing, quiet mode, and fail points.
+pub fn init(c: &CommonFlags) {
+    init_tracing(c.verbose, c.quiet);
+    env::configure_failpoints();
+}
+
 /// Sets up `tracing` on stderr: `RUST_LOG` wins; else `-q` shows errors only, none shows
 /// warnings, `-v` info, `-vv` debug, `-vvv` trace. Colour only when stderr is a terminal.
 /// Also records `quiet` for [`out::Out`] and [`error::warn`].

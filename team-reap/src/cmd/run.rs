@@ -101,7 +101,7 @@ fn take_lock(ctx: &Ctx, g: &Global, mode: &Mode) -> CliResult<lock::LockGuard> {
     match lock::acquire(path, Duration::ZERO, &Holder::me("team-reap")) {
         Ok(l) => Ok(l),
         Err(Error::Busy { holder, .. }) => {
-            let mut out = Out::new(g.json);
+            let mut out = Out::new(g.common.json);
             out.record(
                 &json!({"type": "summary", "mode": mode_word(mode, g), "ok": false,
                 "exit": ExitClass::TempFail.code(), "lock": path, "lock_holder": holder}),
@@ -190,9 +190,9 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
         }
         match reap::scan_processes(cfg, &mut oracle, &skip, &hints) {
             Ok((mut found, unreadable)) => {
-                if unreadable > 0 && g.verbose > 0 {
+                if unreadable > 0 && g.common.verbose > 0 {
                     warn(
-                        g.quiet,
+                        g.common.quiet,
                         &format!("{unreadable} processes could not be read"),
                     );
                 }
@@ -215,13 +215,13 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
                 }
                 procs = found.into_iter().filter(|r| proc_selected(r)).collect();
             }
-            Err(e) => warn(g.quiet, &format!("cannot scan processes: {e}")),
+            Err(e) => warn(g.common.quiet, &format!("cannot scan processes: {e}")),
         }
     }
     drop(oracle); // releases the teams' scale locks
 
     let sessions = reap::sessions(&servers);
-    let mut out = Out::new(g.json);
+    let mut out = Out::new(g.common.json);
     let mut t = Tally::default();
     let human_all = (matches!(mode, Mode::Scan) && !g.check) || g.all;
 
@@ -240,18 +240,18 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
                 let key = dead_socket_key(&s.endpoint);
                 let new = !known_dead.contains(&key);
                 dead_now.push(key);
-                if !g.json && (new || g.verbose > 0) {
+                if !g.common.json && (new || g.common.verbose > 0) {
                     warn(
-                        g.quiet,
+                        g.common.quiet,
                         &format!("no server answers on {}; skipped", s.endpoint.display()),
                     );
                 }
             }
             ServerStatus::Failed(e) => {
                 out.record(&json!({"type": "server", "endpoint": s.endpoint, "status": "unverifiable", "reason": e}))?;
-                if !g.json {
+                if !g.common.json {
                     warn(
-                        g.quiet,
+                        g.common.quiet,
                         &format!(
                             "cannot list {}: {e}; its panes are unverifiable",
                             s.endpoint.display()
@@ -287,7 +287,7 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
                 &json!({"type": "pane", "endpoint": ep, "pane_id": id, "verdict": verdict,
                 "reason": reason, "action": "skipped"}),
             )?;
-            if !g.json && !g.quiet {
+            if !g.common.json && !g.common.quiet {
                 out.line(&format!(
                     "{verdict:<12} {id} on {}: {reason} -> skipped",
                     ep.display()
@@ -305,7 +305,7 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
             p.class.verdict,
             Verdict::Orphan | Verdict::Debt | Verdict::Unverifiable
         ) || p.action != Action::None;
-        if !g.quiet && (human_all || noteworthy) {
+        if !g.common.quiet && (human_all || noteworthy) {
             out.line(&pane_line(p, effects))?;
         }
     }
@@ -318,7 +318,7 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
             "session_name": s.session_name, "team": s.team, "verdict": "orphan",
             "action": if effects { s.action.as_str() } else { "none" }, "reason": s.note}),
         )?;
-        if !g.quiet && effects && s.action != Action::Skipped {
+        if !g.common.quiet && effects && s.action != Action::Skipped {
             out.line(&format!(
                 "session      {} ({}) on {}: every pane was ours and reapable -> {}",
                 s.session_name,
@@ -352,7 +352,7 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
             "verdict": r.class.verdict.as_str(), "reason": r.class.reason,
             "action": if effects { r.action.as_str() } else { "none" }, "note": r.note}),
         )?;
-        if !g.quiet {
+        if !g.common.quiet {
             out.line(&format!(
                 "{:<12} process {} ({}{}): {} -> {}{}",
                 r.class.verdict.as_str(),
