@@ -1,4 +1,4 @@
-//! The audit log: a durable, hash-chained, append-only JSON-lines file (DESIGN.md section 8).
+//! The audit log: a durable, hash-chained, append-only JSON-lines file (docs/design.md section 8).
 //!
 //! Every destructive effect is preceded by a durable intent record; [`guarded`] makes that
 //! fail closed. See [`canonical`] for the exact bytes that are hashed.

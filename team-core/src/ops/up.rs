@@ -1,4 +1,4 @@
-//! `up`: add workers to a live team, all or nothing, crash-safe (DESIGN.md section 6).
+//! `up`: add workers to a live team, all or nothing, crash-safe (docs/design.md section 6).
 //!
 //! Order of work, all under the team's scale lock:
 //!

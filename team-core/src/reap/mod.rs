@@ -1,4 +1,4 @@
-//! The reaper (DESIGN.md section 7): find panes and processes that are provably ours and
+//! The reaper (docs/design.md section 7): find panes and processes that are provably ours and
 //! provably abandoned, and kill them with proof.
 //!
 //! - [`discover`]: which servers to scan.
