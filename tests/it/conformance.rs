@@ -157,3 +157,47 @@ fn man_pages_one_per_subcommand_with_the_extra_sections() {
         }
     }
 }
+
+#[test]
+fn quiet_silences_human_lines_and_logs_have_no_colour_when_redirected() {
+    let sb = Sandbox::new();
+    let log = sb.dir.path().join("audit.jsonl");
+    let log = log.to_str().unwrap();
+    let record = [
+        "record",
+        "--caller",
+        "t",
+        "--action",
+        "kill-pane",
+        "--audit-log",
+        log,
+    ];
+    let o = run(&sb, "team-audit", &record);
+    assert_code(&o, 0);
+    assert!(!o.stdout.is_empty(), "without -q the audit id is printed");
+    let mut quiet = record.to_vec();
+    quiet.push("-q");
+    let o = run(&sb, "team-audit", &quiet);
+    assert_code(&o, 0);
+    assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
+    // -vv logs every tmux invocation at debug; stderr is a pipe here, so no escapes.
+    let srv = tests::TmuxServer::start();
+    let o = run(
+        &sb,
+        "team-reap",
+        &[
+            "scan",
+            "-vv",
+            "--no-processes",
+            "--socket",
+            srv.sock.to_str().unwrap(),
+        ],
+    );
+    assert_code(&o, 0);
+    let err = text(&o.stderr);
+    assert!(err.contains("DEBUG"), "-vv logs: {err}");
+    assert!(
+        !err.contains('\u{1b}'),
+        "colour escapes in a redirected stderr: {err:?}"
+    );
+}
