@@ -180,3 +180,58 @@ fn pass_records_only_lines_that_ask_for_an_action() {
         .collect();
     assert_eq!(got, [("kill-pane", "orphan"), ("signal", "orphan")]);
 }
+
+#[test]
+fn query_follow_shows_records_as_they_are_appended() {
+    use std::io::{BufRead, BufReader};
+    let sb = Sandbox::new();
+    let log = sb.dir.path().join("audit.jsonl");
+    let log = log.to_str().unwrap();
+    let record = |caller: &str| {
+        let o = sb.run(
+            "team-audit",
+            &[
+                "record",
+                "--caller",
+                caller,
+                "--action",
+                "kill-pane",
+                "--audit-log",
+                log,
+            ],
+        );
+        assert_code(&o, 0);
+    };
+    record("first");
+    let mut child = sb
+        .cmd("team-audit")
+        .args([
+            "query",
+            "--follow",
+            "--json",
+            "--caller",
+            "second",
+            "--audit-log",
+            log,
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // Nothing matches yet; a record appended now is shown without restarting the query.
+    record("other");
+    record("second");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(lines.next().map(|l| l.unwrap()));
+    });
+    let got = rx.recv_timeout(std::time::Duration::from_secs(10));
+    // Ours, by its pid (the child of this test).
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let line = got.expect("a line within 10 s").expect("a line");
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(v["type"], "record");
+    assert_eq!(v["caller"], "second");
+    assert_eq!(v["seq"], 3);
+}
