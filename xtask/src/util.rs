@@ -14,11 +14,14 @@ pub fn build_bins(root: &Path, release: bool, failpoints: bool) -> anyhow::Resul
         [
             "build",
             "--quiet",
-            "--bins",
             "--workspace",
-            "--exclude",
-            "xtask",
             "--all-features",
+            "--bin",
+            "team-scale",
+            "--bin",
+            "team-reap",
+            "--bin",
+            "team-audit",
         ]
         .map(String::from)
         .to_vec()
