@@ -1,8 +1,8 @@
 //! The library's one error type and the exit-status classes it falls into.
 //!
 //! Every fallible function in `team-core` returns [`Error`]. The binaries turn an error into an
-//! exit status in one place each (their `error.rs`), through [`Error::class`] and
-//! [`ExitClass::code`], so the exit-code table of DESIGN.md section 9 lives here once.
+//! exit status in one place (`team-cli`'s `error.rs`), through [`Error::class`] and
+//! [`ExitClass::code`], so the exit-code table of docs/design.md section 9 lives here once.
 
 use std::io;
 use std::path::PathBuf;
@@ -10,7 +10,7 @@ use std::path::PathBuf;
 /// Result alias used throughout `team-core`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The exit-status classes shared by every binary (DESIGN.md section 9).
+/// The exit-status classes shared by every binary (docs/design.md section 9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ExitClass {
     /// 0: done, or already so.

@@ -44,15 +44,11 @@ pub struct Global {
     /// How long to wait for a busy lock before giving up with exit 75.
     #[arg(long, global = true, default_value = "30s", value_parser = humantime::parse_duration, value_name = "DUR")]
     pub wait: std::time::Duration,
-    /// Print JSON lines on stdout instead of human lines.
-    #[arg(long, global = true)]
-    pub json: bool,
     /// The audit log (default: <state dir>/audit.jsonl).
     #[arg(long, global = true, env = "TEAM_AUDIT_LOG", value_name = "FILE")]
     pub audit_log: Option<PathBuf>,
-    /// More log output on stderr (-v, -vv); RUST_LOG overrides.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    pub verbose: u8,
+    #[command(flatten)]
+    pub common: team_cli::CommonFlags,
 }
 
 #[derive(Debug, Subcommand)]
@@ -242,13 +238,53 @@ pub struct PolicyArgs {
     pub residue: Option<String>,
 }
 
-/// What `generate` prints.
-#[derive(Debug, clap::Args)]
-pub struct GenerateArgs {
-    /// `man`, or a shell: bash, zsh, fish, elvish, powershell.
-    #[arg(value_parser = ["man", "bash", "zsh", "fish", "elvish", "powershell"])]
-    pub what: String,
-}
+pub use team_cli::generate::GenerateArgs;
+
+/// The man pages' ENVIRONMENT, FILES and extra EXIT STATUS sections.
+pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
+    environment: &[
+        ("TEAM_STATE_DIR", "where team state lives (as --state-dir)"),
+        ("TEAM_AUDIT_LOG", "the audit log (as --audit-log)"),
+        (
+            "TEAM_SCALING",
+            "0, off, false or no: refuse up and down (the operator's kill switch)",
+        ),
+        (
+            "TEAM_NAME, TEAM_WORKER, TEAM_INCARNATION",
+            "who reports, for worker-status and task (set in every worker pane)",
+        ),
+        (
+            "TMUX, TMUX_PANE",
+            "the caller's tmux pane, adopted as leader by init",
+        ),
+        (
+            "TMUX_TMPDIR",
+            "the directory of the user's tmux socket directory (default /tmp)",
+        ),
+        (
+            "TEAM_TMUX_CONFIG",
+            "the -f file of servers the tools start (default: tmux's own)",
+        ),
+        ("SHELL", "the default leader and worker command"),
+        ("RUST_LOG", "log filter for stderr (overrides -v)"),
+    ],
+    files: &[
+        (
+            "<workspace>/.team/teams/<team>/team.json",
+            "the one canonical record of a team",
+        ),
+        ("<workspace>/.team/locks/", "lock files (never deleted)"),
+        (
+            "<workspace>/.team/audit.jsonl",
+            "the hash-chained audit log",
+        ),
+        (
+            "$TMUX_TMPDIR/tmux-<uid>/team-<hash>",
+            "the private tmux socket of a workspace",
+        ),
+    ],
+    extra_status: &[],
+};
 
 /// Who reports: a worker, named by flags or by the environment of its pane.
 #[derive(Debug, Args)]

@@ -184,7 +184,7 @@ fn pass_lines(n: usize, tag: &str) -> Vec<u8> {
 fn run_pass(b: &Bench, log: &Path, input: Vec<u8>) -> anyhow::Result<std::process::Child> {
     let mut c = b
         .tool("team-audit")
-        .args(["--log"])
+        .args(["--audit-log"])
         .arg(log)
         .arg("pass")
         .stdin(Stdio::piped())
@@ -209,7 +209,7 @@ fn audit(b: &mut Bench) -> anyhow::Result<()> {
     for i in 0..n {
         let o = b
             .tool("team-audit")
-            .arg("--log")
+            .arg("--audit-log")
             .arg(&log)
             .args([
                 "record",
@@ -278,7 +278,7 @@ fn audit(b: &mut Bench) -> anyhow::Result<()> {
     );
     let v = b
         .tool("team-audit")
-        .arg("--log")
+        .arg("--audit-log")
         .arg(&log)
         .arg("verify")
         .stdout(Stdio::null())

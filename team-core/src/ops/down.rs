@@ -114,10 +114,12 @@ pub fn commit_removing(store: &Store, names: &[WorkerName], op: &str) -> Result<
     Ok(ids)
 }
 
-fn op_entry(t: &Teardown, team: &Team, action: &str, targets: &[WorkerName]) -> Entry {
+/// The record that frames a whole operation (`action: operation`, `op`: which one).
+fn op_entry(t: &Teardown, team: &Team, op: &str, targets: &[WorkerName]) -> Entry {
     Entry {
         caller: t.caller.clone(),
-        action: action.into(),
+        action: "operation".into(),
+        op: Some(op.into()),
         argv: t.argv.clone(),
         endpoint: Some(team.endpoint.to_string_lossy().into_owned()),
         targets: targets.iter().map(|n| json!(n)).collect(),
@@ -457,7 +459,7 @@ fn shutdown_after_intent(
                     team: Some(team.name.to_string()),
                     workspace: Some(team.workspace.to_string_lossy().into_owned()),
                 };
-                let r = kill::kill_panes(t.tmux, t.audit, &t.caller, &[target])?.remove(0);
+                let r = kill::kill_panes(t.tmux, t.audit, &t.caller, t.op, &[target])?.remove(0);
                 if r.is_gone() {
                     rep.leader = "killed".into();
                 } else {

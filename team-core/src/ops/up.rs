@@ -1,4 +1,4 @@
-//! `up`: add workers to a live team, all or nothing, crash-safe (DESIGN.md section 6).
+//! `up`: add workers to a live team, all or nothing, crash-safe (docs/design.md section 6).
 //!
 //! Order of work, all under the team's scale lock:
 //!
@@ -1333,6 +1333,7 @@ fn delivery_target(
         audit: crate::audit::Entry {
             caller: env.caller.clone(),
             action: "send-keys".into(),
+            op: Some("scale_up".into()),
             argv: req.argv.clone(),
             endpoint: Some(team.endpoint.to_string_lossy().into_owned()),
             targets: vec![pane_json(inc)],

@@ -16,6 +16,7 @@ pub fn run(ctx: &Ctx, a: ReconcileArgs) -> CliResult<i32> {
         ctx,
         &team,
         "team-scale reconcile",
+        "reconcile",
         a.grace,
         reconcile::reconcile,
     )?;

@@ -90,7 +90,7 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
     for w in &report.added {
         out.record(&json!({
             "type": "worker",
-            "name": w.name,
+            "worker": w.name,
             "index": w.index,
             "role": w.role,
             "lifecycle": "active",

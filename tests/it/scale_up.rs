@@ -12,7 +12,10 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_team-scale");
+/// team-scale, built once by the harness.
+fn bin() -> PathBuf {
+    tests::bin("team-scale")
+}
 
 struct Fx {
     dir: tempfile::TempDir,
@@ -73,16 +76,10 @@ impl Fx {
     }
 
     fn cmd(&self, args: &[&str], envs: &[(&str, &str)]) -> Command {
-        let mut c = Command::new(BIN);
+        let mut c = tests::hermetic(bin());
         c.arg("--workspace").arg(&self.ws).args(args);
         c.env("TMUX_TMPDIR", self.dir.path().join("tt"))
-            .env("TEAM_TMUX_CONFIG", "/dev/null")
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .env_remove("TEAM_STATE_DIR")
-            .env_remove("TEAM_AUDIT_LOG")
-            .env_remove("TEAM_SCALING")
-            .env_remove("TEAM_FAILPOINTS");
+            .env("TEAM_TMUX_CONFIG", "/dev/null");
         for (k, v) in envs {
             c.env(k, v);
         }
@@ -266,14 +263,14 @@ fn up_one_then_three_makes_tagged_live_members() {
     let lines = json_lines(&r.stdout);
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["type"], "worker");
-    assert_eq!(lines[0]["name"], "worker-1");
+    assert_eq!(lines[0]["worker"], "worker-1");
     assert_eq!(lines[0]["ready"], "ready");
     assert_eq!(lines[1]["type"], "summary");
     let r = fx.ok(&["up", "demo", "3", "--json"]);
     let lines = json_lines(&r.stdout);
     let names: Vec<&str> = lines[..3]
         .iter()
-        .map(|l| l["name"].as_str().unwrap())
+        .map(|l| l["worker"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["worker-2", "worker-3", "worker-4"]);
     let summary = &lines[3];
@@ -450,7 +447,6 @@ fn bad_task_input_exits_65_with_no_effect() {
 }
 
 /// team.json without the fields a rolled-back op may move.
-#[cfg(feature = "failpoints")]
 fn stable(mut t: Value) -> Value {
     for k in ["generation", "next_worker_index", "next_task_id"] {
         t.as_object_mut().unwrap().remove(k);
@@ -458,7 +454,6 @@ fn stable(mut t: Value) -> Value {
     t
 }
 
-#[cfg(feature = "failpoints")]
 fn assert_clean_rollback(fx: &Fx, before: &Value, before_panes: usize, what: &str) {
     let after = fx.team_json();
     assert_eq!(stable(after.clone()), stable(before.clone()), "{what}");
@@ -487,7 +482,6 @@ fn assert_clean_rollback(fx: &Fx, before: &Value, before_panes: usize, what: &st
     }
 }
 
-#[cfg(feature = "failpoints")]
 #[test]
 fn fail_points_roll_back_cleanly() {
     let fx = Fx::new();
@@ -517,10 +511,9 @@ fn fail_points_roll_back_cleanly() {
     }
     // Still works afterwards, with fresh indices.
     let r = fx.ok(&["up", "demo", "1", "--json"]);
-    assert_eq!(json_lines(&r.stdout)[0]["name"], "worker-23");
+    assert_eq!(json_lines(&r.stdout)[0]["worker"], "worker-23");
 }
 
-#[cfg(feature = "failpoints")]
 #[test]
 fn crash_points_are_cleaned_by_reconcile() {
     let fx = Fx::new();
@@ -577,7 +570,6 @@ fn crash_points_are_cleaned_by_reconcile() {
     assert_membership_matches(&fx);
 }
 
-#[cfg(feature = "failpoints")]
 #[test]
 fn next_up_settles_abandoned_reservations_first() {
     let fx = Fx::new();
@@ -805,7 +797,6 @@ fn worktrees_detached_and_branch_modes() {
     );
 }
 
-#[cfg(feature = "failpoints")]
 #[test]
 fn rollback_removes_created_worktrees_and_branches_only() {
     let fx = Fx::new();

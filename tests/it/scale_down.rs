@@ -15,7 +15,10 @@ use team_core::store::Store;
 use team_core::tmux::txn::{NewPane, parse_new_pane};
 use team_core::tmux::{Guard, Listing, Tmux, Txn, TxnOutcome};
 
-const BIN: &str = env!("CARGO_BIN_EXE_team-scale");
+/// team-scale, built once by the harness.
+fn bin() -> PathBuf {
+    tests::bin("team-scale")
+}
 
 struct Env {
     _dir: tempfile::TempDir,
@@ -73,19 +76,11 @@ impl Env {
     }
 
     fn cmd(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
-        let mut c = Command::new(BIN);
+        let mut c = tests::hermetic(bin());
         c.args(args)
             .current_dir(&self.ws)
             .env("TMUX_TMPDIR", &self.tt)
-            .env("TEAM_TMUX_CONFIG", "/dev/null")
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .env_remove("TEAM_NAME")
-            .env_remove("TEAM_WORKER")
-            .env_remove("TEAM_INCARNATION")
-            .env_remove("TEAM_AUDIT_LOG")
-            .env_remove("TEAM_STATE_DIR")
-            .env_remove("TEAM_FAILPOINTS");
+            .env("TEAM_TMUX_CONFIG", "/dev/null");
         for (k, v) in extra_env {
             c.env(k, v);
         }
@@ -453,7 +448,7 @@ fn drain_ends_early_on_idle_and_times_out_otherwise() {
         "down", "t", "--worker", "worker-3", "--force", "--grace", "1s",
     ]);
     // Ends early when the worker reports idle.
-    let mut child = Command::new(BIN)
+    let mut child = tests::hermetic(bin())
         .args([
             "down",
             "t",
@@ -467,8 +462,6 @@ fn drain_ends_early_on_idle_and_times_out_otherwise() {
         .current_dir(&e.ws)
         .env("TMUX_TMPDIR", &e.tt)
         .env("TEAM_TMUX_CONFIG", "/dev/null")
-        .env_remove("TMUX")
-        .env_remove("TMUX_PANE")
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -888,7 +881,6 @@ fn foreign_panes_survive_and_shutdown_leaves_no_server() {
     );
 }
 
-#[cfg(feature = "failpoints")]
 #[test]
 fn crash_at_every_step_then_reconcile_converges() {
     for fp in [
