@@ -12,9 +12,11 @@
 //! - a process of another uid, or whose `TEAM_INCARNATION` names another incarnation, is left
 //!   out with its subtree (the variable only ever confirms; its absence proves nothing, so a
 //!   `setsid env -i` child is still the worker's);
-//! - a *detached* process (in another session than the supervisor's) that holds a listening
-//!   socket may serve clients outside the worker (a shared daemon, like Codex's app-server):
-//!   it is marked `shared`, to be reported, never signalled.
+//! - a *detached* process (in another session than the supervisor's, or an orphan the
+//!   supervisor adopted) that serves on a socket (listening unix or TCP, a bound UDP port, in
+//!   its own network namespace) may serve clients outside the worker (a shared daemon, like
+//!   Codex's app-server): it is marked `shared`, to be reported, never signalled, and nothing
+//!   below it is walked (its children serve its clients too).
 //!
 //! The walk is a snapshot; [`crate::process::prove_below`] re-proves each candidate through a
 //! pidfd before any signal.
@@ -57,9 +59,11 @@ impl Node {
     }
 }
 
-/// Whether a comm names tmux.
+/// Whether a comm names tmux: `tmux...`, or any `<name>: server` / `<name>: client` (tmux
+/// titles itself after its program name, so a renamed copy of tmux shows `mux: server`).
+/// Erring towards "tmux" only ever means "never signalled".
 pub fn is_tmux_comm(comm: &str) -> bool {
-    comm.starts_with("tmux")
+    comm.starts_with("tmux") || comm.ends_with(": server") || comm.ends_with(": client")
 }
 
 /// Parses a whole `/proc/<pid>/stat` line. The comm may hold spaces, parentheses and
@@ -183,6 +187,26 @@ impl Tree {
         self.nodes.get(&pid)
     }
 
+    /// Reports every descendant of `pid` as skipped, for `why`.
+    fn skip_below(&self, pid: u32, why: &str, skipped: &mut Vec<Skipped>) {
+        let mut stack = vec![(pid, 0usize)];
+        while let Some((p, depth)) = stack.pop() {
+            if depth > MAX_DEPTH {
+                continue;
+            }
+            for &c in self.children.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
+                if let Some(n) = self.nodes.get(&c) {
+                    skipped.push(Skipped {
+                        id: n.id,
+                        comm: n.comm.clone(),
+                        reason: why.to_string(),
+                    });
+                }
+                stack.push((c, depth + 1));
+            }
+        }
+    }
+
     /// Every supervisor of ours in the snapshot.
     pub fn supervisors(&self) -> impl Iterator<Item = &Node> {
         self.nodes.values().filter(|n| n.is_supervisor())
@@ -194,6 +218,14 @@ impl Tree {
     /// `/proc`.
     pub fn below(&self, root: &Node, incarnation: &str, inspect: &dyn Inspect) -> Below {
         let mut out = Below::default();
+        let first_child = self
+            .children
+            .get(&root.id.pid)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| self.nodes.get(c))
+            .min_by_key(|n| (n.id.start_time, n.id.pid))
+            .map(|n| n.id.pid);
         let mut frontier = vec![root.id.pid];
         let mut seen: HashSet<u32> = HashSet::from([root.id.pid]);
         for _ in 0..MAX_DEPTH {
@@ -254,13 +286,23 @@ impl Tree {
                             continue;
                         }
                     }
-                    let detached = n.sid != root.sid;
+                    // Detached: it left the pane's session (`setsid`), or it is an orphan the
+                    // supervisor adopted (a double fork without `setsid`): any direct child of
+                    // the supervisor but its first (the worker's script) was reparented to it.
+                    let orphan = n.ppid == root.id.pid && Some(n.id.pid) != first_child;
+                    let detached = n.sid != root.sid || orphan;
                     let shared = detached && inspect.listens(n.id.pid);
                     out.members.push(Member {
                         node: n.clone(),
                         detached,
                         shared,
                     });
+                    if shared {
+                        // What a shared daemon runs (its workers, a renamed tmux's panes)
+                        // serves its clients too: nothing below it is the worker's alone.
+                        self.skip_below(c, "below a shared daemon", &mut out.skipped);
+                        continue;
+                    }
                     next.push(c);
                 }
             }
@@ -295,27 +337,35 @@ pub trait Inspect {
 /// The real `/proc`.
 #[derive(Debug)]
 pub struct Proc {
-    listening: HashSet<u64>,
     uid: u32,
 }
 
 impl Proc {
-    /// Reads the system's listening sockets once (`/proc/net/{unix,tcp,tcp6}`).
     pub fn new() -> Proc {
-        let mut listening = HashSet::new();
-        if let Ok(b) = std::fs::read("/proc/net/unix") {
-            listening.extend(listening_unix(&String::from_utf8_lossy(&b)));
-        }
-        for f in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            if let Ok(b) = std::fs::read(f) {
-                listening.extend(listening_tcp(&String::from_utf8_lossy(&b)));
-            }
-        }
         Proc {
-            listening,
             uid: rustix::process::getuid().as_raw(),
         }
     }
+}
+
+/// The serving sockets visible from `pid`'s network namespace (`/proc/<pid>/net/...`: a
+/// process in another namespace, `unshare -n`, has tables of its own): listening unix and TCP
+/// sockets, and UDP sockets bound to a port. `None` when they cannot be read.
+fn serving_sockets(pid: u32) -> Option<HashSet<u64>> {
+    let read = |f: &str| std::fs::read(format!("/proc/{pid}/net/{f}")).ok();
+    let mut set = HashSet::new();
+    set.extend(listening_unix(&String::from_utf8_lossy(&read("unix")?)));
+    for f in ["tcp", "tcp6"] {
+        if let Some(b) = read(f) {
+            set.extend(listening_tcp(&String::from_utf8_lossy(&b)));
+        }
+    }
+    for f in ["udp", "udp6"] {
+        if let Some(b) = read(f) {
+            set.extend(bound_udp(&String::from_utf8_lossy(&b)));
+        }
+    }
+    Some(set)
 }
 
 impl Default for Proc {
@@ -338,19 +388,28 @@ impl Inspect for Proc {
     }
 
     fn listens(&self, pid: u32) -> bool {
+        // Unreadable: it may well serve. Shared is the safe answer for a detached process.
         let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-            // Unreadable: it may well listen. Shared is the safe answer for a detached process.
             return true;
         };
-        fds.flatten().any(|e| {
-            std::fs::read_link(e.path()).is_ok_and(|t| {
-                t.to_str()
-                    .and_then(|s| s.strip_prefix("socket:["))
-                    .and_then(|s| s.strip_suffix(']'))
-                    .and_then(|s| s.parse::<u64>().ok())
-                    .is_some_and(|ino| self.listening.contains(&ino))
+        let sockets: Vec<u64> = fds
+            .flatten()
+            .filter_map(|e| {
+                let t = std::fs::read_link(e.path()).ok()?;
+                t.to_str()?
+                    .strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .parse::<u64>()
+                    .ok()
             })
-        })
+            .collect();
+        if sockets.is_empty() {
+            return false;
+        }
+        match serving_sockets(pid) {
+            Some(serving) => sockets.iter().any(|i| serving.contains(i)),
+            None => true,
+        }
     }
 }
 
@@ -364,6 +423,19 @@ pub fn listening_unix(text: &str) -> Vec<u64> {
             let flags = u64::from_str_radix(f.get(3)?, 16).ok()?;
             let listening = flags & 0x10000 != 0;
             listening.then(|| f.get(6)?.parse().ok())?
+        })
+        .collect()
+}
+
+/// The inodes of UDP sockets bound to a local port in the text of `/proc/net/udp{,6}` (a UDP
+/// server has no listening state: any bound port may serve).
+pub fn bound_udp(text: &str) -> Vec<u64> {
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let port = f.get(1)?.rsplit(':').next()?;
+            (port != "0000").then(|| f.get(9)?.parse().ok())?
         })
         .collect()
 }
@@ -464,11 +536,15 @@ mod tests {
                 ..node(21, 10, 10, "sh")
             },
             node(22, 21, 22, "sleep"),
+            node(23, 19, 19, "daemon-worker"),
+            node(24, 10, 10, "double-forked"),
+            node(25, 10, 25, "mux: server"),
+            node(26, 25, 26, "sleep"),
             node(99, 1, 99, "unrelated"),
         ]);
         let fake = Fake {
             env: HashMap::from([(11, "inc-a"), (17, "inc-b"), (19, "inc-a")]),
-            listen: HashSet::from([19, 11]),
+            listen: HashSet::from([19, 11, 24]),
             foreign: HashSet::from([20]),
         };
         let b = t.below(t.node(10).unwrap(), "inc-a", &fake);
@@ -476,7 +552,7 @@ mod tests {
         pids.sort();
         assert_eq!(
             pids,
-            vec![11, 12, 19, 22],
+            vec![11, 12, 19, 22, 24],
             "a zombie's children are still walked"
         );
         let m = |p: u32| b.members.iter().find(|m| m.node.id.pid == p).unwrap();
@@ -486,9 +562,17 @@ mod tests {
         );
         assert!(m(12).detached && !m(12).shared);
         assert!(m(19).detached && m(19).shared);
+        assert!(
+            m(24).detached && m(24).shared,
+            "an orphan the supervisor adopted is detached, even in the pane's session"
+        );
         let mut skipped: Vec<u32> = b.skipped.iter().map(|s| s.id.pid).collect();
         skipped.sort();
-        assert_eq!(skipped, vec![13, 15, 17, 20]);
+        assert_eq!(
+            skipped,
+            vec![13, 15, 17, 20, 23, 25],
+            "tmux (renamed too), supervisors, other incarnations, other uids, below a shared daemon"
+        );
     }
 
     #[test]
@@ -501,6 +585,10 @@ mod tests {
                    0: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1660 1\n\
                    1: 0100007F:07E8 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 1661 1\n";
         assert_eq!(listening_tcp(tcp), vec![1660]);
+        let udp = "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n\
+                   1: 0100007F:B3AF 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 7001 2\n\
+                   2: 00000000:0000 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 7002 2\n";
+        assert_eq!(bound_udp(udp), vec![7001]);
     }
 
     proptest::proptest! {

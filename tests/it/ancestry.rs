@@ -95,7 +95,7 @@ fn worker_pane_pid(sb: &Sandbox, team: &str, worker: &str) -> u32 {
     assert_code(&o, 0);
     json_lines(&o.stdout)
         .into_iter()
-        .find(|r| r["type"] == "worker" && r["name"] == worker)
+        .find(|r| r["type"] == "worker" && r["worker"] == worker)
         .and_then(|r| r["pane_pid"].as_u64())
         .unwrap_or_else(|| panic!("no pane pid for {worker}")) as u32
 }
@@ -448,7 +448,7 @@ fn the_reaper_ends_the_residue_of_a_worker_that_is_no_longer_a_member() {
     let st = json_lines(&sb.run("team-scale", &["status", "a", "--json"]).stdout);
     let pane2 = st
         .iter()
-        .find(|r| r["name"] == "worker-2")
+        .find(|r| r["worker"] == "worker-2")
         .and_then(|r| r["pane_id"].as_str())
         .unwrap()
         .to_string();
@@ -552,7 +552,7 @@ fn a_pane_killed_by_hand_hangs_up_its_processes() {
     let st = json_lines(&sb.run("team-scale", &["status", "a", "--json"]).stdout);
     let pane = st
         .iter()
-        .find(|r| r["name"] == "worker-1")
+        .find(|r| r["worker"] == "worker-1")
         .and_then(|r| r["pane_id"].as_str())
         .unwrap()
         .to_string();
@@ -571,4 +571,170 @@ fn a_pane_killed_by_hand_hangs_up_its_processes() {
         v["signal"], 1,
         "the worker's main process ended by SIGHUP: {v}"
     );
+}
+
+/// What a shared daemon runs is the daemon's, not the worker's: its children, a renamed
+/// tmux's panes, a double-forked listener that never called `setsid`, a UDP server: removing
+/// the worker that started them signals none of them.
+#[test]
+fn what_a_shared_daemon_runs_and_other_servers_survive_the_workers_removal() {
+    let sb = Sandbox::new();
+    let fd = env!("CARGO_BIN_EXE_fake-daemon");
+    let d = sb.dir.path();
+    let tmux = which_tmux();
+    let cmd = format!(
+        "if [ \"$TEAM_WORKER\" = worker-2 ]; then \
+           setsid sh -c 'sleep 100011 & echo $! > {d}/kid; exec {fd} serve {d}/s1 {d}/p1' & \
+           ( ( exec {fd} serve {d}/s2 {d}/p2 & ) & ); \
+           setsid {fd} udp {d}/p3 & \
+           cp {tmux} {d}/mux && {d}/mux -S {d}/m.sock -f /dev/null new-session -d 'sleep 100012'; \
+         fi; exec sleep 100000",
+        d = d.display(),
+    );
+    team_with_workers(&sb, "a", &cmd, 2);
+    let pids: Vec<u32> = ["kid", "p1", "p2", "p3"]
+        .iter()
+        .map(|f| read_pid(&d.join(f)))
+        .collect();
+    let _cleanup = KillOnDrop(pids.clone());
+    let msock = d.join("m.sock");
+    struct KillServer(std::path::PathBuf);
+    impl Drop for KillServer {
+        fn drop(&mut self) {
+            kill_server(&self.0);
+        }
+    }
+    let _ms = KillServer(msock.clone());
+    wait_for("the renamed tmux", Duration::from_secs(5), || {
+        !pane_pids(&msock).is_empty()
+    });
+    let mux_panes = pane_pids(&msock);
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "a", "--worker", "worker-2", "--force", "--grace", "1s", "--json",
+        ],
+    );
+    assert_code(&o, 0);
+    std::thread::sleep(Duration::from_millis(300));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    for (what, p) in [
+        "a shared daemon's child",
+        "the daemon",
+        "the double-forked listener",
+        "the UDP server",
+    ]
+    .iter()
+    .zip(&pids)
+    {
+        assert!(alive(*p), "{what} (pid {p}) was killed: {out}");
+    }
+    assert_eq!(
+        pane_pids(&msock),
+        mux_panes,
+        "the renamed tmux's pane survived: {out}"
+    );
+}
+
+/// A reaper given another team's state dir (as a `TEAM_STATE_DIR` inherited from that team's
+/// panes) must not take a team whose own workspace holds its state for gone. A pane split into
+/// a team's session carries no `TEAM_*` variable (none is set at session scope).
+#[test]
+fn an_inherited_state_dir_never_makes_another_team_look_gone() {
+    let sb = Sandbox::new();
+    assert_code(&sb.run("team-scale", &["init", "x", "--private"]), 0);
+    let ws9 = sb.dir.path().join("ws9");
+    std::fs::create_dir_all(&ws9).unwrap();
+    let in9 = |args: &[&str]| {
+        sb.cmd("team-scale")
+            .args(args)
+            .current_dir(&ws9)
+            .output()
+            .unwrap()
+    };
+    assert_code(
+        &in9(&["init", "y", "--private", "--worker-cmd", "sleep 100000"]),
+        0,
+    );
+    assert_code(&in9(&["up", "y", "2"]), 0);
+    let ysock = team_core::paths::private_endpoint(&sb.tt, &ws9.canonicalize().unwrap());
+    let before = pane_pids(&ysock);
+    assert_eq!(before.len(), 3);
+    let xroot = sb.root().path().display().to_string();
+    let scope = sb.dir.path().display().to_string();
+    let o = sb
+        .cmd("team-reap")
+        .env("TEAM_STATE_DIR", &xroot)
+        .args(["--only-under", "/", "--json"])
+        .output()
+        .unwrap();
+    let _ = scope;
+    let lines = json_lines(&o.stdout);
+    assert!(
+        !lines.iter().any(|r| r["action"] == "killed"),
+        "a reaper with x's state dir killed: {lines:?}"
+    );
+    assert_eq!(pane_pids(&ysock), before, "y's panes survived");
+    // A user's pane split into x's session: no TEAM_* in its environment.
+    let xsock = sb.private_sock();
+    let pid: u32 = String::from_utf8_lossy(
+        &tmux_at(
+            &xsock,
+            &[
+                "split-window",
+                "-t",
+                "=x:",
+                "-P",
+                "-F",
+                "#{pane_pid}",
+                "sleep 100000",
+            ],
+        )
+        .stdout,
+    )
+    .trim()
+    .parse()
+    .unwrap();
+    wait_for("the pane's environment", Duration::from_secs(5), || {
+        std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|e| !e.is_empty())
+    });
+    let env = String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/environ")).unwrap())
+        .into_owned();
+    assert!(!env.contains("TEAM_"), "a user's pane inherits: {env}");
+}
+
+/// A symlinked `.team/locks` (a cloned repository can carry one) with the team's state gone
+/// is no proof of absence: the reaper leaves the panes alone.
+#[test]
+fn a_symlinked_locks_dir_is_no_proof_that_a_team_is_gone() {
+    let sb = Sandbox::new();
+    team_with_workers(&sb, "a", "sleep 100000", 2);
+    let sock = sb.private_sock();
+    let before = pane_pids(&sock);
+    let root = sb.root().path().to_path_buf();
+    let elsewhere = sb.dir.path().join("lockdir");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::remove_dir_all(root.join("locks")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, root.join("locks")).unwrap();
+    std::fs::remove_dir_all(root.join("teams")).unwrap();
+    let o = reap(&sb, &["--json"]);
+    let lines = json_lines(&o.stdout);
+    assert!(
+        !lines.iter().any(|r| r["action"] == "killed"),
+        "killed through a symlinked locks dir: {lines:?}"
+    );
+    assert_eq!(pane_pids(&sock), before);
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "nothing made in the target"
+    );
+}
+
+fn which_tmux() -> String {
+    let o = std::process::Command::new("sh")
+        .args(["-c", "command -v tmux"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
 }

@@ -50,6 +50,14 @@ impl TeamKey {
         })
     }
 
+    /// The workspace's own state root (`<workspace>/.team`), when it is not [`TeamKey::root`]
+    /// (the reaper was given another state dir).
+    pub fn own_root(&self) -> Option<StateRoot> {
+        let ws = self.workspace.as_deref()?;
+        let own = StateRoot::resolve(ws, None).ok()?;
+        (own.path() != self.root).then_some(own)
+    }
+
     /// The state root.
     pub fn state_root(&self) -> StateRoot {
         // `root` came out of `StateRoot::resolve`, so it is absolute and normalized.
@@ -121,7 +129,7 @@ impl Oracle {
         //    listing this lookup serves was taken before, so a pane made after this check is
         //    not in it.) With `lock_teams` the lock is kept until the kills are done.
         let scale = root.scale_lock(&key.name);
-        match absent(&scale) {
+        match absent(root.path(), &scale) {
             // No lock file: no command of the tools ever ran for this team here.
             Ok(true) => {}
             Ok(false) => {
@@ -149,10 +157,23 @@ impl Oracle {
         }
         // 2. Only then, proof of absence.
         let team_json = root.team_json(&key.name);
-        match absent(&team_json) {
-            Ok(true) => match absent(&root.journal(&key.name)) {
+        match absent(root.path(), &team_json) {
+            Ok(true) => match absent(root.path(), &root.journal(&key.name)) {
                 Ok(true) => {
-                    let interrupted = matches!(absent(&root.init_record(&key.name)), Ok(false));
+                    // A state dir given to the reaper (`--state-dir`, or a `TEAM_STATE_DIR`
+                    // inherited from a team's pane) is not where every team lives: absence
+                    // there proves nothing for a team whose own workspace holds its state.
+                    if let Some(own) = key.own_root()
+                        && !matches!(absent(own.path(), &own.team_json(&key.name)), Ok(true))
+                    {
+                        return Lookup::Unverifiable(format!(
+                            "{} does not exist, but the team's own workspace has state at {}: run the reaper without --state-dir / TEAM_STATE_DIR",
+                            team_json.display(),
+                            own.path().display()
+                        ));
+                    }
+                    let interrupted =
+                        matches!(absent(root.path(), &root.init_record(&key.name)), Ok(false));
                     return Lookup::Gone(if interrupted {
                         format!(
                             "{} does not exist: an init of team {} was interrupted",
@@ -181,11 +202,18 @@ impl Oracle {
     }
 }
 
-/// `Ok(true)` only when the file system says the path does not exist.
-fn absent(p: &Path) -> Result<bool, String> {
-    match std::fs::symlink_metadata(p) {
-        Ok(_) => Ok(false),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(true),
+/// `Ok(true)` only when the file system says `p` (a file under the state root `root`) does not
+/// exist, looked up from the workspace down without following a symlink (a symlinked `.team`,
+/// `locks/` or `teams/` proves nothing and is an error). A workspace that is gone is absence.
+fn absent(root: &Path, p: &Path) -> Result<bool, String> {
+    if let Some(ws) = root.parent()
+        && matches!(std::fs::symlink_metadata(ws), Err(e) if e.kind() == ErrorKind::NotFound)
+    {
+        return Ok(true);
+    }
+    match crate::fsutil::state_open(root, p, crate::fsutil::Access::Read) {
+        Ok(Some(_)) => Ok(false),
+        Ok(None) => Ok(true),
         Err(e) => Err(format!("cannot inspect {}: {e}", p.display())),
     }
 }

@@ -174,6 +174,26 @@ impl Tmux {
     }
 }
 
+/// `export K='v' ...; <command>` (names must be shell variable names).
+fn with_exports(env: &[(String, String)], command: &str) -> Result<String> {
+    if env.is_empty() {
+        return Ok(command.to_string());
+    }
+    let mut s = String::from("export");
+    for (k, v) in env {
+        let ok = !k.is_empty()
+            && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            && !k.as_bytes()[0].is_ascii_digit();
+        if !ok {
+            return Err(Error::Internal(format!("bad variable name {k:?}")));
+        }
+        s.push_str(&format!(" {k}={}", quote::sh_quote(v)));
+    }
+    s.push_str("; ");
+    s.push_str(command);
+    Ok(s)
+}
+
 /// Whether tmux's stderr says no server listens on the socket.
 pub fn is_no_server(stderr: &str) -> bool {
     stderr.contains("no server running")
@@ -211,11 +231,10 @@ impl Tmux {
             "-F".into(),
             txn::NEW_PANE_FORMAT.into(),
         ];
-        for (k, v) in &s.pane.env {
-            argv.push("-e".into());
-            argv.push(format!("{k}={v}"));
-        }
-        argv.push(s.pane.command.clone());
+        // The first pane's variables go on its command line, never `new-session -e`: that sets
+        // the *session's* environment, which every pane later split into the session (a user's
+        // own) would inherit, reading as the team's leader to anything that trusts variables.
+        argv.push(with_exports(&s.pane.env, &s.pane.command)?);
         // Every option is set on an explicit target: `=name:` is this exact session (never a
         // prefix match) and, as a pane target, its only pane (set-option's `-t` is a pane
         // target, so a bare `=name` does not resolve). Without `-t`, set-option picks tmux's

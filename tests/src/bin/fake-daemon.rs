@@ -3,6 +3,7 @@
 //!
 //! - `fake-daemon serve SOCKET PIDFILE`: listens on a unix socket, writes its pid to PIDFILE,
 //!   and echoes every line back to each client, forever.
+//! - `fake-daemon udp PIDFILE`: a UDP server on 127.0.0.1 (any port) that echoes datagrams.
 //! - `fake-daemon client SOCKET BEATFILE`: connects (retrying for 10 s), then every 50 ms sends
 //!   a line and waits for its echo, writing the count of round trips to BEATFILE. It exits 1
 //!   (writing `broken` to BEATFILE) as soon as the daemon is gone.
@@ -16,8 +17,11 @@ fn main() {
     match args.get(1).map(String::as_str) {
         Some("serve") if args.len() == 4 => serve(&args[2], &args[3]),
         Some("client") if args.len() == 4 => client(&args[2], &args[3]),
+        Some("udp") if args.len() == 3 => udp(&args[2]),
         _ => {
-            eprintln!("usage: fake-daemon serve SOCKET PIDFILE | client SOCKET BEATFILE");
+            eprintln!(
+                "usage: fake-daemon serve SOCKET PIDFILE | udp PIDFILE | client SOCKET BEATFILE"
+            );
             std::process::exit(64);
         }
     }
@@ -37,6 +41,15 @@ fn serve(sock: &str, pidfile: &str) {
                 }
             }
         });
+    }
+}
+
+fn udp(pidfile: &str) {
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    std::fs::write(pidfile, std::process::id().to_string()).expect("pid file");
+    let mut buf = [0u8; 512];
+    while let Ok((n, from)) = s.recv_from(&mut buf) {
+        let _ = s.send_to(&buf[..n], from);
     }
 }
 
