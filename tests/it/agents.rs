@@ -122,7 +122,7 @@ fn trust_dialog_gets_nothing_typed_and_up_names_the_screen() {
     // The same, as data.
     let lines = json_lines(&o.stdout);
     assert_eq!(
-        (lines[0]["name"].as_str(), lines[0]["delivery"].as_str()),
+        (lines[0]["worker"].as_str(), lines[0]["delivery"].as_str()),
         (Some("worker-1"), Some("blocked")),
         "{lines:?}"
     );
@@ -298,7 +298,7 @@ fn wait_liveness(sb: &Sandbox, worker: &str, want: &[&str]) {
         let o = sb.run("team-scale", &["status", "demo", "--json"]);
         let l = json_lines(&o.stdout);
         if l.iter()
-            .any(|w| w["name"] == worker && want.iter().any(|x| w["liveness"] == *x))
+            .any(|w| w["worker"] == worker && want.iter().any(|x| w["liveness"] == *x))
         {
             return;
         }

@@ -126,7 +126,7 @@ fn assert_kept(sb: &Sandbox, wt: &Path, files: &[(&str, &str)], kind: &str) {
     let st = json_lines(&sb.run("team-scale", &["status", "demo", "--json"]).stdout);
     let sw = st
         .iter()
-        .find(|l| l["type"] == "worker" && l["name"] == "worker-2")
+        .find(|l| l["type"] == "worker" && l["worker"] == "worker-2")
         .expect("the record stays while its worktree is kept");
     assert_eq!(sw["lifecycle"], "removing");
     assert!(

@@ -69,7 +69,7 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
                 let mut out = Out::new(ctx.json);
                 for w in workers {
                     out.record(&json!({
-                        "type": "worker", "name": w.worker, "lifecycle": "rolled_back",
+                        "type": "worker", "worker": w.worker, "lifecycle": "rolled_back",
                         "delivery": w.result, "delivery_detail": w.detail, "last_lines": w.last_lines,
                     }))?;
                 }
