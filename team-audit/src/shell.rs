@@ -1284,8 +1284,7 @@ fn runs_commands(arg: &str) -> bool {
         rest = &rest[i + 2..];
         let mods: String = rest.chars().take_while(|c| *c != '}').collect();
         if let Some((m, _)) = mods.split_once(':')
-            && m.split(';')
-                .any(|x| x.starts_with('E') || x.starts_with('T'))
+            && m.split(';').any(|x| x.starts_with(['E', 'e', 'T', 't']))
         {
             return true;
         }
@@ -1380,6 +1379,34 @@ fn code_var(word: &str) -> Option<String> {
     code.then(|| {
         format!("sets {name}, whose value a shell or a program runs as code the guard cannot read")
     })
+}
+
+/// A git configuration key whose value git never runs (`user.name`, `color.ui`, ...).
+fn git_key_is_plain(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    [
+        "user.",
+        "color.",
+        "init.",
+        "pull.",
+        "push.",
+        "advice.",
+        "log.",
+        "status.",
+        "branch.",
+        "fetch.",
+        "rerere.",
+        "safe.",
+        "commit.verbose",
+        "merge.conflictstyle",
+    ]
+    .iter()
+    .any(|p| k.starts_with(p))
+        && ![
+            "command", "editor", "pager", "program", "helper", "cmd", "driver", "tool", "hook",
+        ]
+        .iter()
+        .any(|w| k.contains(w))
 }
 
 /// A span's text holds no separator, substitution, redirection or comment: what the lexer
@@ -1795,36 +1822,42 @@ impl Scan {
                 return unread("`rsync -e` runs its remote shell command");
             }
             "git" => {
-                if rest
-                    .iter()
-                    .take_while(|w| w.text.starts_with('-') || w.text.contains('='))
-                    .any(|w| {
-                        w.text == "-c"
-                            || w.text.starts_with("--config-env")
-                            || w.text.starts_with("--exec-path")
-                    })
-                    || rest.first().is_some_and(|w| w.text.starts_with("-c"))
-                {
-                    return unread(
-                        "`git -c` sets configuration (aliases, core.*) that runs commands",
-                    );
+                // Global options before the subcommand: `-c key=value` may name code.
+                let mut j = 0;
+                while j < rest.len() && rest[j].text.starts_with('-') {
+                    let t = rest[j].text.as_str();
+                    let value = match t {
+                        "-c" | "-C" => rest.get(j + 1).map(|w| w.text.as_str()),
+                        _ => None,
+                    };
+                    let config = if t == "-c" {
+                        value
+                    } else {
+                        t.strip_prefix("-c")
+                            .filter(|v| !v.is_empty() && !t.starts_with("--"))
+                    };
+                    if t.starts_with("--config-env") || t.starts_with("--exec-path") {
+                        return unread(&format!("`git {t}` chooses code git runs"));
+                    }
+                    if let Some(kv) = config {
+                        let key = kv.split('=').next().unwrap_or("");
+                        if !git_key_is_plain(key) {
+                            return unread(&format!(
+                                "`git -c {kv}` sets configuration (an alias, core.*, a command, \
+                                 an editor, a pager, a filter) that runs commands"
+                            ));
+                        }
+                    }
+                    j += if value.is_some() { 2 } else { 1 };
                 }
-                if rest.first().is_some_and(|w| w.text == "config")
-                    && rest.iter().any(|w| {
-                        let l = w.text.to_ascii_lowercase();
-                        l.starts_with("alias.")
-                            || l.starts_with("core.")
-                            || l.contains("command")
-                            || l.starts_with("filter.")
-                            || l.starts_with("diff.")
-                            || l.starts_with("credential")
-                            || l.contains("editor")
-                            || l.contains("program")
-                            || l.contains("pager")
-                            || l.starts_with("include")
+                if rest.get(j).is_some_and(|w| w.text == "config")
+                    && rest[j + 1..].iter().any(|w| {
+                        !w.text.starts_with('-')
+                            && w.text.contains('.')
+                            && !git_key_is_plain(&w.text)
                     })
                 {
-                    return unread("`git config` of a key whose value git runs");
+                    return unread("`git config` of a key whose value git may run");
                 }
             }
             "less" | "more" | "most" | "man"
@@ -1899,6 +1932,11 @@ impl Scan {
                 break;
             }
         }
+        for w in &words[..i] {
+            if let Some(why) = code_var(&w.text) {
+                self.deny(words, why);
+            }
+        }
         let Some(argv0) = words.get(i) else { return };
         let rest = &words[i + 1..];
         if argv0.dynamic {
@@ -1912,11 +1950,6 @@ impl Scan {
             return;
         }
         let base = basename(&argv0.text);
-        for w in &words[..i] {
-            if let Some(why) = code_var(&w.text) {
-                self.deny(&words[i..], why);
-            }
-        }
         if base == "tmux" {
             let real = argv0.text == "tmux" || self.tmux_bin.as_deref() == Some(&argv0.text);
             if !real {
