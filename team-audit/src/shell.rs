@@ -128,13 +128,24 @@ pub fn analyze(src: &str, tmux_bin: Option<&std::path::Path>) -> Vec<Finding> {
         ));
     }
     // Rule 4: a file written (or data decoded) and a file run in the same line.
-    if let (Some(w), Some(r)) = (&sc.writes, &sc.runs_file) {
+    let written = |path: &str| sc.written.iter().any(|w| basename(w) == basename(path));
+    let hit = sc
+        .runs
+        .iter()
+        .find(|(path, _)| written(path))
+        .map(|(p, r)| format!("writes `{p}` and {r}"))
+        .or_else(|| {
+            let d = sc.decoder.as_ref()?;
+            let (_, r) = sc.runs.first()?;
+            Some(format!("{d} and {r}"))
+        });
+    if let Some(what) = hit {
         sc.findings.push(Finding::deny(
             "shell",
             vec![],
             format!(
-                "the line {w} and {r}: it may run code written in the same line, which the guard \
-                 cannot read"
+                "the line {what}: it may run code written or decoded in the same line, which the \
+                 guard cannot read"
             ),
         ));
     }
@@ -810,10 +821,12 @@ struct Scan {
     top_single: Option<(usize, usize)>,
     /// The absolute path of the real tmux binary (resolved by the hook), if known.
     tmux_bin: Option<String>,
-    /// Something in the line writes a file or decodes data (`> f`, `tee`, `cp`, `base64 -d`).
-    writes: Option<String>,
-    /// Something in the line runs a file as code (`. f`, `bash f`, `./f`, `make`).
-    runs_file: Option<String>,
+    /// Files the line writes (redirection targets, the arguments of `cp`, `tee`, ...).
+    written: Vec<String>,
+    /// A decoder in the line (`base64`, `xxd`, `openssl`, ...): it can write anything.
+    decoder: Option<String>,
+    /// Files the line runs as code (`. f`, `bash f`, `./f`, a makefile), with how.
+    runs: Vec<(String, String)>,
 }
 
 fn mentions_tmux(s: &str) -> bool {
@@ -1577,12 +1590,10 @@ impl Scan {
                 ),
             ));
         }
-        if let Some(w) = lexed
-            .writes
-            .iter()
-            .find(|w| !w.starts_with("/dev/") && !w.chars().all(|c| c.is_ascii_digit()))
-        {
-            self.note_write(format!("writes `{w}`"));
+        for w in &lexed.writes {
+            if !w.starts_with("/dev/") && !w.chars().all(|c| c.is_ascii_digit()) {
+                self.written.push(w.clone());
+            }
         }
         for s in &lexed.cmds {
             let text = match s.input {
@@ -1610,14 +1621,25 @@ impl Scan {
         let unread = |what: &str| Some(format!("{what}: it runs code the guard cannot read"));
         // Files written or decoded; files run.
         match base {
-            "tee" | "cp" | "mv" | "ln" | "install" | "dd" | "curl" | "wget" | "base64"
-            | "base32" | "basenc" | "xxd" | "openssl" | "uudecode" | "gunzip" | "zcat"
-            | "unzip" | "patch" | "rsync" | "scp" | "truncate" => {
-                self.note_write(format!("runs `{base}`"));
+            "tee" | "cp" | "mv" | "ln" | "install" | "dd" | "curl" | "wget" | "patch" | "rsync"
+            | "scp" | "truncate" | "sed" | "perl" | "touch" | "chmod" => {
+                for w in rest {
+                    let t = w.text.as_str();
+                    let t = t
+                        .strip_prefix("of=")
+                        .or_else(|| t.strip_prefix("--output="))
+                        .unwrap_or(t);
+                    if !t.starts_with('-') {
+                        self.written.push(t.to_string());
+                    }
+                }
             }
-            "tar" | "gzip" | "bzip2" | "xz" | "zstd" => self.note_write(format!("runs `{base}`")),
-            "sed" | "perl" if rest.iter().any(|w| w.text.starts_with("-i")) => {
-                self.note_write(format!("edits files in place with `{base} -i`"));
+            "base64" | "base32" | "basenc" | "xxd" | "openssl" | "uudecode" | "gunzip" | "zcat"
+            | "unzip" | "tar" | "gzip" | "bzip2" | "bunzip2" | "xz" | "unxz" | "zstd" | "cpio"
+            | "rev" => {
+                if self.decoder.is_none() {
+                    self.decoder = Some(format!("runs `{base}`, which can write any file"));
+                }
             }
             _ => {}
         }
@@ -1625,17 +1647,33 @@ impl Scan {
         match base {
             "." | "source" => {
                 if let Some(f) = rest.first() {
-                    self.note_run_file(format!("sources `{}`", f.text));
+                    self.note_run_file(&f.text, format!("sources `{}`", f.text));
                 }
             }
-            "make" | "gmake" | "just" | "ninja" => self.note_run_file(format!("runs `{base}`")),
+            "make" | "gmake" | "just" => {
+                let files = option_values(words, 'f', "--file");
+                if files.is_empty() {
+                    for m in [
+                        "Makefile",
+                        "makefile",
+                        "GNUmakefile",
+                        "justfile",
+                        "Justfile",
+                    ] {
+                        self.note_run_file(m, format!("runs `{base}`"));
+                    }
+                }
+                for f in files {
+                    self.note_run_file(f, format!("runs `{base} -f {f}`"));
+                }
+            }
             b if SHELLS.contains(&b)
                 && !rest
                     .iter()
                     .any(|w| w.text.starts_with('-') && w.text.contains('c')) =>
             {
                 if let Some(f) = first_arg {
-                    self.note_run_file(format!("runs `{base} {}`", f.text));
+                    self.note_run_file(&f.text, format!("runs `{base} {}`", f.text));
                 }
             }
             b if is_interpreter(b)
@@ -1645,13 +1683,13 @@ impl Scan {
                     .any(|w| matches!(w.text.as_str(), "-c" | "-e" | "-E" | "-m")) =>
             {
                 if let Some(f) = first_arg {
-                    self.note_run_file(format!("runs `{base} {}`", f.text));
+                    self.note_run_file(&f.text, format!("runs `{base} {}`", f.text));
                 }
             }
             _ => {}
         }
         if words[0].text.contains('/') {
-            self.note_run_file(format!("runs `{}`", words[0].text));
+            self.note_run_file(&words[0].text, format!("runs `{}`", words[0].text));
         }
         if rest
             .iter()
@@ -1888,16 +1926,8 @@ impl Scan {
         None
     }
 
-    fn note_write(&mut self, what: String) {
-        if self.writes.is_none() {
-            self.writes = Some(what);
-        }
-    }
-
-    fn note_run_file(&mut self, what: String) {
-        if self.runs_file.is_none() {
-            self.runs_file = Some(what);
-        }
+    fn note_run_file(&mut self, path: &str, what: String) {
+        self.runs.push((path.to_string(), what));
     }
 
     fn note_env_change(&mut self, what: String) {
