@@ -1995,13 +1995,10 @@ impl Scan {
                 ));
                 return;
             }
-            let before = self.findings.len();
             self.tmux(&words[i..], ctx);
+            // Its words are tmux's, not data: exempt from rule 2. (A denied command still
+            // denies the line; only a read-only or form-(b) command can let it pass.)
             if let Some(sp) = ctx.span.filter(|_| i == 0)
-                && self.findings.len() > before
-                && self.findings[before..]
-                    .iter()
-                    .all(|f| matches!(f.check, Check::ReadOnly | Check::NeedsProof))
                 && plain_span(&self.chars[sp.0.min(self.chars.len())..sp.1.min(self.chars.len())])
             {
                 self.exempt.push(sp);
@@ -2023,8 +2020,12 @@ impl Scan {
         match base {
             "cd" | "pushd" | "popd" | "unset" | "export" | "declare" | "typeset" | "local"
             | "readonly" | "set" | "source" | "." | "alias" | "unalias" | "hash" | "enable"
-            | "shopt" | "function" | "trap" => {
+            | "shopt" | "function" | "trap" | "read" | "mapfile" | "readarray" | "getopts" => {
                 self.note_env_change(format!("runs `{base}`"));
+            }
+            // `printf -v NAME`: an assignment.
+            "printf" if rest.iter().any(|w| w.text.starts_with("-v")) => {
+                self.note_env_change("runs `printf -v`".into());
             }
             _ => {}
         }

@@ -110,6 +110,33 @@ fn guard_table_against_a_real_team() {
     }
     let o = other.sock.display().to_string();
     let before = panes(&s);
+    // The real tmux, as the hook resolves it; a fake one; a symlink to the team's socket.
+    let real = std::fs::canonicalize(
+        String::from_utf8(
+            sb.command("sh")
+                .args(["-c", "command -v tmux"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap()
+        .trim(),
+    )
+    .unwrap()
+    .display()
+    .to_string();
+    let bin = sb.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("tmux");
+    std::fs::write(&fake, "#!/bin/sh\nexit 0\n").unwrap();
+    let fake = fake.display().to_string();
+    let link = sb.dir.path().join("link");
+    std::os::unix::fs::symlink(&s, &link).unwrap();
+    let link = link.display().to_string();
+    // The attack report's placeholders: a command string that kills the other server, and
+    // the same spelled so that no `tmux` appears literally.
+    let ti = format!("t\"\"mux -S {o} kill-ser\"\"ver");
+    let b64 = "dG11eCAtUyAvdG1wL2ExMi9vdGhlci9zb2NrIGtpbGwtc2VydmVy";
 
     let allow: Expect = None;
     let table: Vec<(String, Expect)> = vec![
@@ -126,21 +153,14 @@ fn guard_table_against_a_real_team() {
             allow,
         ),
         (format!("tmux -S {s} kill-pane -t {w1} -t {w2}"), allow),
-        (format!("tmux -S {s} kill-pane -t {w1} && echo done"), allow),
-        (format!("nohup tmux -S {s} kill-pane -t {w1}"), allow),
-        (format!("timeout 5 tmux -S {s} kill-pane -t {w1}"), allow),
-        (format!("command tmux -S {s} kill-pane -t {w1}"), allow),
-        (
-            format!("exec /usr/bin/tmux -S {s} kill-pane -t {w1}"),
-            allow,
-        ),
+        (format!("{real} -S {s} kill-pane -t {w1}"), allow),
         (format!("tmux -f /dev/null -S {s} kill-pane -t {w1}"), allow),
         (
             format!("tmux -S {s} list-panes -a -F '#{{pane_id}}'"),
             allow,
         ),
         (
-            format!("tmux -S {s} list-panes -a; tmux -S {s} kill-pane -t {w2}"),
+            format!("tmux -S {s} list-panes -a | grep -c %; tmux -S {s} ls"),
             allow,
         ),
         (format!("tmux -S {s} ls"), allow),
@@ -159,15 +179,87 @@ fn guard_table_against_a_real_team() {
         (format!("tmux -S {s} has -t {w1}"), allow),
         ("tmux list-sessions".into(), allow),
         ("tmux -V".into(), allow),
-        ("command -v tmux".into(), allow),
-        ("echo \"tmux kill-server\"".into(), allow),
-        ("grep -rn 'tmux kill-pane' src/ | head".into(), allow),
+        ("ls -la && cargo build".into(), allow),
+        // Rule 1: a kill is the whole command line, with `tmux` (or the real tmux's path)
+        // as its command word.
+        (
+            format!("tmux -S {s} kill-pane -t {w1} && echo done"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("nohup tmux -S {s} kill-pane -t {w1}"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("timeout 5 tmux -S {s} kill-pane -t {w1}"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("command tmux -S {s} kill-pane -t {w1}"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("exec {real} -S {s} kill-pane -t {w1}"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("tmux -S {s} list-panes -a; tmux -S {s} kill-pane -t {w2}"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -t {w1} # done"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -t {w1} >/tmp/x"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -t {w1}\necho next"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -t {w1} &"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("(tmux -S {s} kill-pane -t {w1})"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("./tmux -S {s} kill-pane -t {w1}"),
+            Some("is not the tmux this hook resolves"),
+        ),
+        (
+            format!("{fake} -S {s} kill-pane -t {w1}"),
+            Some("is not the tmux this hook resolves"),
+        ),
+        (
+            format!("tmux -S {link} kill-pane -t {w1}"),
+            Some("not the team's endpoint (a symlink)"),
+        ),
+        // Rule 2: tmux named as data (in a string, a comment, a here-document ...).
+        ("command -v tmux".into(), Some("tmux appears inside data")),
+        (
+            "echo \"tmux kill-server\"".into(),
+            Some("tmux appears inside data"),
+        ),
+        (
+            "grep -rn 'tmux kill-pane' src/ | head".into(),
+            Some("tmux appears inside data"),
+        ),
         (
             "git commit -m 'fix tmux kill-server handling'".into(),
-            allow,
+            Some("tmux appears inside data"),
         ),
-        ("cargo test -p team-core tmux".into(), allow),
-        ("ls -la && cargo build".into(), allow),
+        (
+            "cargo test -p team-core tmux".into(),
+            Some("tmux appears inside data"),
+        ),
+        (
+            format!("tmux -S {s} ls # tmux kill-server"),
+            Some("tmux appears inside data"),
+        ),
         // The bypasses: other verbs on a member's %N.
         (
             format!("tmux -S {s} kill-session -t {w1}"),
@@ -563,7 +655,7 @@ fn guard_table_against_a_real_team() {
         // before the fix: a pager command, a preprocessor, a cargo runner.
         (
             "less +'!tmux kill-server' /etc/hostname".into(),
-            Some("drives tmux"),
+            Some("`less +!cmd` runs a shell command"),
         ),
         (
             "rg --pre tmux x".into(),
@@ -616,7 +708,7 @@ fn guard_table_against_a_real_team() {
         ),
         (
             "git -c alias.x='!tmux kill-server' x".into(),
-            Some("drives tmux"),
+            Some("`git -c"),
         ),
         (
             "awk 'BEGIN{system(\"tmux kill-server\")}'".into(),
@@ -665,10 +757,210 @@ fn guard_table_against_a_real_team() {
             Some("cannot see the script"),
         ),
         ("ruby -e '`tmux kill-server`'".into(), Some("runs code")),
+        // The black-box attack report on this guard (A-F), every line.
+        // A: `<<` inside arithmetic is a shift, not a here-document.
+        (
+            format!("(( x = 1 << 2 ))\ntmux -S {s} kill-pane -t {untagged}\n2"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!(
+                "for ((i=1<<2; i<0; i++)); do :; done\ntmux -S {s} respawn-pane -k -t {leader} 'touch /tmp/p'\n2"
+            ),
+            Some("extra arguments"),
+        ),
+        (
+            format!("((x<<2))\ntmux -S {o} kill-server\n2"),
+            Some("kill-server is not allowed"),
+        ),
+        (
+            format!("(( 1 << 2 ))\ntmux -S {s} kill-pane -t {w1}\n2"),
+            Some("must be the whole command line"),
+        ),
+        (
+            "(( 1 << 2 ))\nx='a[$(touch /tmp/p)]'; echo $((x))\n2".into(),
+            Some("arithmetic on a variable"),
+        ),
+        (
+            format!("echo $((1<<2))\ntmux -S {o} kill-server\n2"),
+            Some("kill-server is not allowed"),
+        ),
+        // B: builtins that evaluate code held in strings.
+        (
+            format!("x='a[$(tmux -S {o} kill-server)]'; echo $((x))"),
+            Some("arithmetic on a variable"),
+        ),
+        (
+            "x='a[$(touch /tmp/p)]'; echo $((x))".into(),
+            Some("arithmetic on a variable"),
+        ),
+        (
+            format!("x='a[$(tmux -S {o} kill-server)]'; echo ${{!x}}"),
+            Some("expands a value as a name or a prompt"),
+        ),
+        (
+            format!("(( 'a[$(tmux -S {o} kill-server)]' ))"),
+            Some("arithmetic on a variable"),
+        ),
+        (
+            format!("let 'a[$(tmux -S {o} kill-server)]'"),
+            Some("array subscript"),
+        ),
+        (
+            format!("printf -v 'a[$(tmux -S {o} kill-server)]' x"),
+            Some("array subscript"),
+        ),
+        (
+            format!("read 'a[$(tmux -S {o} kill-server)]' <<< 1"),
+            Some("array subscript"),
+        ),
+        (
+            format!("declare 'a[$(tmux -S {o} kill-server)]'=1"),
+            Some("array subscript"),
+        ),
+        (
+            format!("test -v 'a[$(tmux -S {o} kill-server)]'"),
+            Some("array subscript"),
+        ),
+        (
+            format!("x='$({ti})'; echo ${{x@P}}"),
+            Some("expands a value as a name or a prompt"),
+        ),
+        (
+            format!("PS4='$(tmux -S {o} kill-server)'; set -x; true"),
+            Some("sets PS4"),
+        ),
+        (
+            "PS4='$(touch /tmp/p)'; set -x; true".into(),
+            Some("sets PS4"),
+        ),
+        (format!("trap '{ti}' EXIT"), Some("`trap` runs its string")),
+        (
+            format!("mapfile -C '{ti} #' -c 1 <<< a"),
+            Some("`mapfile -C` runs its callback"),
+        ),
+        // C: programs that run a command string.
+        (
+            format!("echo 'tmux -S {o} kill-server' | sed e"),
+            Some("`sed` script `e` runs a command"),
+        ),
+        (
+            format!("echo {b64} | base64 -d | sed e"),
+            Some("`sed` script `e` runs a command"),
+        ),
+        (
+            format!("openssl enc -base64 -d <<< {b64} | sed e"),
+            Some("`sed` script `e` runs a command"),
+        ),
+        (
+            format!("printf '!'{ti}'\\nq\\n' | ed -s"),
+            Some("`ed` runs shell commands"),
+        ),
+        (
+            format!("printf 'all:\\n\\t$(shell {ti})\\n' | make -f -"),
+            Some("`make` with a makefile from stdin"),
+        ),
+        (
+            format!("script -qc '{ti}' /dev/null"),
+            Some("`script` runs a command string"),
+        ),
+        (
+            format!("watch -n 1 -g '{ti}'"),
+            Some("`watch` runs a command string"),
+        ),
+        (format!("flock /tmp/lk -c '{ti}'"), Some("`flock -c`")),
+        (
+            format!(
+                "tar -cf /dev/null --checkpoint=1 --checkpoint-action=exec='{ti}' /etc/hostname"
+            ),
+            Some("`tar` with an option that runs a program"),
+        ),
+        (
+            format!("tar -I '{ti} #' -cf /tmp/x.tgz /etc/hostname"),
+            Some("`tar` with an option that runs a program"),
+        ),
+        (
+            format!("zip -TT '{ti} #' /tmp/z.zip /etc/hostname"),
+            Some("`zip -TT` runs"),
+        ),
+        (
+            format!("ssh -o ProxyCommand='{ti}' x"),
+            Some("`ssh` with an option or config that runs a command"),
+        ),
+        (format!("git -c alias.zz='!{ti}' zz"), Some("`git -c")),
+        (
+            format!("git -c core.fsmonitor='{ti} #' status"),
+            Some("`git -c"),
+        ),
+        (
+            format!("git -c core.sshCommand='{ti}' fetch"),
+            Some("`git -c"),
+        ),
+        (format!("git -c core.editor='{ti}' commit"), Some("`git -c")),
+        (
+            format!("LESSOPEN='|{ti} #%s' less -E /etc/hostname"),
+            Some("sets LESSOPEN"),
+        ),
+        (
+            "BASH_ENV=/tmp/p.sh bash -c true".into(),
+            Some("sets BASH_ENV"),
+        ),
+        ("ENV=/tmp/p.sh sh -i -c true".into(), Some("sets ENV")),
+        (
+            "bash --rcfile /tmp/p.sh -i -c true".into(),
+            Some("--rcfile` runs a startup file"),
+        ),
+        ("hash -p /tmp/p.sh ls; ls".into(), Some("`hash -p`")),
+        (
+            format!("printf '{ti}' > /tmp/p.sh; . /tmp/p.sh"),
+            Some("written or decoded in the same line"),
+        ),
+        (
+            "printf 'x' > /tmp/p.sh; . /tmp/p.sh".into(),
+            Some("written or decoded in the same line"),
+        ),
+        (
+            format!("echo {b64} | base64 -d > /tmp/q; sh /tmp/q"),
+            Some("written or decoded in the same line"),
+        ),
+        // D: the socket swapped in the same line, after the proof.
+        (
+            format!("ln -sfn {o} /tmp/lnk; mv -f /tmp/lnk {s}; tmux -S {s} kill-pane -t {w1}"),
+            Some("must be the whole command line"),
+        ),
+        // E: PATH changed, a fake tmux written, another tmux path.
+        (
+            format!("printf -v PATH '/tmp/bin:%s' \"$PATH\"; tmux -S {s} kill-pane -t {w1}"),
+            Some("runs `printf -v`, which can change which server, pane or binary"),
+        ),
+        (
+            format!("read PATH <<< \"/tmp/bin:$PATH\"; tmux -S {s} kill-pane -t {w1}"),
+            Some("runs `read`, which can change which server, pane or binary"),
+        ),
+        (
+            format!("read PATH <<< \"/tmp/bin:$PATH\"; tmux -S {s} ls"),
+            Some("can change which server, pane or binary"),
+        ),
+        (
+            format!("printf '#!/bin/sh\\nexec /usr/bin/{ti}\\n' > /tmp/bin/tmux"),
+            Some("tmux appears inside data"),
+        ),
+        // F: functions defined in a kill line.
+        (
+            format!("f() {{ :; }}; tmux -S {s} kill-pane -t {w1}"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!(
+                "timeout() {{ x='a[$({ti})]'; ((x)); }}; timeout 5 tmux -S {s} kill-pane -t {w1}"
+            ),
+            Some("arithmetic on a variable"),
+        ),
     ];
     assert!(table.len() >= 80, "{} lines", table.len());
 
     let mut failures = Vec::new();
+    let mut reasons = Vec::new();
     for (i, (cmd, expect)) in table.iter().enumerate() {
         let out = hook(&sb, &["--guard"], &pre(&sb, cmd, &format!("toolu_{i}")));
         let err = String::from_utf8_lossy(&out.stderr).to_string();
@@ -684,6 +976,7 @@ fn guard_table_against_a_real_team() {
                             .as_str()
                             .is_some_and(|r| r.contains(why))
                 });
+                reasons.push((cmd.clone(), err.clone()));
                 if code != Some(2) || !err.contains(why) || !decided {
                     failures.push(format!(
                         "DENIED ({why}) expected: {cmd}\n  got {code:?}: {err}"
@@ -693,6 +986,19 @@ fn guard_table_against_a_real_team() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Messages: the command as it was written (quoted), once.
+    for (cmd, err) in &reasons {
+        assert!(!err.contains("tmux tmux"), "doubled tmux for {cmd}: {err}");
+        if cmd.ends_with("kill-server") && cmd.starts_with("tmux") {
+            assert!(!err.contains("kill-window and"), "irrelevant clause: {err}");
+        }
+    }
+    let quoted = reasons
+        .iter()
+        .find(|(c, _)| c.contains("display -p '#(tmux kill-server)'"))
+        .map(|(_, e)| e.clone())
+        .unwrap();
+    assert!(quoted.contains("'#(tmux kill-server)'"), "{quoted}");
     // The hook only decides: every pane is still there.
     assert_eq!(panes(&s), before);
     // Every allowed kill was recorded as an allowed intent, every denied one as denied.
