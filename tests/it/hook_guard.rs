@@ -10,6 +10,10 @@ use serde_json::{Value, json};
 use tests::{Sandbox, TmuxServer, assert_code, json_lines, tmux_at};
 
 fn hook(sb: &Sandbox, args: &[&str], payload: &Value) -> std::process::Output {
+    hook_raw(sb, args, payload.to_string().as_bytes())
+}
+
+fn hook_raw(sb: &Sandbox, args: &[&str], payload: &[u8]) -> std::process::Output {
     let mut c = sb
         .cmd("team-audit")
         .arg("hook")
@@ -19,11 +23,10 @@ fn hook(sb: &Sandbox, args: &[&str], payload: &Value) -> std::process::Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    c.stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
+    // The hook stops reading an oversized payload: a broken pipe is expected then.
+    if let Err(e) = c.stdin.take().unwrap().write_all(payload) {
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+    }
     c.wait_with_output().unwrap()
 }
 
@@ -1105,4 +1108,253 @@ fn an_allowed_kill_kills_only_the_proven_pane_and_is_paired() {
         "no outcome for the denied call, no extra intents from PostToolUse"
     );
     assert_code(&sb.run("team-audit", &["verify"]), 0);
+}
+
+/// Everyday command lines an agent runs: `--guard` must let them through (no finding, no
+/// output, exit 0).
+#[test]
+fn everyday_lines_stay_allowed() {
+    let sb = Sandbox::new();
+    let table = [
+        "git status",
+        "git diff --stat",
+        "git diff HEAD~1 -- src/main.rs",
+        "git log --oneline -n 20",
+        "git add -A && git commit -m 'fix: handle empty input'",
+        "git commit -am \"wip: parser (see #12)\"",
+        "git -C ../other status --short",
+        "git -c color.ui=never log -1",
+        "git checkout -b feature/x",
+        "git stash && git pull --rebase && git stash pop",
+        "cargo build --release",
+        "cargo test -p team-core --lib -- --nocapture",
+        "cargo clippy --workspace --all-targets -- -D warnings",
+        "cargo fmt --all -- --check",
+        "ls -la src/",
+        "grep -rn \"fn main\" src/ | head -20",
+        "rg -n 'TODO|FIXME' --type rust",
+        "cat README.md | head -50",
+        "sed -n '10,40p' src/lib.rs",
+        "sed -i 's/foo/bar/g' src/lib.rs",
+        "sed -i.bak -e 's|old/path|new/path|' -e '/^#/d' config.txt",
+        "python3 -c 'import json,sys; print(json.load(sys.stdin)[\"name\"])' < package.json",
+        "python3 -m pytest -q tests/",
+        "find . -name '*.rs' -not -path './target/*' | xargs wc -l",
+        "mkdir -p build && cd build && cmake .. && make -j4",
+        "npm test",
+        "npm run build 2>&1 | tail -20",
+        "echo \"done\" > /tmp/status.txt",
+        "awk '{print $1}' access.log | sort | uniq -c | sort -rn | head",
+        "jq '.dependencies' package.json",
+        "for f in src/*.rs; do wc -l \"$f\"; done",
+        "if [ -f Cargo.toml ]; then echo rust; fi",
+        "export RUST_BACKTRACE=1 && cargo test",
+        "diff -u a.txt b.txt || true",
+        "curl -s https://example.com/api | jq .",
+        "echo $((1 + 2))",
+        "printf '%s\\n' \"$HOME\"",
+        "wc -l < Cargo.lock",
+        "ps aux | grep '[c]argo'",
+        "tar -czf out.tgz src/",
+        "cp -r src/ /tmp/backup/",
+        "make test",
+        "echo hi > out.txt && make test",
+        "bash scripts/ci.sh",
+        "./target/debug/app --help",
+    ];
+    assert!(table.len() >= 30);
+    let mut failures = Vec::new();
+    for (i, cmd) in table.iter().enumerate() {
+        let out = hook(&sb, &["--guard"], &pre(&sb, cmd, &format!("toolu_{i}")));
+        if out.status.code() != Some(0) || !out.stdout.is_empty() {
+            failures.push(format!(
+                "{cmd}: {:?} {}",
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The attack report's G and H: payloads that are not what the guard reads fail closed in
+/// `--guard`; `--ask` is a denial where the host has no "ask".
+#[test]
+fn payload_shapes_fail_closed_and_ask_only_where_the_host_can() {
+    let sb = Sandbox::new();
+    let kill = "tmux -S /tmp/nowhere/sock kill-server";
+    let base = |over: Value| {
+        let mut p = pre(&sb, kill, "toolu_p");
+        for (k, v) in over.as_object().unwrap() {
+            if v.is_null() {
+                p.as_object_mut().unwrap().remove(k);
+            } else {
+                p[k] = v.clone();
+            }
+        }
+        p.to_string().into_bytes()
+    };
+    let big = {
+        let mut p = pre(&sb, "ls", "toolu_big");
+        p["junk"] = json!("a".repeat(9 << 20));
+        p.to_string().into_bytes()
+    };
+    let mut bom = "\u{feff}".as_bytes().to_vec();
+    bom.extend(base(json!({})));
+    let mut trailing = base(json!({}));
+    trailing.extend(b" x");
+    let surrogate = String::from_utf8(base(json!({})))
+        .unwrap()
+        .replace("kill-server", "kill-server # \\ud800")
+        .into_bytes();
+    let nul = Value::Null;
+    // (name, args, payload, exit code, in the reason)
+    let cases: Vec<(&str, &[&str], Vec<u8>, i32, &str)> = vec![
+        ("lone surrogate", &["--guard"], surrogate, 2, "not JSON"),
+        ("larger than 8 MiB", &["--guard"], big, 2, "larger than"),
+        ("leading BOM", &["--guard"], bom, 2, "not JSON"),
+        ("trailing garbage", &["--guard"], trailing, 2, "not JSON"),
+        (
+            "command as an argv array",
+            &["--guard"],
+            base(json!({"tool_input": {"command": ["bash", "-lc", kill]}})),
+            2,
+            "kill-server is not allowed",
+        ),
+        (
+            "command a number",
+            &["--guard"],
+            base(json!({"tool_input": {"command": 5}})),
+            2,
+            "not a string",
+        ),
+        (
+            "command null",
+            &["--guard"],
+            base(json!({"tool_input": {"command": nul}})),
+            2,
+            "not a string",
+        ),
+        (
+            "command missing",
+            &["--guard"],
+            base(json!({"tool_input": {"description": kill}})),
+            2,
+            "without tool_input.command",
+        ),
+        (
+            "`cmd` instead of `command`",
+            &["--guard"],
+            base(json!({"tool_input": {"cmd": kill}})),
+            2,
+            "kill-server is not allowed",
+        ),
+        (
+            "tool_name bash",
+            &["--guard"],
+            base(json!({"tool_name": "bash"})),
+            2,
+            "kill-server",
+        ),
+        (
+            "tool_name Shell",
+            &["--guard"],
+            base(json!({"tool_name": "Shell"})),
+            2,
+            "kill-server",
+        ),
+        (
+            "tool_name exec_command",
+            &["--guard"],
+            base(json!({"tool_name": "exec_command"})),
+            2,
+            "kill-server",
+        ),
+        (
+            "tool_name local_shell",
+            &["--guard"],
+            base(json!({"tool_name": "local_shell"})),
+            2,
+            "kill-server",
+        ),
+        (
+            "tool_name missing",
+            &["--guard"],
+            base(json!({"tool_name": nul})),
+            2,
+            "kill-server",
+        ),
+        (
+            "another tool, no command",
+            &["--guard"],
+            base(json!({"tool_name": "Write", "tool_input": {"content": kill}})),
+            0,
+            "",
+        ),
+        (
+            "event in lower case",
+            &["--guard"],
+            base(json!({"hook_event_name": "pretooluse"})),
+            2,
+            "kill-server",
+        ),
+        (
+            "event with a space",
+            &["--guard"],
+            base(json!({"hook_event_name": "PreToolUse "})),
+            2,
+            "kill-server",
+        ),
+        (
+            "unknown event",
+            &["--guard"],
+            base(json!({"hook_event_name": "Stop"})),
+            2,
+            "unknown hook event",
+        ),
+        (
+            "--ask on Claude Code",
+            &["--guard", "--ask"],
+            base(json!({})),
+            0,
+            "kill-server",
+        ),
+        (
+            "--ask on Gemini CLI (BeforeTool)",
+            &["--guard", "--ask"],
+            base(json!({"hook_event_name": "BeforeTool", "tool_name": "run_shell_command"})),
+            2,
+            "this host has no \"ask\" decision",
+        ),
+        (
+            "--ask on Codex (turn_id)",
+            &["--guard", "--ask"],
+            base(json!({"turn_id": "t-1"})),
+            2,
+            "this host has no \"ask\" decision",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, args, payload, code, why) in cases {
+        let out = hook_raw(&sb, args, &payload);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        let stdout: Option<Value> = serde_json::from_slice(&out.stdout).ok();
+        let decision = stdout
+            .as_ref()
+            .map(|j| j["hookSpecificOutput"]["permissionDecision"].clone());
+        let ok = out.status.code() == Some(code)
+            && err.contains(why)
+            && match (code, args.contains(&"--ask")) {
+                (2, _) => decision == Some(json!("deny")),
+                (0, true) => decision == Some(json!("ask")),
+                _ => out.stdout.is_empty(),
+            };
+        if !ok {
+            failures.push(format!(
+                "{name}: expected {code} with {why:?}, got {:?} {decision:?}: {err}",
+                out.status.code()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
