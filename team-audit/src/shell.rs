@@ -326,8 +326,8 @@ fn lex(src: &str) -> Lexed {
             cmd_start = Some(i);
         }
         // Inside `[[ ... ]]`, `<` and `>` compare strings: they are words, not redirections.
-        let in_test = words.first().is_some_and(|w| w.text == "[[" && !w.dynamic)
-            && !words.iter().any(|w| w.text == "]]");
+        let in_test =
+            words.first().is_some_and(|w| w.text == "[[") && !words.iter().any(|w| w.text == "]]");
         match ch {
             '<' | '>' if in_test && !(i + 1 < n && c[i + 1] == '(') => {
                 word.get_or_insert_with(Word::default).text.push(ch);
@@ -1473,9 +1473,17 @@ fn sed_script_is_plain(script: &str) -> bool {
                 }
             }
             'a' | 'i' | 'c' | 'r' | 'R' | 'b' | 't' | 'T' | ':' | '#' => {
-                // Text, a file to read or a label, to the end of the line.
-                while i < n && c[i] != '\n' {
-                    i += 1;
+                // Text, a file to read or a label, to the end of the line; text lines of
+                // `a\`, `i\`, `c\` go on while they end in a backslash.
+                loop {
+                    while i < n && c[i] != '\n' {
+                        i += 1;
+                    }
+                    if matches!(ch, 'a' | 'i' | 'c') && i > 0 && i < n && c[i - 1] == '\\' {
+                        i += 1;
+                        continue;
+                    }
+                    break;
                 }
             }
             'p' | 'P' | 'd' | 'D' | 'q' | 'Q' | 'n' | 'N' | 'g' | 'G' | 'h' | 'H' | 'x' | 'l'
@@ -2717,6 +2725,73 @@ mod tests {
         assert!(lex("echo $x").cmds[0].words[1].dynamic);
         assert!(!lex("echo '$x'").cmds[0].words[1].dynamic);
         assert!(lex("'unterminated").opaque.is_some());
+    }
+
+    #[test]
+    fn arithmetic_shifts_are_not_here_documents() {
+        for src in [
+            "(( x = 1 << 2 ))\ntmux kill-server\n2",
+            "for ((i=1<<2; i<0; i++)); do :; done\ntmux kill-server\n2",
+            "echo $(( 1 << 2 ))\ntmux kill-server\n2",
+            "[[ a << b ]]\ntmux kill-server\nb",
+        ] {
+            let l = lex(src);
+            assert!(l.texts.is_empty(), "{src}: {:?}", l.texts);
+            assert!(
+                l.cmds
+                    .iter()
+                    .any(|c| texts(&c.words) == w(&["tmux", "kill-server"])),
+                "{src}: {:?}",
+                l.cmds
+            );
+        }
+        // `( (cmd) )` is two subshells, not arithmetic.
+        assert!(lex("( (tmux kill-server) )").arith.is_empty());
+        assert_eq!(arith_name(" 1 << 2 "), None);
+        assert_eq!(arith_name("0x1f + 16#ff"), None);
+        assert_eq!(arith_name("x<<2").as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn normalizes_like_a_shell_reads() {
+        for s in [
+            "t\"\"mux",
+            "t''mux",
+            "t\\mux",
+            "$'\\x74mux'",
+            "$'\\164mux'",
+            "\\u0074mux",
+            "tm\\\nux",
+            "TMUX",
+            "t$()mux",
+        ] {
+            assert!(normalize(s).contains("tmux"), "{s:?} -> {:?}", normalize(s));
+        }
+        assert!(!normalize("t mux tmu x").contains("tmux"));
+    }
+
+    #[test]
+    fn sed_scripts() {
+        for plain in [
+            "s/a/b/g",
+            "10,40p",
+            "/^#/d",
+            "s|x|y|;s/a/b/2",
+            "$!N;P;D",
+            "1i\\\nhello",
+        ] {
+            assert!(sed_script_is_plain(plain), "{plain}");
+        }
+        for code in [
+            "e",
+            "s/x/y/e",
+            "1e date",
+            "w /tmp/x",
+            "s/a/b/w /tmp/x",
+            "W f",
+        ] {
+            assert!(!sed_script_is_plain(code), "{code}");
+        }
     }
 
     #[test]
