@@ -1506,16 +1506,17 @@ fn option_values<'a>(words: &'a [Word], short: char, long: &str) -> Vec<&'a str>
             if let Some(v) = words.get(j + 1) {
                 out.push(v.text.as_str());
             }
-        } else if w.starts_with('-') && !w.starts_with("--") {
-            if let Some(k) = w.find(short) {
-                let v = &w[k + short.len_utf8()..];
-                if v.is_empty() {
-                    if let Some(v) = words.get(j + 1) {
-                        out.push(v.text.as_str());
-                    }
-                } else {
-                    out.push(v);
+        } else if w.starts_with('-')
+            && !w.starts_with("--")
+            && let Some(k) = w.find(short)
+        {
+            let v = &w[k + short.len_utf8()..];
+            if v.is_empty() {
+                if let Some(v) = words.get(j + 1) {
+                    out.push(v.text.as_str());
                 }
+            } else {
+                out.push(v);
             }
         }
         j += 1;
@@ -1645,9 +1646,8 @@ impl Scan {
             "base64" | "base32" | "basenc" | "xxd" | "openssl" | "uudecode" | "gunzip" | "zcat"
             | "unzip" | "tar" | "gzip" | "bzip2" | "bunzip2" | "xz" | "unxz" | "zstd" | "cpio"
             | "rev" => {
-                if self.decoder.is_none() {
-                    self.decoder = Some(format!("runs `{base}`, which can write any file"));
-                }
+                self.decoder
+                    .get_or_insert_with(|| format!("runs `{base}`, which can write any file"));
             }
             _ => {}
         }
@@ -1723,7 +1723,7 @@ impl Scan {
             "printf" | "read" | "declare" | "typeset" | "local" | "export" | "readonly"
             | "test" | "[" | "[[" | "unset" | "getopts" | "wait" | "let" | "mapfile"
             | "readarray"
-                if subscript && !(matches!(base, "[[" | "test" | "[") && !has("-v")) =>
+                if subscript && (has("-v") || !matches!(base, "[[" | "test" | "[")) =>
             {
                 return Some(format!(
                     "`{base}` is given a name with an array subscript, which bash evaluates as \

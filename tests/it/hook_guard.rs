@@ -1209,7 +1209,8 @@ fn payload_shapes_fail_closed_and_ask_only_where_the_host_can() {
         .into_bytes();
     let nul = Value::Null;
     // (name, args, payload, exit code, in the reason)
-    let cases: Vec<(&str, &[&str], Vec<u8>, i32, &str)> = vec![
+    type Case<'a> = (&'a str, &'a [&'a str], Vec<u8>, i32, &'a str);
+    let cases: Vec<Case> = vec![
         ("lone surrogate", &["--guard"], surrogate, 2, "not JSON"),
         ("larger than 8 MiB", &["--guard"], big, 2, "larger than"),
         ("leading BOM", &["--guard"], bom, 2, "not JSON"),
