@@ -10,17 +10,22 @@
 //! Then every simple command is classified ([`analyze`]). Anything that may reach tmux becomes
 //! a [`Finding`]:
 //! - read-only tmux commands ([`Check::ReadOnly`]);
-//! - `kill-pane` / `respawn-pane -k` in *form (b)*: a top-level `tmux -S <absolute socket>` with
-//!   no environment change, every `-t` a `%N`, nothing else ([`Check::NeedsProof`]: allowed only
-//!   once the caller proves every target a live team member on that socket);
+//! - `kill-pane` / `respawn-pane -k` in *form (b)*: `tmux -S <absolute socket>` as the whole
+//!   command line (one simple command, command word `tmux` or the real tmux's path), every
+//!   `-t` a `%N`, nothing else ([`Check::NeedsProof`]: allowed only once the caller proves the
+//!   socket and every target a live team member on it);
 //! - everything else ([`Check::Deny`], with the reason): every other tmux verb (resolved as
 //!   tmux resolves it: aliases, unique prefixes, ambiguous prefixes), tmux commands inside
 //!   tmux, a command name computed at run time, shells reading commands from stdin, an
 //!   interpreter whose code mentions tmux, programs that run a command given to them in a
 //!   word mentioning tmux, and anything the lexer cannot see through.
 //!
-//! Commands that neither are tmux nor mention it (`cargo test`, `grep -rn tmux src/`, `echo
-//! "tmux kill-pane"`) are no finding at all.
+//! Three line-wide rules follow: `tmux` anywhere in the normalised text outside the words of
+//! a top-level tmux command is a denial (data a program could run); constructs that run code
+//! the guard cannot read (arithmetic on variables, `trap`, prompt variables, `sed e`, `git -c`,
+//! program hooks, a file written and run in the same line) are denials; and a kill that is not
+//! the whole line is a denial. Commands that neither are tmux nor name it nor run hidden code
+//! (`cargo test`, `grep -rn pane src/`) are no finding at all.
 
 use crate::oracle::Server;
 

@@ -13,7 +13,8 @@
 //!   `allowed` / `denied` / `asked`). A kill whose intent cannot be written is denied.
 //! - A denial prints Claude Code's JSON decision on stdout
 //!   (`hookSpecificOutput.permissionDecision: "deny"` with the reason), the reason on stderr,
-//!   and exits 2. With `--ask` it asks the human instead (`"ask"`, exit 0). An allowed call
+//!   and exits 2. With `--ask` it asks the human instead (`"ask"`, exit 0) where the host has
+//!   an "ask" (Claude Code); on Gemini CLI and Codex it denies. An allowed call
 //!   prints nothing and exits 0: the host's own permission rules still apply (`"allow"` would
 //!   skip them).
 //!
@@ -51,7 +52,8 @@ pub struct HookArgs {
     /// targets are proven live team members; deny everything else that reaches tmux
     #[arg(long)]
     pub guard: bool,
-    /// With --guard: ask the human (permissionDecision "ask", exit 0) instead of denying
+    /// With --guard: ask the human (permissionDecision "ask", exit 0) instead of denying, where
+    /// the host can ask (Claude Code); elsewhere deny
     #[arg(long, requires = "guard")]
     pub ask: bool,
     /// Deny when the payload is malformed or the record cannot be written
