@@ -2,14 +2,14 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use team_core::ExitClass;
 
 use crate::cmd;
 
 /// Durable, hash-chained audit log of destructive tmux actions.
 #[derive(Debug, Parser)]
-#[command(name = "team-audit", version)]
+#[command(name = "team-audit", version, after_help = after_help())]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
@@ -21,7 +21,13 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct Global {
     /// The audit log [default: <state-dir>/audit.jsonl, else <workspace>/.team/audit.jsonl]
-    #[arg(long, global = true, env = "TEAM_AUDIT_LOG", value_name = "PATH")]
+    #[arg(
+        long = "audit-log",
+        alias = "log",
+        global = true,
+        env = "TEAM_AUDIT_LOG",
+        value_name = "PATH"
+    )]
     pub log: Option<PathBuf>,
     /// The team state directory (the log is <state-dir>/audit.jsonl)
     #[arg(long, global = true, env = "TEAM_STATE_DIR", value_name = "DIR")]
@@ -30,9 +36,8 @@ pub struct Global {
     /// `record` also writes it into the record
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// More logging on stderr (-v, -vv); RUST_LOG overrides
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    pub verbose: u8,
+    #[command(flatten)]
+    pub common: team_cli::CommonFlags,
 }
 
 #[derive(Debug, Subcommand)]
@@ -64,7 +69,7 @@ Examples:
   team-audit query --since 1h --action kill-pane --json
   hook (settings.json, PreToolUse and PostToolUse, matcher Bash): team-audit hook --guard
 
-Log path: --log, else $TEAM_AUDIT_LOG, else <--state-dir|$TEAM_STATE_DIR>/audit.jsonl,
+Log path: --audit-log, else $TEAM_AUDIT_LOG, else <--state-dir|$TEAM_STATE_DIR>/audit.jsonl,
 else <workspace>/.team/audit.jsonl.
 
 {}
@@ -74,62 +79,29 @@ else <workspace>/.team/audit.jsonl.
     )
 }
 
-/// Parses the command line. On help/version prints and returns `Err(0)`; on a usage error
-/// prints it and returns `Err(64)`.
-pub fn parse() -> Result<Cli, i32> {
-    let help = after_help();
-    let command = Cli::command()
-        .after_help(help.clone())
-        .after_long_help(help);
-    let matches = command
-        .try_get_matches()
-        .and_then(|m| Cli::from_arg_matches(&m));
-    match matches {
-        Ok(cli) => Ok(cli),
-        Err(e) => {
-            use clap::error::ErrorKind;
-            match e.kind() {
-                ErrorKind::DisplayHelp
-                | ErrorKind::DisplayVersion
-                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                    let _ = e.print();
-                    Err(
-                        if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                            ExitClass::Usage.code()
-                        } else {
-                            0
-                        },
-                    )
-                }
-                _ => {
-                    eprint!("team-audit: {}", e.render());
-                    Err(ExitClass::Usage.code())
-                }
-            }
-        }
-    }
-}
+pub use team_cli::generate::GenerateArgs;
 
-/// Sends `tracing` logs to stderr, filtered by RUST_LOG or -v.
-pub fn init_tracing(verbose: u8) {
-    let default = match verbose {
-        0 => "warn",
-        1 => "info",
-        _ => "debug",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .without_time()
-        .try_init();
-}
-
-/// What `generate` prints.
-#[derive(Debug, clap::Args)]
-pub struct GenerateArgs {
-    /// `man`, or a shell: bash, zsh, fish, elvish, powershell.
-    #[arg(value_parser = ["man", "bash", "zsh", "fish", "elvish", "powershell"])]
-    pub what: String,
-}
+/// The man pages' ENVIRONMENT, FILES and extra EXIT STATUS sections.
+pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
+    environment: &[
+        ("TEAM_AUDIT_LOG", "the audit log (as --audit-log)"),
+        (
+            "TEAM_STATE_DIR",
+            "the team state directory; the log is <state-dir>/audit.jsonl",
+        ),
+        ("TMUX", "the caller's tmux server, for the hook's guard"),
+        (
+            "TMUX_TMPDIR",
+            "the directory of the user's tmux socket directory (default /tmp)",
+        ),
+        ("RUST_LOG", "log filter for stderr (overrides -v)"),
+    ],
+    files: &[(
+        "<workspace>/.team/audit.jsonl",
+        "the hash-chained audit log (default location)",
+    )],
+    extra_status: &[(
+        "2",
+        "(hook only) the tool call is denied; the reason is on stderr",
+    )],
+};

@@ -3,24 +3,16 @@
 
 mod cli;
 mod cmd;
-mod error;
 mod logpath;
 mod oracle;
-mod out;
 mod shell;
 
 use std::process::ExitCode;
 
+use team_cli::{error, out};
+
 fn main() -> ExitCode {
-    team_core::childenv::init(std::env::vars_os().map(|(k, _)| k));
-    let code = match cli::parse() {
-        Ok(cli) => {
-            cli::init_tracing(cli.global.verbose);
-            // A no-op unless built with the `failpoints` feature (tests only).
-            team_core::failpoint::configure(std::env::var("TEAM_FAILPOINTS").ok().as_deref());
-            cmd::run(cli).unwrap_or_else(error::report)
-        }
-        Err(code) => code,
-    };
-    ExitCode::from(u8::try_from(code).unwrap_or(70))
+    let cli: cli::Cli = team_cli::parse("team-audit");
+    team_cli::init(&cli.global.common);
+    team_cli::finish(cmd::run(cli))
 }

@@ -1,8 +1,8 @@
 //! The library's one error type and the exit-status classes it falls into.
 //!
 //! Every fallible function in `team-core` returns [`Error`]. The binaries turn an error into an
-//! exit status in one place each (their `error.rs`), through [`Error::class`] and
-//! [`ExitClass::code`], so the exit-code table of DESIGN.md section 9 lives here once.
+//! exit status in one place (`team-cli`'s `error.rs`), through [`Error::class`] and
+//! [`ExitClass::code`], so the exit-code table of docs/design.md section 9 lives here once.
 
 use std::io;
 use std::path::PathBuf;
@@ -10,7 +10,7 @@ use std::path::PathBuf;
 /// Result alias used throughout `team-core`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The exit-status classes shared by every binary (DESIGN.md section 9).
+/// The exit-status classes shared by every binary (docs/design.md section 9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ExitClass {
     /// 0: done, or already so.
@@ -183,6 +183,19 @@ pub enum Error {
     #[error("{0}")]
     CleanupDebt(String),
 
+    /// The worker command's program is not on PATH (checked by `init`).
+    #[error("the worker program {program:?} was not found on PATH (worker command {cmd:?})")]
+    ProgramNotFound { program: String, cmd: String },
+
+    /// The first prompt did not reach every new worker (each one's result is in the message);
+    /// the scale-up was rolled back.
+    #[error("{msg}")]
+    Undelivered {
+        msg: String,
+        /// Every new worker of the call with its delivery result.
+        workers: Vec<DeliveryReport>,
+    },
+
     /// A fail point fired (test builds only).
     #[error("fail point {0} fired")]
     FailPoint(String),
@@ -190,6 +203,16 @@ pub enum Error {
     /// A bug: a condition that should be impossible.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// One worker's delivery result, carried by [`Error::Undelivered`] for machine output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryReport {
+    pub worker: String,
+    /// `delivered`, `undelivered` or `blocked`.
+    pub result: String,
+    pub detail: String,
+    pub last_lines: Vec<String>,
 }
 
 impl Error {
@@ -212,7 +235,8 @@ impl Error {
             | Error::UnsafePath { .. }
             | Error::JournalRefused { .. } => ExitClass::DataErr,
             Error::NoSuchTeam { .. } | Error::NotFound { .. } => ExitClass::NoInput,
-            Error::Refused(_) => ExitClass::Refused,
+            Error::Refused(_) | Error::Undelivered { .. } => ExitClass::Refused,
+            Error::ProgramNotFound { .. } => ExitClass::Usage,
             Error::CleanupDebt(_) => ExitClass::Partial,
             Error::TmuxUnavailable { .. } | Error::SessionMissing { .. } => ExitClass::Unavailable,
             Error::TmuxProtocol(_) | Error::Internal(_) | Error::FailPoint(_) => {
@@ -266,6 +290,13 @@ impl Error {
             Error::NonLocalFs { .. } => {
                 Some("put team state on a local disk with --state-dir / TEAM_STATE_DIR".into())
             }
+            Error::ProgramNotFound { program, .. } => Some(format!(
+                "install {program}, or give its full path in --worker-cmd; nothing was created"
+            )),
+            Error::Undelivered { .. } => Some(
+                "the new workers were removed (nothing is left half-made); do what the message says, then run `team-scale up` again"
+                    .into(),
+            ),
             Error::CleanupDebt(_) => Some(
                 "`team-scale status <team>` shows what remains; `team-scale reconcile <team>` retries it"
                     .into(),

@@ -488,6 +488,13 @@ pub fn open(path: &Path, access: Access) -> Result<Option<Opened>> {
 
 /// Reads a whole file outside any state root (see [`open`]), at most `max` bytes.
 pub fn read(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
+    // A missing directory means a missing file (its parent is the caller's own, followed).
+    if path
+        .parent()
+        .is_some_and(|d| !d.as_os_str().is_empty() && !d.exists())
+    {
+        return Ok(None);
+    }
     match open(path, Access::Read)? {
         Some(o) => read_all(o.file, path, max).map(Some),
         None => Ok(None),

@@ -4,6 +4,7 @@
 //! audit writer. It never prints, never exits, and never reads environment variables: the
 //! binaries read what they need and pass it in.
 
+pub mod agent;
 pub mod audit;
 pub mod childenv;
 pub mod error;

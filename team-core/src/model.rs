@@ -121,6 +121,11 @@ pub struct Settings {
     pub trigger: Option<String>,
     /// Whether `up` and `down` are allowed.
     pub scaling: bool,
+    /// The agent profile of the workers (`codex`, `claude`, `gemini`, `aider`, `shell`,
+    /// `custom`, or one of the user's in `agents.toml`). `None` (teams made before profiles):
+    /// detected from `worker_cmd` at each `up`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// What teardown and the reaper do with a worker's *detached* residue (processes below its
     /// supervisor that left the pane's session) that is provably only the worker's. Shared
     /// ones (listening) are never signalled, whatever this says.

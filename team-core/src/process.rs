@@ -1,4 +1,4 @@
-//! The process layer: proving that a process is ours before signalling it (DESIGN.md section 3,
+//! The process layer: proving that a process is ours before signalling it (docs/design.md section 3,
 //! invariant 4).
 //!
 //! A process is identified by its pid *and* its start time (field 22 of `/proc/<pid>/stat`),

@@ -207,6 +207,9 @@ impl Tree {
                         continue;
                     };
                     if n.is_zombie() {
+                        // Exited, not yet reaped: nothing to signal, but its children (about
+                        // to be reparented to the supervisor) are still the worker's.
+                        next.push(c);
                         continue;
                     }
                     let skip = |reason: String| Skipped {
@@ -233,7 +236,11 @@ impl Tree {
                             continue;
                         }
                         None => {
+                            // Exiting right now, mostly: not signalled, but its children
+                            // (reparented to the supervisor as it goes) are walked, each
+                            // judged on its own.
                             out.skipped.push(skip("its owner could not be read".into()));
+                            next.push(c);
                             continue;
                         }
                     }
@@ -452,6 +459,11 @@ mod tests {
             node(18, 17, 10, "sleep"),
             node(19, 10, 19, "daemon"),
             node(20, 11, 10, "sudo"),
+            Node {
+                state: b'Z',
+                ..node(21, 10, 10, "sh")
+            },
+            node(22, 21, 22, "sleep"),
             node(99, 1, 99, "unrelated"),
         ]);
         let fake = Fake {
@@ -462,7 +474,11 @@ mod tests {
         let b = t.below(t.node(10).unwrap(), "inc-a", &fake);
         let mut pids: Vec<u32> = b.members.iter().map(|m| m.node.id.pid).collect();
         pids.sort();
-        assert_eq!(pids, vec![11, 12, 19]);
+        assert_eq!(
+            pids,
+            vec![11, 12, 19, 22],
+            "a zombie's children are still walked"
+        );
         let m = |p: u32| b.members.iter().find(|m| m.node.id.pid == p).unwrap();
         assert!(
             !m(11).detached && !m(11).shared,

@@ -199,6 +199,10 @@ impl Store {
         let team = self
             .read_team_unlocked()?
             .ok_or_else(|| self.no_such_team())?;
+        // The same refusal of a hostile state dir as `load` (a symlinked lock or events file),
+        // though a reader takes no lock and appends nothing: the user learns of it at once.
+        fsutil::state_open(self.rp(), &self.root.state_lock(&self.team), Access::Read)?;
+        fsutil::state_open(self.rp(), &self.root.events(&self.team), Access::Read)?;
         Ok(Snapshot { team, in_flight })
     }
 

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
-use crate::paths::{StateRoot, TeamName, WorkerName};
+use crate::paths::{TeamName, WorkerName};
 
 /// The process name (`/proc/<pid>/comm`, at most 15 bytes) a supervisor gives itself.
 pub const COMM: &str = "team-supervise";
@@ -130,32 +130,12 @@ impl MainExit {
     }
 }
 
-/// The largest exit record read (it is a few hundred bytes).
-const MAX_EXIT_BYTES: u64 = 4096;
-
-/// Writes the exit record (atomically) for the worker a supervisor runs.
+/// Writes the exit record (atomically) for the worker a supervisor runs (`agent::exit` reads
+/// it).
 pub fn write_exit(args: &SupervisorArgs, exit: &MainExit) -> Result<()> {
     let path = args.exit_file();
     let bytes = serde_json::to_vec(exit).map_err(|e| Error::Internal(e.to_string()))?;
     crate::fsutil::state_write(&args.state_root, &path, &bytes)
-}
-
-/// The exit record of `worker`'s incarnation `incarnation`, when its main process has exited.
-/// A record of another incarnation, or one that does not parse, is `None` (it says nothing
-/// about this one).
-pub fn read_exit(
-    root: &StateRoot,
-    team: &TeamName,
-    worker: &WorkerName,
-    incarnation: Uuid,
-) -> Result<Option<MainExit>> {
-    let path = exit_file_in(root.path(), team, worker);
-    let Some(bytes) = crate::fsutil::state_read(root.path(), &path, MAX_EXIT_BYTES)? else {
-        return Ok(None);
-    };
-    Ok(serde_json::from_slice::<MainExit>(&bytes)
-        .ok()
-        .filter(|e| e.incarnation == incarnation))
 }
 
 #[cfg(test)]

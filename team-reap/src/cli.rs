@@ -10,14 +10,20 @@ const AFTER_HELP: &str = concat!(
     "audit record; debt is left for `team-scale reconcile`; untagged panes are never touched.\n",
     "\n",
     "Examples:\n",
-    "  team-reap                                  # scan every server, kill the orphans\n",
+    "  team-reap run                              # scan every server, kill the orphans\n",
     "  team-reap scan --json                      # list candidates and verdicts\n",
     "  team-reap scan --json | team-reap kill --from -\n",
     "  team-reap --check                          # exit 1 if anything is reapable\n",
-    "  */10 * * * * team-reap -q                  # crontab: silent when there is nothing to do\n",
+    "  */10 * * * * /usr/local/bin/team-reap run -q   # crontab: silent when nothing is to do\n",
+    "\n",
+    "-v also repeats warnings given once before (a dead socket is reported once per file).\n",
+    "\n",
+    "With no subcommand but some option (team-reap -q, team-reap --dry-run), team-reap runs\n",
+    "as `run`; with no arguments at all it prints its usage and exits 64.\n",
     "\n",
     "Exit status of team-reap: 0 nothing reapable remains; 1 --check found work; 3 something\n",
-    "reapable is left (debt, a failed kill); 75 another reaper runs.\n",
+    "reapable is left (debt, a failed kill); 69 tmux is missing, or no server answers on any\n",
+    "socket found (even with -q); 75 another reaper runs (its holder is named on stderr).\n",
     "\n"
 );
 
@@ -48,22 +54,28 @@ pub struct Global {
     /// Change nothing; exit 1 if anything is reapable, 0 if not.
     #[arg(long, global = true)]
     pub check: bool,
-    /// JSON lines on stdout (one per pane, session, process; then a summary).
-    #[arg(long, global = true)]
-    pub json: bool,
-    /// No human lines and no warnings (errors still go to stderr).
-    #[arg(short, long, global = true)]
-    pub quiet: bool,
     /// Also show owned and untagged panes and owned processes.
-    #[arg(short, long, global = true)]
-    pub verbose: bool,
+    #[arg(long, global = true)]
+    pub all: bool,
+    #[command(flatten)]
+    pub common: team_cli::CommonFlags,
+    /// The reaper's lock file (default: /tmp/tmux-<uid>/team-reap.lock, whatever the
+    /// environment). For tests that run reapers side by side.
+    #[arg(long, global = true, hide = true, value_name = "PATH")]
+    pub lock_file: Option<PathBuf>,
     /// The state root of every team (relative: inside each team's workspace). Teams made
     /// with --state-dir are found only when the reaper is given the same.
     #[arg(long, global = true, env = "TEAM_STATE_DIR", value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// Audit log for kills of panes whose team state is gone (default: the workspace's
     /// .team/audit.jsonl while the workspace exists; otherwise such panes are not killed).
-    #[arg(long, global = true, env = "TEAM_AUDIT_LOG", value_name = "PATH")]
+    #[arg(
+        long,
+        alias = "log",
+        global = true,
+        env = "TEAM_AUDIT_LOG",
+        value_name = "PATH"
+    )]
     pub audit_log: Option<PathBuf>,
     /// How long an orphan process gets between SIGTERM and SIGKILL.
     #[arg(long, global = true, default_value = "5s", value_parser = humantime::parse_duration, value_name = "DUR")]
@@ -79,6 +91,8 @@ pub struct Global {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Scan every server, then kill the orphans (the default with options but no subcommand).
+    Run,
     /// List candidates and verdicts only.
     Scan,
     /// Kill the candidates named in FILE (or stdin: `-`), the JSON lines `scan --json` prints.
@@ -96,10 +110,35 @@ pub struct KillArgs {
     pub from: String,
 }
 
-/// What `generate` prints.
-#[derive(Debug, clap::Args)]
-pub struct GenerateArgs {
-    /// `man`, or a shell: bash, zsh, fish, elvish, powershell.
-    #[arg(value_parser = ["man", "bash", "zsh", "fish", "elvish", "powershell"])]
-    pub what: String,
-}
+pub use team_cli::generate::GenerateArgs;
+
+/// The man pages' ENVIRONMENT, FILES and extra EXIT STATUS sections.
+pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
+    environment: &[
+        (
+            "TMUX_TMPDIR",
+            "where the user's tmux socket directory tmux-<uid>/ is scanned (default /tmp)",
+        ),
+        (
+            "TEAM_STATE_DIR",
+            "the state root of every team (as --state-dir)",
+        ),
+        ("TEAM_AUDIT_LOG", "the audit log (as --audit-log)"),
+        ("RUST_LOG", "log filter for stderr (overrides -v)"),
+    ],
+    files: &[
+        (
+            "/tmp/tmux-<uid>/team-reap.lock",
+            "the per-user reaper lock (not moved by the environment)",
+        ),
+        (
+            "/tmp/tmux-<uid>/team-reap.dead-sockets.json",
+            "dead sockets already warned about",
+        ),
+        (
+            "<workspace>/.team/audit.jsonl",
+            "the audit log of each team",
+        ),
+    ],
+    extra_status: &[],
+};

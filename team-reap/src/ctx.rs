@@ -1,9 +1,10 @@
 //! What the run knows about its surroundings, read once from the environment.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use team_core::paths::tmux_socket_dir;
 use team_core::reap::Config;
+use team_core::{Error, Result};
 
 use crate::cli::Global;
 
@@ -11,43 +12,49 @@ use crate::cli::Global;
 #[derive(Debug)]
 pub struct Ctx {
     pub cfg: Config,
-    /// `$XDG_RUNTIME_DIR`, when set.
-    pub runtime_dir: Option<PathBuf>,
+    /// The per-user reaper lock.
+    pub lock: PathBuf,
 }
 
 impl Ctx {
-    pub fn from_env(g: &Global) -> Ctx {
-        let tmpdir = std::env::var_os("TMUX_TMPDIR")
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/tmp"));
-        Ctx {
+    /// Reads the environment. tmux missing from `PATH` is [`Error::TmuxUnavailable`]
+    /// (exit 69): a reaper that cannot see any server must not look like one that found
+    /// nothing.
+    pub fn from_env(g: &Global) -> Result<Ctx> {
+        let socket_dir = team_cli::env::socket_dir();
+        let tmux_bin = team_cli::env::which_tmux().ok_or_else(|| Error::TmuxUnavailable {
+            endpoint: socket_dir.clone(),
+            msg: "tmux is not installed (not found on PATH)".into(),
+        })?;
+        Ok(Ctx {
             cfg: Config {
-                tmux_bin: which::which("tmux").unwrap_or_else(|_| PathBuf::from("tmux")),
-                socket_dir: tmux_socket_dir(&tmpdir),
+                tmux_bin,
+                socket_dir,
                 sockets: g.sockets.clone(),
                 state_dir: g.state_dir.clone(),
                 audit_log: g.audit_log.clone(),
                 argv: std::env::args().collect(),
             },
-            runtime_dir: std::env::var_os("XDG_RUNTIME_DIR")
-                .filter(|s| !s.is_empty())
-                .map(PathBuf::from),
-        }
+            lock: g.lock_file.clone().unwrap_or_else(default_lock_path),
+        })
     }
 
-    /// The per-user reaper lock: in `$XDG_RUNTIME_DIR`, else the tmux socket directory.
-    pub fn lock_path(&self) -> PathBuf {
-        self.runtime_dir
-            .clone()
-            .unwrap_or_else(|| self.cfg.socket_dir.clone())
-            .join("team-reap.lock")
+    /// The per-user reaper lock.
+    pub fn lock_path(&self) -> &Path {
+        &self.lock
     }
 
     /// Where the dead sockets already warned about are remembered, beside the lock, so a
     /// stale socket file is reported once and cron stays silent after that.
     pub fn dead_sockets_path(&self) -> PathBuf {
-        self.lock_path()
-            .with_file_name("team-reap.dead-sockets.json")
+        self.lock.with_file_name("team-reap.dead-sockets.json")
     }
+}
+
+/// `/tmp/tmux-<uid>/team-reap.lock`: computed from the uid only, so runs with different
+/// `TMUX_TMPDIR` or `XDG_RUNTIME_DIR` (cron, systemd, a login shell) share one lock. The
+/// directory is tmux's own default socket directory; it is made private (0700, ours) if
+/// missing and refused if it is not (`fsutil::create_private_dir`).
+pub fn default_lock_path() -> PathBuf {
+    tmux_socket_dir(Path::new("/tmp")).join("team-reap.lock")
 }

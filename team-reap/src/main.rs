@@ -3,19 +3,13 @@
 mod cli;
 mod cmd;
 mod ctx;
-mod error;
-mod out;
 
-use clap::Parser;
+use std::process::ExitCode;
 
-fn main() {
-    team_core::childenv::init(std::env::vars_os().map(|(k, _)| k));
-    let cli = cli::Cli::parse();
-    error::init_tracing();
-    team_core::failpoint::configure(std::env::var("TEAM_FAILPOINTS").ok().as_deref());
-    let code = match cmd::run(cli) {
-        Ok(code) => code,
-        Err(e) => error::report(&e),
-    };
-    std::process::exit(code);
+use team_cli::{error, out};
+
+fn main() -> ExitCode {
+    let cli: cli::Cli = team_cli::parse("team-reap");
+    team_cli::init(&cli.global.common);
+    team_cli::finish(cmd::run(cli))
 }

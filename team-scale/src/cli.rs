@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand};
 
 const AFTER_HELP: &str = concat!(
     "Examples:\n",
-    "  team-scale init demo --private --max-workers 4 --worker-cmd 'codex'\n",
+    "  team-scale init demo --private --max-workers 4 --worker-cmd codex   # agent profile detected\n",
     "  team-scale status demo --json\n",
     "  echo '[{\"subject\":\"write tests\",\"owner\":\"new:1\"}]' | team-scale up demo 2 --tasks -\n",
     "  team-scale policy demo --scaling off\n",
@@ -44,15 +44,11 @@ pub struct Global {
     /// How long to wait for a busy lock before giving up with exit 75.
     #[arg(long, global = true, default_value = "30s", value_parser = humantime::parse_duration, value_name = "DUR")]
     pub wait: std::time::Duration,
-    /// Print JSON lines on stdout instead of human lines.
-    #[arg(long, global = true)]
-    pub json: bool,
     /// The audit log (default: <state dir>/audit.jsonl).
     #[arg(long, global = true, env = "TEAM_AUDIT_LOG", value_name = "FILE")]
     pub audit_log: Option<PathBuf>,
-    /// More log output on stderr (-v, -vv); RUST_LOG overrides.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    pub verbose: u8,
+    #[command(flatten)]
+    pub common: team_cli::CommonFlags,
 }
 
 #[derive(Debug, Subcommand)]
@@ -170,19 +166,24 @@ pub struct InitArgs {
     /// The most workers the team may have.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub max_workers: u32,
-    /// The command each worker runs (through `sh -c`).
+    /// The command each worker runs (through `sh -c`). Its program must be on PATH.
     #[arg(long, default_value = "exec \"${SHELL:-/bin/sh}\"")]
     pub worker_cmd: String,
+    /// The agent profile of the workers: codex, claude, gemini, aider, shell, custom, or one
+    /// defined in <state dir>/agents.toml (default: detected from --worker-cmd's program).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
     /// The leader pane's command, for a private session (default: $SHELL).
     #[arg(long)]
     pub leader_cmd: Option<String>,
     /// Git worktrees for workers: off, detached, or branch:<prefix>.
     #[arg(long, default_value = "off")]
     pub worktree: String,
-    /// Text whose appearance in a new worker's pane means it is ready.
+    /// Text that must also show in a new worker's pane before it counts as ready.
     #[arg(long)]
     pub ready_pattern: Option<String>,
-    /// Text typed into a new worker once it is ready ({inbox} and {worker} are replaced).
+    /// The first prompt of a new worker ({inbox} and {worker} are replaced): a launch argument,
+    /// printed before a shell starts, or typed with proof, as its agent profile says.
     #[arg(long)]
     pub trigger: Option<String>,
     /// A pane no command may ever kill or type into (a HUD); repeatable.
@@ -217,7 +218,8 @@ pub struct UpArgs {
     /// `blocked_by` lists task ids or `new:<k>` (the k-th task of this input).
     #[arg(long, value_name = "FILE|-")]
     pub tasks: Option<PathBuf>,
-    /// How long to wait for each new worker to be ready (0 disables the wait).
+    /// How long to wait for the new workers to be ready for their first prompt (0 skips
+    /// readiness and delivery).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DUR")]
     pub ready_timeout: std::time::Duration,
 }
@@ -236,13 +238,53 @@ pub struct PolicyArgs {
     pub residue: Option<String>,
 }
 
-/// What `generate` prints.
-#[derive(Debug, clap::Args)]
-pub struct GenerateArgs {
-    /// `man`, or a shell: bash, zsh, fish, elvish, powershell.
-    #[arg(value_parser = ["man", "bash", "zsh", "fish", "elvish", "powershell"])]
-    pub what: String,
-}
+pub use team_cli::generate::GenerateArgs;
+
+/// The man pages' ENVIRONMENT, FILES and extra EXIT STATUS sections.
+pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
+    environment: &[
+        ("TEAM_STATE_DIR", "where team state lives (as --state-dir)"),
+        ("TEAM_AUDIT_LOG", "the audit log (as --audit-log)"),
+        (
+            "TEAM_SCALING",
+            "0, off, false or no: refuse up and down (the operator's kill switch)",
+        ),
+        (
+            "TEAM_NAME, TEAM_WORKER, TEAM_INCARNATION",
+            "who reports, for worker-status and task (set in every worker pane)",
+        ),
+        (
+            "TMUX, TMUX_PANE",
+            "the caller's tmux pane, adopted as leader by init",
+        ),
+        (
+            "TMUX_TMPDIR",
+            "the directory of the user's tmux socket directory (default /tmp)",
+        ),
+        (
+            "TEAM_TMUX_CONFIG",
+            "the -f file of servers the tools start (default: tmux's own)",
+        ),
+        ("SHELL", "the default leader and worker command"),
+        ("RUST_LOG", "log filter for stderr (overrides -v)"),
+    ],
+    files: &[
+        (
+            "<workspace>/.team/teams/<team>/team.json",
+            "the one canonical record of a team",
+        ),
+        ("<workspace>/.team/locks/", "lock files (never deleted)"),
+        (
+            "<workspace>/.team/audit.jsonl",
+            "the hash-chained audit log",
+        ),
+        (
+            "$TMUX_TMPDIR/tmux-<uid>/team-<hash>",
+            "the private tmux socket of a workspace",
+        ),
+    ],
+    extra_status: &[],
+};
 
 /// Who reports: a worker, named by flags or by the environment of its pane.
 #[derive(Debug, Args)]

@@ -44,15 +44,8 @@ impl Ctx {
             .canonicalize()
             .map_err(|e| Error::io("resolve workspace", &ws, e))?;
         let root = StateRoot::resolve(&workspace, g.state_dir.as_deref())?;
-        let tmux_bin = which::which("tmux").unwrap_or_else(|_| PathBuf::from("tmux"));
-        let tmux_env = match (std::env::var("TMUX"), std::env::var("TMUX_PANE")) {
-            (Ok(t), Ok(p)) if !t.is_empty() && !p.is_empty() => t
-                .split(',')
-                .next()
-                .filter(|s| s.starts_with('/'))
-                .map(|s| (PathBuf::from(s), p)),
-            _ => None,
-        };
+        let tmux_bin = team_cli::env::tmux_bin();
+        let tmux_env = team_cli::env::ambient_pane();
         let audit_log = g.audit_log.clone().unwrap_or_else(|| root.audit_log());
         let scaling_env_off = std::env::var("TEAM_SCALING").is_ok_and(|v| {
             matches!(
@@ -66,14 +59,11 @@ impl Ctx {
             workspace,
             root,
             wait: g.wait,
-            json: g.json,
+            json: g.common.json,
             tmux_bin,
             tmux_config: std::env::var_os("TEAM_TMUX_CONFIG").map(PathBuf::from),
             tmux_env,
-            tmux_tmpdir: std::env::var_os("TMUX_TMPDIR")
-                .filter(|s| !s.is_empty())
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("/tmp")),
+            tmux_tmpdir: team_cli::env::tmux_tmpdir(),
             shell: std::env::var("SHELL")
                 .ok()
                 .filter(|s| !s.is_empty())

@@ -474,7 +474,16 @@ fn the_reaper_ends_the_residue_of_a_worker_that_is_no_longer_a_member() {
     let rec = lines
         .iter()
         .find(|r| r["type"] == "process" && r["pid"] == residue)
-        .unwrap_or_else(|| panic!("{lines:?}"));
+        .unwrap_or_else(|| {
+            let stat =
+                |p: u32| std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            panic!(
+                "{lines:?}\nstderr: {}\nsupervisor: {}\nresidue: {}",
+                String::from_utf8_lossy(&o.stderr),
+                stat(w2),
+                stat(residue)
+            )
+        });
     assert_eq!(
         (
             rec["verdict"].as_str(),

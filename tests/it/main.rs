@@ -1,6 +1,16 @@
 //! Integration tests: the real binaries against real tmux servers that the tests start.
 
+mod agents;
 mod ancestry;
+mod audit_common;
+mod audit_concurrent;
+mod audit_hook;
+mod audit_pass;
+mod audit_record_verify;
+mod audit_vocabulary;
+mod conformance;
+mod core_kill;
+mod core_process;
 mod durable_dirs;
 mod hook_guard;
 mod init_status;
@@ -9,10 +19,16 @@ mod progress;
 mod proofs;
 mod quoting;
 mod readers;
+mod reap;
+mod reap_contract;
 mod reap_crash;
 mod scale_big;
+mod scale_down;
+mod scale_gaps;
+mod scale_up;
 mod symlinks;
 mod tasks;
+mod tidy;
 mod tmux_timeout;
 mod unverifiable;
 mod worktree_keep;

@@ -114,7 +114,7 @@ fn readers_racing_writers_always_see_a_whole_state() {
             c.args(["policy", "demo", "--scaling", on]);
             c
         };
-        let mut cmds = vec![cmd("off"), cmd("on")];
+        let mut cmds = [cmd("off"), cmd("on")];
         std::thread::spawn(move || {
             let mut n = 0u32;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {

@@ -19,6 +19,40 @@ fn tagged_panes(sock: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// Runs `team-reap args` once no pane of this sandbox's team is `busy`: every integration test
+/// runs in one binary, and a reaper of another test (or of another run on this machine) that
+/// finds this team's processes holds the team's scale lock for a moment, which makes this
+/// reaper skip the team for its run (`busy`, as designed). Waits at most 20 s.
+fn reap(sb: &Sandbox, args: &[&str]) -> std::process::Output {
+    let ws = sb.ws.display().to_string();
+    let sock = sb.private_sock().display().to_string();
+    for _ in 0..80 {
+        let probe = sb.run(
+            "team-reap",
+            &[
+                "scan",
+                "--json",
+                "--no-processes",
+                "--socket",
+                &sock,
+                "--only-under",
+                &ws,
+            ],
+        );
+        let busy = json_lines(&probe.stdout)
+            .iter()
+            .any(|l| l["verdict"] == "busy");
+        if !busy {
+            let o = sb.run("team-reap", args);
+            if !String::from_utf8_lossy(&o.stdout).contains("\"verdict\":\"busy\"") {
+                return o;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    panic!("the team stayed busy for 20 s");
+}
+
 #[test]
 fn a_crashed_scale_up_leaves_nothing_the_reaper_cannot_settle() {
     let sb = Sandbox::new();
@@ -48,9 +82,17 @@ fn a_crashed_scale_up_leaves_nothing_the_reaper_cannot_settle() {
     let st = json_lines(&sb.run("team-scale", &["status", "demo", "--json"]).stdout);
     assert_eq!(st.last().unwrap()["pending"], 1);
 
-    let o = sb.run(
-        "team-reap",
-        &["--json", "--socket", &sock.display().to_string()],
+    // Only this sandbox's teams are acted on and counted: since every integration test runs in
+    // one binary, residue processes of other tests' teams run beside this one.
+    let o = reap(
+        &sb,
+        &[
+            "--json",
+            "--socket",
+            &sock.display().to_string(),
+            "--only-under",
+            &sb.ws.display().to_string(),
+        ],
     );
     assert_code(&o, 0);
     let lines = json_lines(&o.stdout);
@@ -79,8 +121,8 @@ fn a_crashed_scale_up_leaves_nothing_the_reaper_cannot_settle() {
     );
     // Nothing left to do: silent, exit 0 (processes of other runs on this machine are not
     // this test's business).
-    let o = sb.run(
-        "team-reap",
+    let o = reap(
+        &sb,
         &["--no-processes", "--socket", &sock.display().to_string()],
     );
     assert_code(&o, 0);
@@ -103,13 +145,13 @@ fn with_an_unwritable_audit_log_team_reap_kills_nothing() {
     let log = sb.ws.join(".team/audit.jsonl");
     let _ = std::fs::remove_file(&log);
     std::fs::create_dir(&log).unwrap();
-    let o = sb.run(
-        "team-reap",
+    let o = reap(
+        &sb,
         &[
-            "--only-under",
-            &sb.dir.path().display().to_string(),
             "--socket",
             &sock.display().to_string(),
+            "--only-under",
+            &sb.ws.display().to_string(),
         ],
     );
     assert_ne!(o.status.code(), Some(0), "{o:?}");
@@ -121,13 +163,13 @@ fn with_an_unwritable_audit_log_team_reap_kills_nothing() {
     );
     // With a writable log it reaps them, each kill with its intent and outcome.
     std::fs::remove_dir(&log).unwrap();
-    let o = sb.run(
-        "team-reap",
+    let o = reap(
+        &sb,
         &[
-            "--only-under",
-            &sb.dir.path().display().to_string(),
             "--socket",
             &sock.display().to_string(),
+            "--only-under",
+            &sb.ws.display().to_string(),
         ],
     );
     assert_code(&o, 0);

@@ -6,7 +6,7 @@ use tests::{Sandbox, assert_code, json_lines};
 fn incarnation(sb: &Sandbox, worker: &str) -> String {
     let st = json_lines(&sb.run("team-scale", &["status", "demo", "--json"]).stdout);
     st.iter()
-        .find(|l| l["type"] == "worker" && l["name"] == worker)
+        .find(|l| l["type"] == "worker" && l["worker"] == worker)
         .and_then(|l| l["incarnation"].as_str())
         .unwrap()
         .to_string()

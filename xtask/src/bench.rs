@@ -184,7 +184,7 @@ fn pass_lines(n: usize, tag: &str) -> Vec<u8> {
 fn run_pass(b: &Bench, log: &Path, input: Vec<u8>) -> anyhow::Result<std::process::Child> {
     let mut c = b
         .tool("team-audit")
-        .args(["--log"])
+        .args(["--audit-log"])
         .arg(log)
         .arg("pass")
         .stdin(Stdio::piped())
@@ -209,7 +209,7 @@ fn audit(b: &mut Bench) -> anyhow::Result<()> {
     for i in 0..n {
         let o = b
             .tool("team-audit")
-            .arg("--log")
+            .arg("--audit-log")
             .arg(&log)
             .args([
                 "record",
@@ -278,7 +278,7 @@ fn audit(b: &mut Bench) -> anyhow::Result<()> {
     );
     let v = b
         .tool("team-audit")
-        .arg("--log")
+        .arg("--audit-log")
         .arg(&log)
         .arg("verify")
         .stdout(Stdio::null())
@@ -305,6 +305,9 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let result = (|| -> anyhow::Result<()> {
         if only("scale") {
             scale(&mut b)?;
+        }
+        if only("deliver") {
+            delivery(&mut b, root)?;
         }
         if only("audit") {
             audit(&mut b)?;
@@ -745,6 +748,20 @@ fn scale(b: &mut Bench) -> anyhow::Result<()> {
                 b,
                 &["up", "bench", &(n + 1).to_string(), "--ready-timeout", "0"],
             )?;
+            // A worker that never reported is busy for `down`: they report idle, as agents do.
+            for i in 1..=n + 1 {
+                t.run(
+                    b,
+                    &[
+                        "worker-status",
+                        "bench",
+                        "--worker",
+                        &format!("worker-{i}"),
+                        "--state",
+                        "idle",
+                    ],
+                )?;
+            }
             let s = t.server();
             let (_, panes) = bare_splits(&s, "floor", n)?;
             let mut args: Vec<String> = Vec::new();
@@ -794,6 +811,92 @@ fn scale(b: &mut Bench) -> anyhow::Result<()> {
             Some(("<= 3".into(), per <= 3.0)),
         );
     }
+    Ok(())
+}
+
+/// The fake agent of the tests, as a user profile.
+const FAKE_PROFILE: &str = r#"
+[agents.fake]
+programs = ["fake-agent"]
+ready_cursor = ["fake> "]
+ready_screen = ["Type a task"]
+stable_ms = 500
+settle_ms = 200
+verify_ms = 800
+busy = ["Working on:"]
+"#;
+
+/// `up 1` and `up 8` to delivered with the fake agent (prompt after 300 ms, Enter needed on its
+/// own): delivery runs for all workers at once, so `up 8` should cost about what `up 1` does.
+pub fn delivery(b: &mut Bench, root: &Path) -> anyhow::Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    duct::cmd(
+        &cargo,
+        ["build", "--quiet", "-p", "tests", "--bin", "fake-agent"],
+    )
+    .dir(root)
+    .run()?;
+    let fake = root.join("target/debug/fake-agent");
+    let mut res = Vec::new();
+    for (n, runs) in [(1usize, 3usize), (8, 3)] {
+        let mut ups = Vec::new();
+        for r in 0..runs {
+            let base = b.dir.join(format!("deliver{n}-{r}"));
+            let (ws, tt) = (base.join("ws"), base.join("tt"));
+            std::fs::create_dir_all(ws.join(".team"))?;
+            std::fs::create_dir_all(&tt)?;
+            std::fs::write(ws.join(".team/agents.toml"), FAKE_PROFILE)?;
+            let t = Team {
+                ws: ws.canonicalize()?,
+                tt,
+                sock: PathBuf::new(),
+            };
+            let cmd = format!("exec {} --late 300 --separate-enter", fake.display());
+            t.run(
+                b,
+                &[
+                    "init",
+                    "bench",
+                    "--private",
+                    "--max-workers",
+                    "16",
+                    "--size",
+                    "250x80",
+                    "--worker-cmd",
+                    &cmd,
+                ],
+            )?;
+            let t0 = Instant::now();
+            let lines = t.run(b, &["up", "bench", &n.to_string(), "--json"])?;
+            ups.push(t0.elapsed().as_secs_f64() * 1000.0);
+            let delivered = lines
+                .iter()
+                .filter(|l| l["delivery"] == "delivered")
+                .count();
+            if delivered != n {
+                bail!("up {n}: {delivered} delivered: {lines:?}");
+            }
+            crate::util::kill_servers(&t.tt);
+        }
+        res.push(median(ups));
+    }
+    let (one, eight) = (res[0], res[1]);
+    b.figure(
+        "scale: up 1 to delivered (fake agent)",
+        one,
+        "ms",
+        "none",
+        one,
+        None,
+    );
+    b.figure(
+        "scale: up 8 to delivered (fake agent)",
+        eight,
+        "ms",
+        "up 1 to delivered ms",
+        one,
+        Some(("<= up 1 + 1000 ms".into(), eight <= one + 1000.0)),
+    );
     Ok(())
 }
 

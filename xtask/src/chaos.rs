@@ -713,12 +713,12 @@ fn settle_and_check(
         if l["lifecycle"] != "active" || l["liveness"] != "live" {
             problems.push(format!(
                 "worker {} is {} / {}",
-                l["name"], l["lifecycle"], l["liveness"]
+                l["worker"], l["lifecycle"], l["liveness"]
             ));
         }
         members.insert(
             l["incarnation"].as_str().unwrap_or("").to_string(),
-            l["name"].as_str().unwrap_or("").to_string(),
+            l["worker"].as_str().unwrap_or("").to_string(),
         );
     }
     println!("check: {} members, all live and active", members.len());

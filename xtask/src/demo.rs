@@ -140,6 +140,18 @@ fn script(d: &Demo) -> anyhow::Result<()> {
         ],
         0,
     )?;
+    d.step(
+        "team-scale",
+        &[
+            "worker-status",
+            "demo",
+            "--worker",
+            "worker-2",
+            "--state",
+            "idle",
+        ],
+        0,
+    )?;
 
     println!(
         "\n# Scale down by one: the idle worker with the highest index goes, its tasks return to pending:"
@@ -184,7 +196,7 @@ fn script(d: &Demo) -> anyhow::Result<()> {
         "\n# team-reap proves each pane is ours and abandoned, then kills it (cron-safe, silent when idle):"
     );
     d.step("team-reap", &["scan"], 0)?;
-    d.step("team-reap", &[], 0)?;
+    d.step("team-reap", &["run"], 0)?;
     d.step("team-reap", &["--check"], 0)?;
 
     println!("\n# Shut the team down: workers, then the leader and session the tools created:");

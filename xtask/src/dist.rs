@@ -1,4 +1,5 @@
-//! `cargo xtask dist`: release binaries, man pages and shell completions in `target/dist/`.
+//! `cargo xtask dist`: release binaries, man pages (one per subcommand), shell completions
+//! and the licence texts in `target/dist/`.
 
 use std::path::Path;
 
@@ -36,7 +37,17 @@ pub fn run(root: &Path) -> anyhow::Result<()> {
             }
             Ok(o.stdout)
         };
-        std::fs::write(dist.join(format!("man/man1/{b}.1")), render("man")?)?;
+        let man = dist.join("man/man1");
+        let o = crate::util::tool(&bin, b, None)
+            .args(["generate", "man", "--out-dir"])
+            .arg(&man)
+            .output()?;
+        if !o.status.success() || !man.join(format!("{b}.1")).exists() {
+            bail!(
+                "{b} generate man failed: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
         std::fs::write(dist.join(format!("completions/bash/{b}")), render("bash")?)?;
         std::fs::write(dist.join(format!("completions/zsh/_{b}")), render("zsh")?)?;
         std::fs::write(
@@ -44,8 +55,11 @@ pub fn run(root: &Path) -> anyhow::Result<()> {
             render("fish")?,
         )?;
     }
+    for f in ["LICENSE-MIT", "LICENSE-APACHE", "README.md"] {
+        std::fs::copy(root.join(f), dist.join(f)).with_context(|| format!("copy {f}"))?;
+    }
     println!(
-        "target/dist: bin/, man/man1/, completions/{{bash,zsh,fish}}/ for {}",
+        "target/dist: bin/, man/man1/ (a page per subcommand), completions/{{bash,zsh,fish}}/, licences for {}",
         BINS.join(", ")
     );
     Ok(())

@@ -5,7 +5,9 @@
 //! - `bench`: benchmarks against the physical floor, written to `target/bench/`.
 //! - `chaos`: random operations under SIGKILL, then every invariant checked.
 //! - `dist`: binaries, man pages and completions in `target/dist/`.
+//! - `agents`: the agent profiles against the real agent CLIs (installed into a cache dir).
 
+mod agents;
 mod bench;
 mod chaos;
 mod ci;
@@ -25,6 +27,7 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench::run(&root, &args[1..]),
         Some("chaos") => chaos::run(&root, &args[1..]),
         Some("dist") => dist::run(&root),
+        Some("agents") => agents::run(&root, &args[1..]),
         Some("-h" | "--help") | None => {
             println!("{HELP}");
             Ok(())
@@ -43,7 +46,10 @@ Tasks:
           (--seconds S, --seed N)
   dist    release binaries, man pages and shell completions in target/dist/
   bench   every benchmark next to its floor; writes target/bench/report.{json,md}
-          (optionally only some groups: scale, audit, reap)";
+          (optionally only some groups: scale, deliver, audit, reap)
+  agents  install the real agent CLIs into ~/.cache/team-agents and run each profile against
+          them with a throwaway HOME; writes target/agents/report.md (optionally only some:
+          codex, claude, gemini, aider)";
 
 /// The workspace root (the parent of this crate's manifest dir).
 pub fn project_root() -> PathBuf {

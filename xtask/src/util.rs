@@ -4,36 +4,45 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Builds the three binaries and returns the directory they are in. `failpoints` builds into
-/// `target/it` with fail points compiled in: the same build the test harness uses, so the demo
-/// and the tests share it.
+/// Builds the three binaries and returns the directory they are in. `failpoints` makes the
+/// build the test harness makes (`tests::BUILD_ARGS`: every feature, fail points included, in
+/// the normal target directory), so the demo, chaos and the tests share one build and no
+/// dependency is compiled twice.
 pub fn build_bins(root: &Path, release: bool, failpoints: bool) -> anyhow::Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut args: Vec<String> = [
-        "build",
-        "--quiet",
-        "--bins",
-        "-p",
-        "team-scale",
-        "-p",
-        "team-reap",
-        "-p",
-        "team-audit",
-    ]
-    .map(String::from)
-    .to_vec();
-    let mut target = root.join("target");
+    let mut args: Vec<String> = if failpoints {
+        [
+            "build",
+            "--quiet",
+            "--workspace",
+            "--all-features",
+            "--bin",
+            "team-scale",
+            "--bin",
+            "team-reap",
+            "--bin",
+            "team-audit",
+        ]
+        .map(String::from)
+        .to_vec()
+    } else {
+        [
+            "build",
+            "--quiet",
+            "--bins",
+            "-p",
+            "team-scale",
+            "-p",
+            "team-reap",
+            "-p",
+            "team-audit",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let target = root.join("target");
     if release {
         args.push("--release".into());
-    }
-    if failpoints {
-        target = target.join("it");
-        args.extend([
-            "--features".into(),
-            "team-core/failpoints".into(),
-            "--target-dir".into(),
-        ]);
-        args.push(target.display().to_string());
     }
     eprintln!("xtask: building the binaries");
     duct::cmd(&cargo, &args).dir(root).run()?;

@@ -547,6 +547,7 @@ fn post(
             let entry = Entry {
                 caller: r.caller.clone(),
                 action: r.action.clone(),
+                op: r.op.clone(),
                 argv: r.argv.clone(),
                 endpoint: r.endpoint.clone(),
                 targets: r.targets.clone(),

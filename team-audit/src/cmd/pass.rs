@@ -1,5 +1,6 @@
-//! `team-audit pass`: a pipeline filter. Each JSON line of stdin is recorded as an intent and
-//! only then written, byte for byte, to stdout.
+//! `team-audit pass`: a pipeline filter. Each JSON line of stdin that asks for an action is
+//! recorded as an intent, and every line is only then written, byte for byte, to stdout
+//! (reports such as owned panes and summaries pass through unrecorded; see `entry_for`).
 //!
 //! Group commit: a reader thread hands lines over as they arrive; a batch is whatever has
 //! arrived by the time the previous batch is durable (no line waits for more input), recorded
@@ -62,27 +63,51 @@ fn reader(tx: mpsc::SyncSender<Msg>) {
     }
 }
 
-fn entry_for(caller: &str, v: Value) -> Entry {
+/// The record for a line that asks for an action, or `None` for one that does not: a
+/// `summary`, `server`, `session` or `error` line, or a reaper candidate whose verdict is not
+/// `orphan` or `debt` (owned, busy, unverifiable panes are only reported, never acted on).
+/// A reaper's pane line is the tmux verb `kill-pane`; a process line is `signal`.
+fn entry_for(caller: &str, v: Value) -> Option<Entry> {
     let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-    Entry {
+    let ty = s("type");
+    if matches!(
+        ty.as_deref(),
+        Some("summary" | "server" | "session" | "error")
+    ) {
+        return None;
+    }
+    if let Some(verdict) = s("verdict")
+        && !matches!(verdict.as_str(), "orphan" | "debt")
+    {
+        return None;
+    }
+    let verb = match ty.as_deref() {
+        Some("pane") => Some("kill-pane".to_string()),
+        Some("process") => Some("signal".to_string()),
+        _ => None,
+    };
+    Some(Entry {
         caller: caller.to_string(),
         action: s("action")
-            .or_else(|| s("type"))
+            .filter(|_| verb.is_none())
+            .or(verb)
+            .or_else(|| ty.clone())
             .unwrap_or_else(|| "pipeline".into()),
         endpoint: s("endpoint").or_else(|| s("socket")),
         team: s("team"),
         generation: v.get("generation").and_then(Value::as_u64),
         targets: vec![v],
         ..Entry::default()
-    }
+    })
 }
 
 pub fn run(g: &Global, a: PassArgs) -> Result<i32, AppError> {
     let log = AuditLog::new(logpath::resolve(g, None, true)?);
     let (tx, rx) = mpsc::sync_channel::<Msg>(MAX_BATCH);
     std::thread::spawn(move || reader(tx));
-    let mut out = Out::new();
+    let mut out = Out::new(g.common.json);
     let mut line_no = 0u64;
+    let mut recorded = 0u64;
     let mut stop: Option<AppError> = None;
     while stop.is_none() {
         let Ok(first) = rx.recv() else { break };
@@ -118,7 +143,10 @@ pub fn run(g: &Global, a: PassArgs) -> Result<i32, AppError> {
             }
             match serde_json::from_slice::<Value>(body) {
                 Ok(v) => {
-                    items.push((Stage::Intent, None, entry_for(&a.caller, v)));
+                    if let Some(e) = entry_for(&a.caller, v) {
+                        items.push((Stage::Intent, None, e));
+                        recorded += 1;
+                    }
                     lines.push(line);
                 }
                 Err(e) => {
@@ -133,7 +161,9 @@ pub fn run(g: &Global, a: PassArgs) -> Result<i32, AppError> {
                 }
             }
         }
-        if let Err(e) = log.append_batch(&items) {
+        if !items.is_empty()
+            && let Err(e) = log.append_batch(&items)
+        {
             return Err(no_forward(e));
         }
         for l in &lines {
@@ -141,6 +171,13 @@ pub fn run(g: &Global, a: PassArgs) -> Result<i32, AppError> {
         }
         out.flush()?;
     }
+    // With --json, a summary closes the stream (readers such as `team-reap kill --from -`
+    // skip summary lines).
+    out.record(
+        &serde_json::json!({"type": "summary", "lines": line_no, "recorded": recorded,
+        "ok": stop.is_none()}),
+    )?;
+    out.flush()?;
     match stop {
         Some(e) => Err(e),
         None => Ok(0),

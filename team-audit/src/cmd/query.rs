@@ -23,6 +23,7 @@ pub struct QueryArgs {
     pub until: Option<String>,
     #[arg(long)]
     pub team: Option<String>,
+    /// kill-pane, kill-session, signal, operation, ... (tmux verbs for tmux actions)
     #[arg(long)]
     pub action: Option<String>,
     /// A target string, or a value of a target object's field (e.g. a pane id %3)
@@ -35,9 +36,15 @@ pub struct QueryArgs {
     pub stage: Option<String>,
     #[arg(long, value_name = "ID")]
     pub audit_id: Option<Uuid>,
-    /// JSON lines: each record with "type":"record", then {"type":"summary",...}
+    /// The operation (scale_down, shutdown, reconcile, rollback, reap)
     #[arg(long)]
-    pub json: bool,
+    pub op: Option<String>,
+    /// Show only the last N matching records
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Keep running and show matching records as they are appended (no summary line)
+    #[arg(long, short = 'f')]
+    pub follow: bool,
 }
 
 fn time_arg(flag: &str, s: &str) -> Result<SystemTime, AppError> {
@@ -54,13 +61,39 @@ fn time_arg(flag: &str, s: &str) -> Result<SystemTime, AppError> {
         .ok_or_else(|| AppError::usage(format!("{flag} {s:?} reaches before the epoch")))
 }
 
+/// A target as a person reads it: `%3 (worker-2)` for a pane, `pid 812` for a process, the
+/// string itself for a string; other objects as compact JSON.
 fn target_text(t: &Value) -> String {
+    let field = |m: &serde_json::Map<String, Value>, k: &str| {
+        m.get(k).and_then(|v| match v {
+            Value::String(s) if !s.is_empty() => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        })
+    };
     match t {
         Value::String(s) => s.clone(),
-        Value::Object(m) => match m.get("pane_id").and_then(Value::as_str) {
-            Some(p) => p.to_string(),
-            None => t.to_string(),
-        },
+        Value::Object(m) => {
+            let who = field(m, "worker")
+                .or_else(|| field(m, "@team_worker"))
+                .or_else(|| field(m, "role"));
+            let what = if let Some(p) = field(m, "pane_id") {
+                p
+            } else if let Some(p) = field(m, "pid") {
+                format!("pid {p}")
+            } else if let Some(p) = field(m, "all_except") {
+                format!("all but {p}")
+            } else if let (Some(o), Some(b)) = (field(m, "damage_offset"), field(m, "damage_bytes"))
+            {
+                format!("bytes {o}+{b}")
+            } else {
+                return t.to_string();
+            };
+            match who {
+                Some(w) => format!("{what} ({w})"),
+                None => what,
+            }
+        }
         other => other.to_string(),
     }
 }
@@ -70,21 +103,49 @@ fn row(r: &Record) -> String {
     let targets = if targets.is_empty() {
         "-".to_string()
     } else {
-        targets.join(",")
+        targets.join(", ")
+    };
+    let action = match &r.op {
+        Some(op) => format!("{}/{op}", r.action),
+        None => r.action.clone(),
     };
     format!(
-        "{:<24} {:>6} {:<20} {:<16} {:<20} {:<8} {}",
+        "{:<24} {:>6} {:<16} {:<20} {:<26} {:<8} {:<22} {}",
         clean(&r.ts),
         r.seq,
+        clean(r.team.as_deref().unwrap_or("-")),
         clean(&r.caller),
-        clean(&r.action),
-        clean(&targets),
+        clean(&action),
         r.stage.as_str(),
+        clean(&targets),
         clean(r.outcome.as_deref().unwrap_or("-"))
     )
 }
 
+fn header() -> String {
+    format!(
+        "{:<24} {:>6} {:<16} {:<20} {:<26} {:<8} {:<22} OUTCOME",
+        "TIME", "SEQ", "TEAM", "CALLER", "ACTION/OP", "STAGE", "TARGETS"
+    )
+}
+
+fn print(out: &mut Out, json_mode: bool, r: &Record) -> Result<(), AppError> {
+    if json_mode {
+        let mut v = serde_json::to_value(r)
+            .map_err(|e| AppError::fail(ExitClass::Software, e.to_string()))?;
+        if let Value::Object(m) = &mut v {
+            m.insert("type".into(), json!("record"));
+        }
+        out.json(&v)
+    } else {
+        out.line(&row(r))
+    }
+}
+
 pub fn run(g: &Global, a: QueryArgs) -> Result<i32, AppError> {
+    if a.limit == Some(0) {
+        return Err(AppError::usage("--limit must be at least 1"));
+    }
     let filter = Filter {
         since: a
             .since
@@ -98,6 +159,7 @@ pub fn run(g: &Global, a: QueryArgs) -> Result<i32, AppError> {
             .transpose()?,
         team: a.team,
         action: a.action,
+        op: a.op,
         target: a.target,
         caller: a.caller,
         stage: a.stage.as_deref().map(str::parse::<Stage>).transpose()?,
@@ -105,42 +167,62 @@ pub fn run(g: &Global, a: QueryArgs) -> Result<i32, AppError> {
     };
     let path = logpath::resolve(g, None, false)?;
     let read = audit::read_records(&path)?;
-    let mut out = Out::new();
-    let mut matched = 0u64;
-    if !a.json {
-        out.line(&format!(
-            "{:<24} {:>6} {:<20} {:<16} {:<20} {:<8} OUTCOME",
-            "TIME", "SEQ", "CALLER", "ACTION", "TARGETS", "STAGE"
-        ))?;
-    }
-    for r in read.records.iter().filter(|r| filter.matches(r)) {
-        matched += 1;
-        if a.json {
-            let mut v = serde_json::to_value(r)
-                .map_err(|e| AppError::fail(ExitClass::Software, e.to_string()))?;
-            if let Value::Object(m) = &mut v {
-                m.insert("type".into(), json!("record"));
-            }
-            out.json(&v)?;
-        } else {
-            out.line(&row(r))?;
-        }
-    }
-    if a.json {
-        out.json(&json!({
-            "type": "summary",
-            "matched": matched,
-            "records": read.records.len(),
-            "skipped_lines": read.skipped_lines,
-        }))?;
+    let mut out = Out::new(g.common.json);
+    out.line(&header())?;
+    let matching: Vec<&Record> = read.records.iter().filter(|r| filter.matches(r)).collect();
+    let matched = matching.len();
+    let skip = a.limit.map_or(0, |n| matched.saturating_sub(n));
+    for r in &matching[skip..] {
+        print(&mut out, g.common.json, r)?;
     }
     out.flush()?;
     if read.skipped_lines > 0 {
-        eprintln!(
-            "team-audit: warning: {} lines of {} are not records; run `team-audit verify`",
-            read.skipped_lines,
-            path.display()
+        crate::error::warn(
+            false,
+            &format!(
+                "{} lines of {} are not records; run `team-audit verify`",
+                read.skipped_lines,
+                path.display()
+            ),
         );
     }
+    if a.follow {
+        // Poll for records appended after the last one shown (by seq); ends when stdout closes
+        // (a closed pipe is a quiet exit) or the process is interrupted. No summary line.
+        let mut last = read.records.last().map(|r| r.seq);
+        let mut size = std::fs::metadata(&path).map(|m| m.len()).ok();
+        loop {
+            std::thread::sleep(FOLLOW_POLL);
+            let now = std::fs::metadata(&path).map(|m| m.len()).ok();
+            if now == size {
+                continue;
+            }
+            size = now;
+            let read = audit::read_records(&path)?;
+            let after = last;
+            for r in read
+                .records
+                .iter()
+                .filter(|r| after.is_none_or(|l| r.seq > l))
+            {
+                if filter.matches(r) {
+                    print(&mut out, g.common.json, r)?;
+                }
+                last = Some(r.seq);
+            }
+            out.flush()?;
+        }
+    }
+    out.record(&json!({
+        "type": "summary",
+        "matched": matched,
+        "shown": matched - skip,
+        "records": read.records.len(),
+        "skipped_lines": read.skipped_lines,
+    }))?;
+    out.flush()?;
     Ok(0)
 }
+
+/// How often `--follow` looks at the log's size.
+const FOLLOW_POLL: Duration = Duration::from_millis(250);

@@ -22,9 +22,12 @@ pub struct RecordArgs {
     /// Who acts (a tool name, `hook:<session>`, a user)
     #[arg(long)]
     pub caller: String,
-    /// What is done (kill-pane, kill-session, ...)
+    /// What is done: a tmux verb (kill-pane, kill-session, ...), or signal for a process
     #[arg(long)]
     pub action: String,
+    /// The operation it is part of (scale_down, shutdown, reconcile, rollback, reap, ...)
+    #[arg(long)]
+    pub op: Option<String>,
     /// A target: a string such as %3, or a JSON object such as a pane incarnation
     #[arg(long = "target", value_name = "T", num_args = 1..)]
     pub targets: Vec<String>,
@@ -48,9 +51,6 @@ pub struct RecordArgs {
     pub owner_evidence: Option<String>,
     #[arg(long)]
     pub outcome: Option<String>,
-    /// Print {"type":"record",...} instead of the bare audit_id
-    #[arg(long)]
-    pub json: bool,
     /// The command being audited (after `--`)
     #[arg(last = true, value_name = "ARGV")]
     pub argv: Vec<String>,
@@ -86,6 +86,7 @@ pub fn run(g: &Global, a: RecordArgs) -> Result<i32, AppError> {
     let entry = Entry {
         caller: a.caller,
         action: a.action,
+        op: a.op,
         argv: a.argv,
         endpoint: a.endpoint,
         targets: a
@@ -104,9 +105,10 @@ pub fn run(g: &Global, a: RecordArgs) -> Result<i32, AppError> {
     };
     let log = AuditLog::new(logpath::resolve(g, None, true)?);
     let r = log.append(stage, a.audit_id, &entry)?;
-    let mut out = Out::new();
-    if a.json {
+    let mut out = Out::new(g.common.json);
+    if g.common.json {
         out.json(&json!({"type": "record", "audit_id": r.audit_id, "seq": r.seq, "stage": r.stage, "hash": r.hash}))?;
+        out.json(&json!({"type": "summary", "ok": true, "records": 1}))?;
     } else {
         out.line(&r.audit_id.to_string())?;
     }

@@ -11,11 +11,7 @@ use crate::logpath;
 use crate::out::Out;
 
 #[derive(Debug, Args)]
-pub struct VerifyArgs {
-    /// JSON lines: {"type":"warning"|"problem",...} then {"type":"summary",...}
-    #[arg(long)]
-    pub json: bool,
-}
+pub struct VerifyArgs {}
 
 fn human(p: &Problem) -> String {
     format!(
@@ -28,11 +24,11 @@ fn human(p: &Problem) -> String {
     )
 }
 
-pub fn run(g: &Global, a: VerifyArgs) -> Result<i32, AppError> {
+pub fn run(g: &Global, _a: VerifyArgs) -> Result<i32, AppError> {
     let path = logpath::resolve(g, None, false)?;
     let rep = audit::verify(&path)?;
-    let mut out = Out::new();
-    if a.json {
+    let mut out = Out::new(g.common.json);
+    if g.common.json {
         for w in &rep.warnings {
             let mut v = serde_json::to_value(w)
                 .map_err(|e| AppError::fail(ExitClass::Software, e.to_string()))?;

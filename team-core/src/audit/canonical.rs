@@ -5,10 +5,13 @@
 //! The canonical bytes of a record are a compact JSON object (no whitespace anywhere) holding
 //! every field except `hash`, in this fixed order:
 //!
-//! `v, seq, ts, audit_id, stage, caller, caller_pid, action, argv, endpoint, targets, workspace,
-//! team, generation, owner_evidence, reason, outcome, prev`
+//! `v, seq, ts, audit_id, stage, caller, caller_pid, action, [op,] argv, endpoint, targets,
+//! workspace, team, generation, owner_evidence, reason, outcome, prev`
 //!
-//! Absent optional fields are written as `null` (never omitted). Strings use serde_json's
+//! `op` (the operation an action belongs to) was added to format 1 later: it is written only
+//! when present, so a record without it has exactly the bytes (and hash) it had before, and
+//! old logs still verify. Every other absent optional field is written as `null` (never
+//! omitted). Strings use serde_json's
 //! escaping (`"`, `\` and control characters escaped, everything else as UTF-8). Objects nested
 //! inside `targets` and `owner_evidence` have their keys sorted by their UTF-8 bytes, at every
 //! depth, so the bytes do not depend on how a map happened to be ordered in memory.
@@ -104,6 +107,10 @@ pub fn canonical_bytes(r: &Record) -> Vec<u8> {
     out.extend_from_slice(r.caller_pid.to_string().as_bytes());
     key(&mut out, "action", false);
     write_str(&mut out, &r.action);
+    if let Some(op) = &r.op {
+        key(&mut out, "op", false);
+        write_str(&mut out, op);
+    }
     key(&mut out, "argv", false);
     out.push(b'[');
     for (i, a) in r.argv.iter().enumerate() {
@@ -193,6 +200,7 @@ mod tests {
             caller: "team-reap".into(),
             caller_pid: 42,
             action: "kill-pane".into(),
+            op: None,
             argv: vec!["tmux".into(), "kill-pane".into()],
             endpoint: Some("/tmp/s".into()),
             targets: vec![serde_json::json!({"pane_id": "%3", "b": 1, "a": [true, null]})],
@@ -222,6 +230,32 @@ mod tests {
             r#""prev":"0000000000000000000000000000000000000000000000000000000000000000"}"#
         );
         assert_eq!(got, want);
+    }
+
+    /// A record without `op` keeps the bytes above (old logs verify); with it, `op` follows
+    /// `action`, is hashed, and survives a round trip.
+    #[test]
+    fn op_is_hashed_only_when_present() {
+        let mut r = sample();
+        let without = compute_hash(&r);
+        r.op = Some("scale_down".into());
+        let got = String::from_utf8(canonical_bytes(&r)).unwrap();
+        assert!(
+            got.contains(r#""action":"kill-pane","op":"scale_down","argv":"#),
+            "{got}"
+        );
+        assert_ne!(compute_hash(&r), without);
+        r.hash = compute_hash(&r);
+        let line = render_line(&r);
+        assert_eq!(parse_line(&line[..line.len() - 1]).unwrap(), r);
+        // A line of the old format (no `op` key) parses with `op: None`, same hash.
+        let mut old = sample();
+        old.hash = compute_hash(&old);
+        let line = render_line(&old);
+        assert!(!String::from_utf8_lossy(&line).contains("\"op\""));
+        let back = parse_line(&line[..line.len() - 1]).unwrap();
+        assert_eq!(back.op, None);
+        assert_eq!(compute_hash(&back), without);
     }
 
     #[test]

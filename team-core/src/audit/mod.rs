@@ -1,4 +1,4 @@
-//! The audit log: a durable, hash-chained, append-only JSON-lines file (DESIGN.md section 8).
+//! The audit log: a durable, hash-chained, append-only JSON-lines file (docs/design.md section 8).
 //!
 //! Every destructive effect is preceded by a durable intent record; [`guarded`] makes that
 //! fail closed. See [`canonical`] for the exact bytes that are hashed.
@@ -101,7 +101,12 @@ impl std::str::FromStr for Stage {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
     pub caller: String,
+    /// What is done: a tmux verb for tmux actions (`kill-pane`), `signal` for process
+    /// signals, `operation` for the record that frames a whole operation.
     pub action: String,
+    /// The operation it is part of (`scale_down`, `shutdown`, `reconcile`, `rollback`,
+    /// `reap`), when there is one.
+    pub op: Option<String>,
     pub argv: Vec<String>,
     pub endpoint: Option<String>,
     /// Strings, or objects such as a pane incarnation
@@ -127,6 +132,10 @@ pub struct Record {
     pub caller: String,
     pub caller_pid: u32,
     pub action: String,
+    /// Added to format 1 compatibly: absent (not `null`) when `None`, and then not part of the
+    /// canonical bytes, so records written before it hash as they always did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<String>,
     pub argv: Vec<String>,
     pub endpoint: Option<String>,
     pub targets: Vec<Value>,
@@ -165,6 +174,7 @@ impl Record {
             caller: e.caller.clone(),
             caller_pid: std::process::id(),
             action: e.action.clone(),
+            op: e.op.clone(),
             argv: e.argv.clone(),
             endpoint: e.endpoint.clone(),
             targets: e.targets.clone(),

@@ -52,6 +52,7 @@ pub struct Filter {
     pub until: Option<SystemTime>,
     pub team: Option<String>,
     pub action: Option<String>,
+    pub op: Option<String>,
     /// Matches a string target equal to it, or an object target with a top-level string or
     /// number field equal to it (so `%3` matches `{"pane_id": "%3", ...}`).
     pub target: Option<String>,
@@ -85,6 +86,10 @@ impl Filter {
         }
         let eq = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
         eq(&self.action, &r.action)
+            && self
+                .op
+                .as_deref()
+                .is_none_or(|o| r.op.as_deref() == Some(o))
             && eq(&self.caller, &r.caller)
             && self
                 .team

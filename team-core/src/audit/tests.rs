@@ -1,3 +1,5 @@
+//! Unit tests of the audit log: the chain, torn tails, group commit, concurrent writers.
+
 use std::cell::Cell;
 use std::fs;
 use std::io::Write;

@@ -35,23 +35,28 @@ pub struct DownReport {
     /// Leftovers of earlier operations settled first.
     pub earlier: SettleReport,
     pub targets: Vec<WorkerName>,
-    /// Targets that did not report idle within the drain timeout.
+    /// Targets that did not report idle within the drain timeout (always empty in a report:
+    /// a drain timeout is an error, [`Error::TimedOut`], and removes nothing).
     pub drain_timed_out: Vec<WorkerName>,
     /// Tasks put back to `pending` at the commit.
     pub tasks_returned: Vec<u64>,
     pub settle: SettleReport,
 }
 
-/// A worker's reported state, looking through `draining` to what it was before.
+/// A worker's reported state, looking through `draining` to what it was before (`None`: it
+/// never reported).
 fn effective(s: &Option<WorkerStatus>) -> Option<WorkState> {
-    s.as_ref().map(|s| match (s.state, s.before_drain) {
-        (WorkState::Draining, b) => b.unwrap_or(WorkState::Idle),
-        (st, _) => st,
+    s.as_ref().and_then(|s| match (s.state, s.before_drain) {
+        (WorkState::Draining, b) => b,
+        (st, _) => Some(st),
     })
 }
 
+/// Whether a reported state lets `down` take the worker without `--force`. A worker that
+/// never reported may be working (its agent got a prompt and has not said anything yet), so
+/// it is busy, not idle.
 fn is_idle(s: Option<WorkState>) -> bool {
-    matches!(s, None | Some(WorkState::Idle | WorkState::Done))
+    matches!(s, Some(WorkState::Idle | WorkState::Done))
 }
 
 /// Puts back the state a `draining` worker had, for active workers left draining by an
@@ -70,9 +75,15 @@ pub fn restore_drains(store: &Store, only: Option<&[WorkerName]>) -> Result<Vec<
             if let Some(mut s) = store.status(&w.name)?
                 && s.state == WorkState::Draining
             {
-                s.state = s.before_drain.take().unwrap_or(WorkState::Idle);
-                s.updated_at = fsutil::now_rfc3339();
-                changes.put_status(&s);
+                match s.before_drain.take() {
+                    Some(b) => {
+                        s.state = b;
+                        s.updated_at = fsutil::now_rfc3339();
+                        changes.put_status(&s);
+                    }
+                    // It had never reported: it is back to never having reported.
+                    None => changes.delete_status(&w.name),
+                }
                 out.push(w.name.clone());
             }
         }
@@ -103,10 +114,12 @@ pub fn commit_removing(store: &Store, names: &[WorkerName], op: &str) -> Result<
     Ok(ids)
 }
 
-fn op_entry(t: &Teardown, team: &Team, action: &str, targets: &[WorkerName]) -> Entry {
+/// The record that frames a whole operation (`action: operation`, `op`: which one).
+fn op_entry(t: &Teardown, team: &Team, op: &str, targets: &[WorkerName]) -> Entry {
     Entry {
         caller: t.caller.clone(),
-        action: action.into(),
+        action: "operation".into(),
+        op: Some(op.into()),
         argv: t.argv.clone(),
         endpoint: Some(team.endpoint.to_string_lossy().into_owned()),
         targets: targets.iter().map(|n| json!(n)).collect(),
@@ -170,9 +183,19 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
     // Pick targets.
     let mut active: Vec<_> = team.in_state(Lifecycle::Active).collect();
     active.sort_by_key(|w| std::cmp::Reverse(w.index));
+    // A worker whose process has exited or whose pane is provably gone does no work: it
+    // counts as idle, whatever it last reported.
+    let listing = t.tmux.list();
     let mut statuses = Vec::new();
     for w in &active {
-        statuses.push((w.name.clone(), effective(&store.status(&w.name)?)));
+        let dead = view::prove_worker(&team, w, &listing)
+            .is_some_and(|p| matches!(p, PaneProof::Dead(_) | PaneProof::Gone(_)));
+        let s = if dead {
+            Some(WorkState::Idle)
+        } else {
+            effective(&store.status(&w.name)?)
+        };
+        statuses.push((w.name.clone(), s));
     }
     let targets: Vec<WorkerName> = if !req.names.is_empty() {
         req.names.clone()
@@ -184,7 +207,7 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
             .collect();
         if idle.len() < count && !req.force {
             return Err(Error::Refused(format!(
-                "not enough idle workers: {} of {} active workers are idle, {count} asked (--force takes busy ones too)",
+                "not enough idle workers: {} of {} active workers are idle (a worker that never reported counts as busy), {count} asked (--force takes busy ones too)",
                 idle.len(),
                 active.len()
             )));
@@ -264,6 +287,17 @@ fn down_after_intent(
                     .join(", ")
             ));
             rep.drain_timed_out = wait_drained(t, team, &targets, req.drain_timeout)?;
+            if !rep.drain_timed_out.is_empty() {
+                return Err(Error::TimedOut(format!(
+                    "{} did not report idle within {:?}; nothing was removed (their drain marks are undone). `--force` removes them anyway, returning their tasks to pending",
+                    rep.drain_timed_out
+                        .iter()
+                        .map(|n| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    req.drain_timeout
+                )));
+            }
         }
         commit_removing(store, &targets, "down")
     })();
@@ -425,7 +459,7 @@ fn shutdown_after_intent(
                     team: Some(team.name.to_string()),
                     workspace: Some(team.workspace.to_string_lossy().into_owned()),
                 };
-                let r = kill::kill_panes(t.tmux, t.audit, &t.caller, &[target])?.remove(0);
+                let r = kill::kill_panes(t.tmux, t.audit, &t.caller, t.op, &[target])?.remove(0);
                 if r.is_gone() {
                     rep.leader = "killed".into();
                 } else {

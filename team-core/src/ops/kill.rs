@@ -23,8 +23,8 @@ use crate::model::PaneIncarnation;
 use crate::proof::{self, PaneProof};
 use crate::tmux::{Guard, Tmux, Txn, TxnOutcome};
 
-/// The audit action of a pane kill.
-pub const ACTION: &str = "tmux.kill-pane";
+/// The audit action of a pane kill: the tmux verb, as the hook records it too.
+pub const ACTION: &str = "kill-pane";
 
 /// One pane to kill.
 #[derive(Debug, Clone)]
@@ -83,7 +83,7 @@ fn target_json(t: &KillTarget) -> Value {
     crate::view::pane_json(&t.inc)
 }
 
-fn entry(tmux: &Tmux, caller: &str, t: &KillTarget) -> Entry {
+fn entry(tmux: &Tmux, caller: &str, op: &str, t: &KillTarget) -> Entry {
     let evidence: serde_json::Map<String, Value> = t
         .tags
         .iter()
@@ -92,6 +92,7 @@ fn entry(tmux: &Tmux, caller: &str, t: &KillTarget) -> Entry {
     Entry {
         caller: caller.to_string(),
         action: ACTION.to_string(),
+        op: Some(op.to_string()),
         argv: vec!["kill-pane".into(), "-t".into(), t.inc.pane_id.clone()],
         endpoint: Some(tmux.endpoint().display().to_string()),
         targets: vec![target_json(t)],
@@ -128,6 +129,7 @@ pub fn kill_panes(
     tmux: &Tmux,
     audit: &AuditLog,
     caller: &str,
+    op: &str,
     targets: &[KillTarget],
 ) -> Result<Vec<KillResult>> {
     let mut results: Vec<Option<KillResult>> = vec![None; targets.len()];
@@ -145,7 +147,7 @@ pub fn kill_panes(
     // 1. Durable intents, one fsync.
     let intents: Vec<(Stage, Option<Uuid>, Entry)> = live
         .iter()
-        .map(|(i, _)| (Stage::Intent, None, entry(tmux, caller, &targets[*i])))
+        .map(|(i, _)| (Stage::Intent, None, entry(tmux, caller, op, &targets[*i])))
         .collect();
     let written = audit.append_batch(&intents).map_err(|e| match e {
         Error::Audit { .. } => e,
@@ -201,7 +203,7 @@ pub fn kill_panes(
         .iter()
         .enumerate()
         .map(|(k, (i, _))| {
-            let mut e = entry(tmux, caller, &targets[*i]);
+            let mut e = entry(tmux, caller, op, &targets[*i]);
             let r = &outs[k];
             e.outcome = Some(match r.reason() {
                 None => r.word().to_string(),

@@ -2,6 +2,7 @@
 //! shutdown, reconcile, the teardown of `removing` workers, and of reservations that abandoned
 //! operations left behind.
 
+pub mod deliver;
 pub mod down;
 pub mod kill;
 pub mod pending;

@@ -102,6 +102,7 @@ pub fn settle_pending(
         tmux: &tmux,
         audit: env.audit,
         caller: env.caller.clone(),
+        op: "rollback",
         argv: Vec::new(),
         grace: ROLLBACK_GRACE,
         fail: &fail,

@@ -6,6 +6,8 @@
 use crate::error::Result;
 use crate::model::Lifecycle;
 use crate::paths::WorkerName;
+use crate::proof::PaneProof;
+use crate::view;
 
 use super::down::{commit_removing, restore_drains};
 use super::teardown::{self, SettleReport, Teardown};
@@ -18,6 +20,9 @@ pub struct ReconcileReport {
     pub drains_restored: Vec<WorkerName>,
     /// `pending` reservations of abandoned operations moved to `removing`.
     pub abandoned: Vec<WorkerName>,
+    /// `active` workers whose process exited (dead pane) or whose pane is provably gone,
+    /// moved to `removing`.
+    pub dead: Vec<WorkerName>,
     pub tasks_returned: Vec<u64>,
     pub settle: SettleReport,
     /// Temp files of writers killed mid-write, removed.
@@ -31,6 +36,7 @@ impl ReconcileReport {
             || self.temp_files_removed > 0
             || !self.drains_restored.is_empty()
             || !self.abandoned.is_empty()
+            || !self.dead.is_empty()
             || !self.settle.workers.is_empty()
     }
 }
@@ -55,6 +61,22 @@ pub fn reconcile(t: &Teardown) -> Result<ReconcileReport> {
     if !rep.abandoned.is_empty() {
         rep.tasks_returned = commit_removing(store, &rep.abandoned, "reconcile")?;
     }
+    // Members whose process exited or whose pane is provably gone (never on a mismatch or an
+    // unverifiable listing: unknown is not absent). The teardown proves them again.
+    let team = store.load()?;
+    let listing = t.tmux.list();
+    rep.dead = team
+        .in_state(Lifecycle::Active)
+        .filter(|w| {
+            view::prove_worker(&team, w, &listing)
+                .is_some_and(|p| matches!(p, PaneProof::Dead(_) | PaneProof::Gone(_)))
+        })
+        .map(|w| w.name.clone())
+        .collect();
+    if !rep.dead.is_empty() {
+        rep.tasks_returned
+            .extend(commit_removing(store, &rep.dead, "reconcile.dead")?);
+    }
     (t.fail)("reconcile.committed")?;
     rep.settle = teardown::settle_removing(t, &[])?;
     if rep.did_something() {
@@ -66,6 +88,7 @@ pub fn reconcile(t: &Teardown) -> Result<ReconcileReport> {
                 "replayed": rep.replayed,
                 "drains_restored": rep.drains_restored,
                 "abandoned": rep.abandoned,
+                "dead": rep.dead,
                 "removed": rep.settle.workers.iter().filter(|w| w.dropped).map(|w| &w.worker).collect::<Vec<_>>(),
                 "remaining": rep.settle.workers.iter().filter(|w| !w.dropped).map(|w| &w.worker).collect::<Vec<_>>(),
             }),

@@ -37,6 +37,9 @@ pub struct Teardown<'a> {
     pub audit: &'a AuditLog,
     /// `team-scale down`, `team-reap`, ...
     pub caller: String,
+    /// The operation, for the audit records' `op`: `scale_down`, `shutdown`, `reconcile`,
+    /// `rollback`, `reap`.
+    pub op: &'static str,
     pub argv: Vec<String>,
     /// How long processes get between SIGTERM and SIGKILL.
     pub grace: Duration,
@@ -124,6 +127,16 @@ struct Plan {
     kill: Option<usize>,
 }
 
+/// The audit action of one worker's teardown (one intent covers its processes and its pane):
+/// the tmux verb `kill-pane` when it has a pane, else `signal` (its processes only).
+fn worker_action(w: &Worker) -> &'static str {
+    if w.pane.is_some() {
+        crate::ops::kill::ACTION
+    } else {
+        "signal"
+    }
+}
+
 fn entry(t: &Teardown, team: &Team, w: &Worker, action: &str, procs: &[Proven]) -> Entry {
     let mut targets = Vec::new();
     if let Some(p) = &w.pane {
@@ -139,6 +152,7 @@ fn entry(t: &Teardown, team: &Team, w: &Worker, action: &str, procs: &[Proven]) 
     Entry {
         caller: t.caller.clone(),
         action: action.into(),
+        op: Some(t.op.into()),
         argv: t.argv.clone(),
         endpoint: Some(team.endpoint.to_string_lossy().into_owned()),
         targets,
@@ -528,7 +542,7 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
                         t,
                         &team,
                         &plans[i].worker,
-                        "teardown_worker",
+                        worker_action(&plans[i].worker),
                         &plans[i].procs,
                     ),
                 )
@@ -637,7 +651,7 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
         }
         if let Some(id) = p.audit_id {
             let ok = p.report.blocked.is_empty();
-            let mut e = entry(t, &team, &p.worker, "teardown_worker", &[]);
+            let mut e = entry(t, &team, &p.worker, worker_action(&p.worker), &[]);
             e.outcome = Some(if ok {
                 format!("pane {}", p.report.pane)
             } else {

@@ -1,4 +1,4 @@
-//! `up`: add workers to a live team, all or nothing, crash-safe (DESIGN.md section 6).
+//! `up`: add workers to a live team, all or nothing, crash-safe (docs/design.md section 6).
 //!
 //! Order of work, all under the team's scale lock:
 //!
@@ -14,9 +14,11 @@
 //!    start command; a full window (`no space for new pane`) continues in a new window of the
 //!    team's session (`up.split`);
 //! 7. record the incarnations in team.json, still `pending` (`up.tagged`);
-//! 8. wait for readiness, bounded (`up.ready`);
-//! 9. type the trigger text into every new pane, one batch of proven send-keys
-//!    (`up.triggered`);
+//! 8. deliver the first prompt to every new worker at once through [`super::deliver`]
+//!    (`up.ready` before, `up.triggered` after): per the team's agent profile it was given as a
+//!    launch argument, printed by the runtime script, or typed with proof; a dead worker, a
+//!    blocking screen or a readiness timeout makes the whole operation roll back with
+//!    [`Error::Undelivered`] naming each worker's result;
 //! 10. one journaled commit makes them `active` and writes the tasks (`up.commit` before,
 //!     `up.committed` after).
 //!
@@ -27,14 +29,16 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::Env;
+use super::deliver::{self, Delivery};
 use super::pending::{self, SettleReport};
+use crate::agent::{self, Profile, PromptMode};
 use crate::error::{Error, Result};
 use crate::failpoint;
 use crate::fsutil;
@@ -48,6 +52,7 @@ use crate::tmux::quote::{check_literal_text, sh_quote};
 use crate::tmux::txn::{NewPane, parse_new_panes};
 use crate::tmux::{Guard, Listing, Tmux, Txn, TxnOutcome};
 use crate::view;
+use crate::view::pane_json;
 
 /// A reference to a task in `blocked_by`, or to a worker in `owner`, made by this call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,6 +188,8 @@ pub struct UpRequest {
     pub tasks: Vec<TaskSpec>,
     /// Zero disables the readiness wait.
     pub ready_timeout: Duration,
+    /// The `send-keys` audit entries name this argv.
+    pub argv: Vec<String>,
     /// The operator's kill switch (`TEAM_SCALING=0`, read by the binary).
     pub scaling_disabled_by_env: bool,
 }
@@ -214,6 +221,8 @@ pub struct AddedWorker {
     pub incarnation: Uuid,
     pub pane: PaneIncarnation,
     pub readiness: Readiness,
+    /// How the first prompt reached it (`None`: delivery skipped, `--ready-timeout 0`).
+    pub delivery: Option<Delivery>,
     pub tasks: Vec<u64>,
     pub worktree: Option<WorktreeRecord>,
     pub inbox: PathBuf,
@@ -231,6 +240,8 @@ pub struct UpReport {
     /// Leftovers of earlier operations settled first.
     pub settled: SettleReport,
     pub warnings: Vec<String>,
+    /// The agent profile the workers run.
+    pub agent: String,
     /// tmux invocations this call made (for benchmarks).
     pub tmux_invocations: u64,
 }
@@ -262,6 +273,8 @@ struct Source {
     tags: Vec<(&'static str, String)>,
     is_leader: bool,
     label: String,
+    /// Members passed over because they could not be proven live.
+    skipped: Option<String>,
 }
 
 /// Adds workers. See the module docs for the steps.
@@ -281,6 +294,7 @@ pub fn up(env: &Env, req: &UpRequest) -> Result<UpReport> {
     }
 
     // 1. Validate against the state, before any effect.
+    let profile = team_profile(env, &team)?;
     let n = u64::from(req.count);
     let new_names: Vec<WorkerName> = (0..n)
         .map(|i| WorkerName::for_index(team.next_worker_index + i))
@@ -324,6 +338,9 @@ pub fn up(env: &Env, req: &UpRequest) -> Result<UpReport> {
     // 4. The split source, from one snapshot.
     let tmux = env.tmux(&team);
     let source = prove_source(&team, &tmux)?;
+    if let Some(w) = &source.skipped {
+        warnings.push(w.clone());
+    }
 
     // 5. Reserve.
     let op = Uuid::new_v4();
@@ -401,6 +418,7 @@ pub fn up(env: &Env, req: &UpRequest) -> Result<UpReport> {
         op,
         &plans,
         &tasks,
+        &profile,
         &mut made,
         &mut warnings,
     );
@@ -412,6 +430,7 @@ pub fn up(env: &Env, req: &UpRequest) -> Result<UpReport> {
             tasks,
             settled,
             warnings,
+            agent: profile.name.clone(),
             tmux_invocations: crate::tmux::invocations() - inv0,
         }),
         Err(cause) => {
@@ -621,61 +640,89 @@ fn prove_source(team: &Team, tmux: &Tmux) -> Result<Source> {
             }
         }
     }
-    let last = team
-        .in_state(Lifecycle::Active)
-        .max_by_key(|w| w.index)
-        .cloned();
-    let (inc, tags, is_leader, label, proof) = match &last {
-        Some(w) => {
-            let inc = w
-                .pane
-                .clone()
-                .ok_or_else(|| Error::Internal(format!("active worker {} has no pane", w.name)))?;
-            let proof = view::prove_worker(team, w, &listing).unwrap_or_else(|| {
-                PaneProof::Unverifiable(format!("worker {} has no pane", w.name))
-            });
-            (
+    // The members from the last one down, then the leader: the first that is proven live. A
+    // dead or missing member does not jam `up` (`reconcile` settles it); one that cannot be
+    // verified is skipped the same way, and named in a warning.
+    let mut members: Vec<&Worker> = team.in_state(Lifecycle::Active).collect();
+    members.sort_by_key(|w| std::cmp::Reverse(w.index));
+    let mut skipped: Vec<String> = Vec::new();
+    let mut candidates: Vec<Source> = Vec::new();
+    for w in members {
+        let Some(inc) = w.pane.clone() else {
+            skipped.push(format!("{} (no pane recorded)", w.name));
+            continue;
+        };
+        let proof = view::prove_worker(team, w, &listing)
+            .unwrap_or_else(|| PaneProof::Unverifiable(format!("worker {} has no pane", w.name)));
+        match proof {
+            PaneProof::Live(_) => candidates.push(Source {
                 inc,
-                view::worker_tags(team, w),
-                false,
-                format!("the last member {}", w.name),
-                proof,
-            )
-        }
-        None => (
-            team.leader.pane.clone(),
-            view::leader_tags(team),
-            true,
-            "the leader".to_string(),
-            view::prove_leader(team, &listing),
-        ),
-    };
-    let refuse = |why: String| {
-        Error::Refused(format!(
-            "the split source, {label}'s pane {}, cannot be proven ({why}); nothing was created",
-            inc.pane_id
-        ))
-    };
-    match proof {
-        PaneProof::Live(_) => {}
-        PaneProof::Dead(_) => return Err(refuse("its process has exited".into())),
-        other => return Err(refuse(other.reason().unwrap_or_default())),
-    }
-    if let Some(rec) = inc.process_start {
-        let now = crate::process::start_time(inc.pane_pid).ok().flatten();
-        if now != Some(rec) {
-            return Err(refuse(format!(
-                "pane pid {} started at {now:?}, not the recorded {rec}",
-                inc.pane_pid
-            )));
+                tags: view::worker_tags(team, w),
+                is_leader: false,
+                label: format!("the member {}", w.name),
+                skipped: None,
+            }),
+            PaneProof::Dead(_) => skipped.push(format!("{} (its process has exited)", w.name)),
+            other => skipped.push(format!(
+                "{} ({})",
+                w.name,
+                other.reason().unwrap_or_default()
+            )),
         }
     }
-    Ok(Source {
-        inc,
-        tags,
-        is_leader,
-        label,
-    })
+    let leader_proof = view::prove_leader(team, &listing);
+    let leader = Source {
+        inc: team.leader.pane.clone(),
+        tags: view::leader_tags(team),
+        is_leader: true,
+        label: "the leader".to_string(),
+        skipped: None,
+    };
+    let mut why_not = Vec::new();
+    for c in candidates.into_iter().chain(std::iter::once(leader)) {
+        if c.is_leader {
+            match &leader_proof {
+                PaneProof::Live(_) => {}
+                PaneProof::Dead(_) => {
+                    why_not.push("the leader's process has exited".to_string());
+                    continue;
+                }
+                other => {
+                    why_not.push(format!(
+                        "the leader: {}",
+                        other.reason().unwrap_or_default()
+                    ));
+                    continue;
+                }
+            }
+        }
+        if let Some(rec) = c.inc.process_start {
+            let now = crate::process::start_time(c.inc.pane_pid).ok().flatten();
+            if now != Some(rec) {
+                why_not.push(format!(
+                    "{}: pane pid {} started at {now:?}, not the recorded {rec}",
+                    c.label, c.inc.pane_pid
+                ));
+                continue;
+            }
+        }
+        let mut c = c;
+        if !skipped.is_empty() {
+            c.skipped = Some(format!(
+                "split from {} instead of {}; `team-scale reconcile {}` settles dead or missing members",
+                c.label,
+                skipped.join(", "),
+                team.name
+            ));
+        }
+        return Ok(c);
+    }
+    let mut all = skipped;
+    all.extend(why_not);
+    Err(Error::Refused(format!(
+        "no split source can be proven ({}); nothing was created",
+        all.join("; ")
+    )))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -688,14 +735,15 @@ fn build(
     op: Uuid,
     plans: &[Plan],
     tasks: &[Task],
+    profile: &Profile,
     made: &mut Vec<(WorkerName, PaneIncarnation)>,
-    warnings: &mut Vec<String>,
+    _warnings: &mut Vec<String>,
 ) -> Result<(Team, Vec<AddedWorker>)> {
     failpoint::hit("up.reserved")?;
 
     // Prepare.
     for p in plans {
-        prepare(env, team, req, p, tasks)?;
+        prepare(env, team, req, p, tasks, profile)?;
     }
     failpoint::hit("up.prepared")?;
 
@@ -727,7 +775,7 @@ fn build(
     })?;
     failpoint::hit("up.tagged")?;
 
-    // Readiness.
+    // Delivery of the first prompt, to every new worker at once.
     if !req.ready_timeout.is_zero() {
         (env.progress)(&format!(
             "waiting up to {:?} for {} new worker(s) to be ready",
@@ -735,58 +783,57 @@ fn build(
             incs.len()
         ));
     }
-    let readiness = wait_ready(
-        tmux,
-        &incs,
-        team.settings.ready_pattern.as_deref(),
-        req.ready_timeout,
-    );
-    for (p, r) in plans.iter().zip(&readiness) {
-        if *r == Readiness::TimedOut {
-            warnings.push(format!(
-                "{} was not ready within {:?}; the trigger is sent anyway",
-                p.name, req.ready_timeout
-            ));
-        }
-    }
     failpoint::hit("up.ready")?;
-
-    // Trigger, one batch of proven send-keys.
-    let mut txns = Vec::new();
-    for (p, inc) in plans.iter().zip(&incs) {
-        let text = trigger_text(team, p);
-        check_literal_text(&text)
-            .map_err(|m| Error::Usage(format!("the trigger text for {}: {m}", p.name)))?;
-        let tags = pane_tags(team, p, op);
-        let tags: Vec<(&str, &str)> = tags
+    let deliveries: Vec<Option<Delivery>> = if req.ready_timeout.is_zero() {
+        vec![None; plans.len()]
+    } else {
+        let targets = plans
             .iter()
-            .filter(|(k, _)| {
-                matches!(
-                    *k,
-                    "@team_owner" | "@team_worker" | "@team_incarnation" | "@team_op"
-                )
+            .zip(&incs)
+            .map(|(p, inc)| delivery_target(env, req, team, profile, p, inc, op))
+            .collect::<Result<Vec<_>>>()?;
+        deliver::deliver(tmux, env.audit, &targets, req.ready_timeout)
+            .into_iter()
+            .map(Some)
+            .collect()
+    };
+    let failed: Vec<String> = plans
+        .iter()
+        .zip(&deliveries)
+        .filter_map(|(p, d)| match d {
+            Some(d) if !d.is_delivered() => {
+                let mut l = format!("  {}: {}", p.name, d.describe());
+                for line in d.last_lines() {
+                    l.push_str(&format!("\n    | {line}"));
+                }
+                Some(l)
+            }
+            _ => None,
+        })
+        .collect();
+    if !failed.is_empty() {
+        let workers = plans
+            .iter()
+            .zip(&deliveries)
+            .filter_map(|(p, d)| {
+                d.as_ref().map(|d| crate::error::DeliveryReport {
+                    worker: p.name.to_string(),
+                    result: d.word().to_string(),
+                    detail: d.describe(),
+                    last_lines: d.last_lines().to_vec(),
+                })
             })
-            .map(|(k, v)| (*k, v.as_str()))
             .collect();
-        txns.push(Txn::send_text(Guard::pane(inc, &tags, true)?, &text)?);
-    }
-    let outs = tmux.run_txns(&txns)?;
-    for (p, o) in plans.iter().zip(outs) {
-        match o {
-            TxnOutcome::Done(_) => {}
-            TxnOutcome::Refused => {
-                return Err(Error::Refused(format!(
-                    "the pane of {} no longer matched its record when the trigger was typed (its process exited?)",
-                    p.name
-                )));
-            }
-            TxnOutcome::Unknown(e) => {
-                return Err(Error::TmuxUnavailable {
-                    endpoint: team.endpoint.clone(),
-                    msg: format!("no receipt for the trigger of {}: {e}", p.name),
-                });
-            }
-        }
+        return Err(Error::Undelivered {
+            msg: format!(
+                "the first prompt did not reach {} of {} new worker(s) ({}), so the scale-up was rolled back:\n{}",
+                failed.len(),
+                plans.len(),
+                profile.display(),
+                failed.join("\n")
+            ),
+            workers,
+        });
     }
     failpoint::hit("up.triggered")?;
 
@@ -809,15 +856,20 @@ fn build(
     let added: Vec<AddedWorker> = plans
         .iter()
         .zip(incs)
-        .zip(readiness)
-        .map(|((p, pane), readiness)| AddedWorker {
+        .zip(deliveries)
+        .map(|((p, pane), delivery)| AddedWorker {
             name: p.name.clone(),
             index: p.index,
             role: req.role.clone(),
             incarnation: p.incarnation,
             new_window: windows.contains(&pane.window_id) && pane.window_id != source.inc.window_id,
             pane,
-            readiness,
+            readiness: if delivery.is_some() {
+                Readiness::Ready
+            } else {
+                Readiness::Skipped
+            },
+            delivery,
             tasks: tasks
                 .iter()
                 .filter(|t| t.owner.as_ref() == Some(&p.name))
@@ -891,7 +943,14 @@ fn write_private(
     fsutil::state_write_mode(root.path(), path, bytes, mode)
 }
 
-fn prepare(env: &Env, team: &Team, req: &UpRequest, p: &Plan, tasks: &[Task]) -> Result<()> {
+fn prepare(
+    env: &Env,
+    team: &Team,
+    req: &UpRequest,
+    p: &Plan,
+    tasks: &[Task],
+    profile: &Profile,
+) -> Result<()> {
     let root = env.store.root();
     fsutil::state_create_dir(root.path(), &p.worker_dir)?;
     write_private(
@@ -939,10 +998,10 @@ fn prepare(env: &Env, team: &Team, req: &UpRequest, p: &Plan, tasks: &[Task]) ->
         s.push_str(&format!("export {k}={}\n", sh_quote(&v)));
     }
     s.push_str(&format!(
-        "cd {} || exit 1\nexec sh -c {}\n",
-        sh_quote(&p.cwd.display().to_string()),
-        sh_quote(&team.settings.worker_cmd)
+        "cd {} || exit 1\n",
+        sh_quote(&p.cwd.display().to_string())
     ));
+    s.push_str(&agent_command(team, profile, &trigger_text(team, p)));
     write_private(root, &p.script, s.as_bytes(), 0o700)
 }
 
@@ -1086,8 +1145,14 @@ fn spawn_panes(
         // continuing from the last pane the previous part made (proven by its receipt).
         let mut m = l;
         let txn = loop {
-            let txn =
-                Txn::spawn_chain(guard.clone(), new_window, &panes[..m], &sizes[..m], refocus)?;
+            let txn = Txn::spawn_chain(
+                guard.clone(),
+                new_window,
+                &panes[..m],
+                &sizes[..m],
+                refocus,
+                true,
+            )?;
             if m == 1 || txn.argv_bytes() <= crate::tmux::txn::MAX_ARGV_BYTES {
                 break txn;
             }
@@ -1122,6 +1187,7 @@ fn spawn_panes(
                             ],
                             is_leader: false,
                             label: format!("new worker {}", p.name),
+                            skipped: None,
                         });
                     }
                     continue;
@@ -1196,101 +1262,89 @@ fn spawn_panes(
     Ok(windows)
 }
 
-/// Waits until each pane's process runs (same start time) and, with a pattern, shows it.
-fn wait_ready(
-    tmux: &Tmux,
-    incs: &[PaneIncarnation],
-    pattern: Option<&str>,
-    timeout: Duration,
-) -> Vec<Readiness> {
-    if timeout.is_zero() {
-        return vec![Readiness::Skipped; incs.len()];
-    }
-    let deadline = Instant::now() + timeout;
-    let mut state = vec![Readiness::TimedOut; incs.len()];
-    loop {
-        let alive: Vec<usize> = (0..incs.len())
-            .filter(|&i| state[i] != Readiness::Ready)
-            .filter(|&i| {
-                let st = crate::process::start_time(incs[i].pane_pid).ok().flatten();
-                st.is_some() && (incs[i].process_start.is_none() || st == incs[i].process_start)
-            })
-            .collect();
-        match pattern {
-            None => {
-                for i in alive {
-                    state[i] = Readiness::Ready;
-                }
+/// The agent profile of `team`: its recorded one, else detected from the worker command. User
+/// profiles come from `<state root>/agents.toml`.
+pub fn team_profile(env: &Env, team: &Team) -> Result<Profile> {
+    let user = agent::profiles::load_user(&env.store.root().path().join("agents.toml"))?;
+    let name = match &team.settings.agent {
+        Some(n) => n.clone(),
+        None => agent::detect(&team.settings.worker_cmd, &user),
+    };
+    agent::resolve(&name, &user)
+}
+
+/// The last lines of a runtime script: how the agent starts and how its first prompt reaches
+/// it. The prompt is always one single-quoted word given to the program as an argument (or to
+/// `printf` as data), never shell text, so no shell executes it.
+fn agent_command(team: &Team, profile: &Profile, prompt: &str) -> String {
+    let cmd = &team.settings.worker_cmd;
+    match profile.mode() {
+        PromptMode::Banner => format!(
+            "printf '%s\\n\\n' {}\nexec sh -c {}\n",
+            sh_quote(prompt),
+            sh_quote(cmd)
+        ),
+        PromptMode::LaunchArg => {
+            let mut s = format!("exec sh -c {} sh", sh_quote(&format!("{cmd} \"$@\"")));
+            for a in profile.launch_args(prompt) {
+                s.push(' ');
+                s.push_str(&sh_quote(&a));
             }
-            Some(pat) if !alive.is_empty() => {
-                let screens = capture_many(
-                    tmux,
-                    &alive
-                        .iter()
-                        .map(|&i| incs[i].pane_id.as_str())
-                        .collect::<Vec<_>>(),
-                );
-                for (i, screen) in alive.iter().zip(screens) {
-                    if screen.is_some_and(|s| s.contains(pat)) {
-                        state[*i] = Readiness::Ready;
-                    }
-                }
-            }
-            Some(_) => {}
+            s.push('\n');
+            s
         }
-        if state.iter().all(|s| *s == Readiness::Ready) || Instant::now() >= deadline {
-            return state;
-        }
-        std::thread::sleep(Duration::from_millis(50));
+        PromptMode::Typed => format!("exec sh -c {}\n", sh_quote(cmd)),
     }
 }
 
-/// The visible text of several panes in one tmux invocation.
-fn capture_many(tmux: &Tmux, panes: &[&str]) -> Vec<Option<String>> {
-    let nonce = format!("team-capture-{}", Uuid::new_v4().simple());
-    let mut argv: Vec<String> = Vec::new();
-    for (i, p) in panes.iter().enumerate() {
-        if !crate::model::is_tmux_id(p, '%') {
-            return vec![None; panes.len()];
-        }
-        if i > 0 {
-            argv.push(";".into());
-        }
-        argv.extend([
-            "display-message".into(),
-            "-p".into(),
-            format!("{nonce}{i}"),
-            ";".into(),
-            "capture-pane".into(),
-            "-p".into(),
-            "-J".into(),
-            "-t".into(),
-            p.to_string(),
-        ]);
-    }
-    let Ok(out) = tmux.run(&argv) else {
-        return vec![None; panes.len()];
-    };
-    let mut res: Vec<Option<String>> = vec![None; panes.len()];
-    let mut cur: Option<usize> = None;
-    for line in out.stdout.lines() {
-        if let Some(i) = line
-            .strip_prefix(&nonce)
-            .and_then(|s| s.parse::<usize>().ok())
-            && i < panes.len()
-        {
-            cur = Some(i);
-            res[i] = Some(String::new());
-            continue;
-        }
-        if let Some(i) = cur
-            && let Some(s) = res[i].as_mut()
-        {
-            s.push_str(line);
-            s.push('\n');
-        }
-    }
-    res
+/// What [`deliver::deliver`] needs for the first prompt of `p`.
+fn delivery_target(
+    env: &Env,
+    req: &UpRequest,
+    team: &Team,
+    profile: &Profile,
+    p: &Plan,
+    inc: &PaneIncarnation,
+    op: Uuid,
+) -> Result<deliver::Target> {
+    let text = trigger_text(team, p);
+    check_literal_text(&text)
+        .map_err(|m| Error::Usage(format!("the trigger text for {}: {m}", p.name)))?;
+    let tags = pane_tags(team, p, op)
+        .into_iter()
+        .filter(|(k, _)| {
+            matches!(
+                *k,
+                "@team_owner" | "@team_worker" | "@team_incarnation" | "@team_op"
+            )
+        })
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    Ok(deliver::Target {
+        worker: p.name.to_string(),
+        inc: inc.clone(),
+        tags,
+        profile: profile.clone(),
+        mode: profile.mode(),
+        text,
+        ready_pattern: team.settings.ready_pattern.clone(),
+        exit_file: Some((p.worker_dir.join("exit.json"), p.incarnation)),
+        workspace: team.workspace.display().to_string(),
+        audit: crate::audit::Entry {
+            caller: env.caller.clone(),
+            action: "send-keys".into(),
+            op: Some("scale_up".into()),
+            argv: req.argv.clone(),
+            endpoint: Some(team.endpoint.to_string_lossy().into_owned()),
+            targets: vec![pane_json(inc)],
+            workspace: Some(team.workspace.to_string_lossy().into_owned()),
+            team: Some(team.name.to_string()),
+            generation: Some(team.generation),
+            owner_evidence: Some(json!({"owner_id": team.owner_id, "incarnation": p.incarnation})),
+            reason: None,
+            outcome: None,
+        },
+    })
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use crate::tmux::PaneRow;
 
 use super::state::Lookup;
 
-/// The verdict on one pane or process (DESIGN.md section 7).
+/// The verdict on one pane or process (docs/design.md section 7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
@@ -286,6 +286,7 @@ mod tests {
                 trigger: None,
                 scaling: true,
                 residue: Default::default(),
+                agent: None,
             },
             next_worker_index: 10,
             next_task_id: 1,

@@ -80,7 +80,7 @@ pub fn reap_batch(
                 }
             })
             .collect();
-        match ops_kill::kill_panes(tmux, &AuditLog::new(path.clone()), caller, &batch) {
+        match ops_kill::kill_panes(tmux, &AuditLog::new(path.clone()), caller, "reap", &batch) {
             Ok(rs) => {
                 for (&i, r) in idx.iter().zip(rs) {
                     results[i] = Some(Ok(r));

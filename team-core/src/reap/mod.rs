@@ -1,4 +1,4 @@
-//! The reaper (DESIGN.md section 7): find panes and processes that are provably ours and
+//! The reaper (docs/design.md section 7): find panes and processes that are provably ours and
 //! provably abandoned, and kill them with proof.
 //!
 //! - [`discover`]: which servers to scan.
@@ -245,6 +245,7 @@ fn entry_for(
     Entry {
         caller: CALLER.into(),
         action: action.into(),
+        op: Some("reap".into()),
         argv: vec![],
         endpoint: None,
         targets: vec![],
@@ -385,6 +386,7 @@ fn settle_debt(
             tmux: &tmux,
             audit: &audit,
             caller: CALLER.into(),
+            op: "reap",
             argv: cfg.argv.clone(),
             grace,
             fail: &fail,
@@ -674,7 +676,7 @@ pub fn kill_processes(
         }
         let mut e = entry_for(
             cfg,
-            "terminate-process",
+            "signal",
             &key,
             r.generation,
             &r.class,

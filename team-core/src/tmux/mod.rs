@@ -4,6 +4,7 @@
 //! clears `TMUX`, `TMUX_PANE` and every `TEAM_*` variable from the child's environment (a
 //! server started by it passes its environment on to every pane), and is bounded in time.
 
+pub mod capture;
 pub mod quote;
 pub mod snapshot;
 pub mod txn;
@@ -14,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+pub use capture::Screen;
 pub use snapshot::{PaneRow, Snapshot, Tags};
 pub use txn::{Guard, Txn, TxnOutcome};
 

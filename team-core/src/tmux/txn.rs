@@ -162,6 +162,37 @@ impl Txn {
         ))
     }
 
+    /// Pastes `text` into the guarded pane through a one-shot buffer, as a terminal paste
+    /// (with `bracketed`, wrapped in bracketed-paste codes when the program asked for them).
+    /// No key is pressed: submitting is a separate [`Txn::send_key`], so a program that
+    /// ignores an Enter arriving with a paste still gets one of its own.
+    pub fn paste_text(guard: Guard, text: &str, bracketed: bool) -> Result<Txn> {
+        check_literal_text(text).map_err(Error::Usage)?;
+        let t = quote(&guard.target);
+        let buf = format!("team-paste-{}", uuid::Uuid::new_v4().simple());
+        Ok(Txn::new(
+            guard,
+            vec![
+                format!("set-buffer -b {buf} -- {}", quote(text)),
+                format!(
+                    "paste-buffer -d -b {buf} -t {t}{}",
+                    if bracketed { " -p" } else { "" }
+                ),
+            ],
+        ))
+    }
+
+    /// Presses one named key (`Enter`, `Escape`) in the guarded pane.
+    pub fn send_key(guard: Guard, key: &str) -> Result<Txn> {
+        if !matches!(key, "Enter" | "Escape" | "C-m") {
+            return Err(Error::Internal(format!(
+                "key {key:?} is not one the tools press"
+            )));
+        }
+        let t = quote(&guard.target);
+        Ok(Txn::new(guard, vec![format!("send-keys -t {t} {key}")]))
+    }
+
     /// Sets pane options (tags) on the guarded pane.
     pub fn set_tags(guard: Guard, tags: &[(String, String)]) -> Result<Txn> {
         let t = quote(&guard.target);
@@ -229,7 +260,8 @@ impl Txn {
     /// splitting the guarded pane (or, with `new_window`, as a new window of the guarded
     /// session), each next one by splitting the pane made just before it (tmux makes a new pane
     /// current, and an untargeted `split-window`/`set-option -p` acts on the current pane).
-    /// `sizes[i]` is the new pane's share of the pane it splits, in percent (`-l N%`).
+    /// `sizes[i]` is the new pane's share of the pane it splits, in percent (`-l N%`). With
+    /// `remain_on_exit`, each new pane keeps its screen after its process exits.
     ///
     /// If tmux refuses a split midway (`no space for new pane`), the rest of the chain does not
     /// run and no receipt comes back: the outcome is `Unknown`, and the caller finds the panes
@@ -241,6 +273,7 @@ impl Txn {
         panes: &[NewPane],
         sizes: &[Option<u8>],
         refocus_guard: bool,
+        remain_on_exit: bool,
     ) -> Result<Txn> {
         if panes.is_empty() {
             return Err(Error::Internal("an empty spawn chain".into()));
@@ -274,6 +307,11 @@ impl Txn {
             for (k, v) in &p.tags {
                 check_option_name(k)?;
                 cmds.push(format!("set-option -p {k} {}", quote(v)));
+            }
+            // In the same step as the split: a process that exits at once still leaves its
+            // pane (dead, with its last screen and exit status) for the readiness wait to read.
+            if remain_on_exit {
+                cmds.push("set-option -p remain-on-exit on".into());
             }
         }
         if new_window {

@@ -1,6 +1,5 @@
-//! One file per mode: `run` (the default: scan, then kill), `scan`, `kill --from`.
+//! One file per mode: `run` (scan, then kill; also the default), `scan`, `kill --from`.
 
-mod generate;
 mod kill;
 mod run;
 mod scan;
@@ -11,11 +10,14 @@ use crate::error::CliResult;
 
 /// Runs the chosen mode; returns the exit status.
 pub fn run(cli: Cli) -> CliResult<i32> {
-    let ctx = Ctx::from_env(&cli.global);
+    if let Some(Command::Generate(a)) = &cli.cmd {
+        return team_cli::generate::run::<Cli>(a, &crate::cli::MAN);
+    }
+    let ctx = Ctx::from_env(&cli.global)?;
     match cli.cmd {
-        None => run::run(&ctx, &cli.global, run::Mode::Reap),
+        None | Some(Command::Run) => run::run(&ctx, &cli.global, run::Mode::Reap),
         Some(Command::Scan) => scan::run(&ctx, &cli.global),
         Some(Command::Kill(a)) => kill::run(&ctx, &cli.global, a),
-        Some(Command::Generate(a)) => Ok(generate::run(&a.what)?),
+        Some(Command::Generate(a)) => team_cli::generate::run::<Cli>(&a, &crate::cli::MAN),
     }
 }

@@ -11,9 +11,11 @@ use team_core::reap::{
 };
 use team_core::{Error, fsutil};
 
+use team_core::ExitClass;
+
 use crate::cli::Global;
 use crate::ctx::Ctx;
-use crate::error::{CliResult, warn};
+use crate::error::{CliError, CliResult, warn};
 use crate::out::Out;
 
 /// How long a team's state lock may be waited for while reading its state.
@@ -51,20 +53,91 @@ struct Tally {
     audit_failed: bool,
 }
 
+/// How a run ends, before it becomes an exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// Nothing reapable remains (or, without effects, the listing is done): 0.
+    Clean,
+    /// `--check` found something reapable: 1.
+    CheckFound,
+    /// Something reapable is left (debt, a failed or skipped kill): 3.
+    Left,
+    /// Servers' sockets were found but no server answered on any of them: 69.
+    NoServer,
+    /// Some kills were not done because their audit intent could not be written: 74.
+    AuditFailed,
+}
+
+impl Outcome {
+    fn class(self) -> ExitClass {
+        match self {
+            Outcome::Clean => ExitClass::Ok,
+            Outcome::CheckFound => ExitClass::Refused,
+            Outcome::Left => ExitClass::Partial,
+            Outcome::NoServer => ExitClass::Unavailable,
+            Outcome::AuditFailed => ExitClass::IoErr,
+        }
+    }
+}
+
+fn mode_word(mode: &Mode, g: &Global) -> &'static str {
+    match (mode, g.check, g.dry_run) {
+        (_, true, _) => "check",
+        (Mode::Scan, ..) => "scan",
+        (_, _, true) => "dry_run",
+        (Mode::Reap, ..) => "reap",
+        (Mode::KillFrom(_), ..) => "kill",
+    }
+}
+
+/// Takes the per-user reaper lock. Busy: one line on stderr naming the holder, a summary
+/// with `lock_holder` under `--json`, exit 75.
+fn take_lock(ctx: &Ctx, g: &Global, mode: &Mode) -> CliResult<lock::LockGuard> {
+    let path = ctx.lock_path();
+    if let Some(dir) = path.parent() {
+        fsutil::create_private_dir(dir)?;
+        check_private_dir(dir)?;
+    }
+    match lock::acquire(path, Duration::ZERO, &Holder::me("team-reap")) {
+        Ok(l) => Ok(l),
+        Err(Error::Busy { holder, .. }) => {
+            let mut out = Out::new(g.common.json);
+            out.record(
+                &json!({"type": "summary", "mode": mode_word(mode, g), "ok": false,
+                "exit": ExitClass::TempFail.code(), "lock": path, "lock_holder": holder}),
+            )?;
+            out.flush()?;
+            Err(CliError::fail(
+                ExitClass::TempFail,
+                format!("another reaper holds {}: {holder}", path.display()),
+            ))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The lock's directory must be ours and private, or another user could hold our lock or
+/// swap the lock file for a link.
+fn check_private_dir(dir: &std::path::Path) -> CliResult<()> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(dir).map_err(|e| Error::io("inspect", dir, e))?;
+    let mine = m.uid() == rustix::process::getuid().as_raw();
+    if !m.is_dir() || !mine || m.mode() & 0o077 != 0 {
+        return Err(Error::UnsafePath {
+            path: dir.to_path_buf(),
+            why: "the reaper lock's directory must be a directory of ours with mode 0700".into(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
 pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
     let effects = !matches!(mode, Mode::Scan) && !g.check;
     let kills = effects && !g.dry_run;
-    // The per-user reaper lock: a second concurrent run exits 75 at once, silently.
+    // The per-user reaper lock: a second concurrent run exits 75 at once.
     let _reaper = if kills {
-        let path = ctx.lock_path();
-        if let Some(dir) = path.parent() {
-            fsutil::create_private_dir(dir)?;
-        }
-        match lock::acquire(&path, Duration::ZERO, &Holder::me("team-reap")) {
-            Ok(g) => Some(g),
-            Err(Error::Busy { .. }) => return Ok(75),
-            Err(e) => return Err(e.into()),
-        }
+        Some(take_lock(ctx, g, &mode)?)
     } else {
         None
     };
@@ -117,9 +190,9 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
         }
         match reap::scan_processes(cfg, &mut oracle, &skip, &hints) {
             Ok((mut found, unreadable)) => {
-                if unreadable > 0 && g.verbose {
+                if unreadable > 0 && g.common.verbose > 0 {
                     warn(
-                        g.quiet,
+                        g.common.quiet,
                         &format!("{unreadable} processes could not be read"),
                     );
                 }
@@ -142,15 +215,15 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
                 }
                 procs = found.into_iter().filter(|r| proc_selected(r)).collect();
             }
-            Err(e) => warn(g.quiet, &format!("cannot scan processes: {e}")),
+            Err(e) => warn(g.common.quiet, &format!("cannot scan processes: {e}")),
         }
     }
     drop(oracle); // releases the teams' scale locks
 
     let sessions = reap::sessions(&servers);
-    let mut out = Out::new(g.json);
+    let mut out = Out::new(g.common.json);
     let mut t = Tally::default();
-    let human_all = (matches!(mode, Mode::Scan) && !g.check) || g.verbose;
+    let human_all = (matches!(mode, Mode::Scan) && !g.check) || g.all;
 
     // A dead socket is warned about once (by path, inode and mtime), so a stale socket file
     // does not make every cron run speak; `-v` and `--json` always report it.
@@ -167,18 +240,18 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
                 let key = dead_socket_key(&s.endpoint);
                 let new = !known_dead.contains(&key);
                 dead_now.push(key);
-                if !g.json && (new || g.verbose) {
+                if !g.common.json && (new || g.common.verbose > 0) {
                     warn(
-                        g.quiet,
+                        g.common.quiet,
                         &format!("no server answers on {}; skipped", s.endpoint.display()),
                     );
                 }
             }
             ServerStatus::Failed(e) => {
                 out.record(&json!({"type": "server", "endpoint": s.endpoint, "status": "unverifiable", "reason": e}))?;
-                if !g.json {
+                if !g.common.json {
                     warn(
-                        g.quiet,
+                        g.common.quiet,
                         &format!(
                             "cannot list {}: {e}; its panes are unverifiable",
                             s.endpoint.display()
@@ -214,7 +287,7 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
                 &json!({"type": "pane", "endpoint": ep, "pane_id": id, "verdict": verdict,
                 "reason": reason, "action": "skipped"}),
             )?;
-            if !g.json && !g.quiet {
+            if !g.common.json && !g.common.quiet {
                 out.line(&format!(
                     "{verdict:<12} {id} on {}: {reason} -> skipped",
                     ep.display()
@@ -223,7 +296,7 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
         }
     }
     for p in servers.iter().flat_map(|s| &s.panes) {
-        if !pane_selected(p) || (p.class.verdict == Verdict::Untagged && !g.verbose) {
+        if !pane_selected(p) || (p.class.verdict == Verdict::Untagged && !g.all) {
             continue;
         }
         tally_pane(&mut t, p, effects);
@@ -232,7 +305,7 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
             p.class.verdict,
             Verdict::Orphan | Verdict::Debt | Verdict::Unverifiable
         ) || p.action != Action::None;
-        if !g.quiet && (human_all || noteworthy) {
+        if !g.common.quiet && (human_all || noteworthy) {
             out.line(&pane_line(p, effects))?;
         }
     }
@@ -245,7 +318,7 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
             "session_name": s.session_name, "team": s.team, "verdict": "orphan",
             "action": if effects { s.action.as_str() } else { "none" }, "reason": s.note}),
         )?;
-        if !g.quiet && effects && s.action != Action::Skipped {
+        if !g.common.quiet && effects && s.action != Action::Skipped {
             out.line(&format!(
                 "session      {} ({}) on {}: every pane was ours and reapable -> {}",
                 s.session_name,
@@ -256,7 +329,7 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
         }
     }
     for r in &procs {
-        if r.class.verdict == Verdict::Owned && !g.verbose {
+        if r.class.verdict == Verdict::Owned && !g.all {
             continue;
         }
         if r.reapable() {
@@ -281,7 +354,7 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
             "action": if effects { r.action.as_str() } else { "none" }, "note": r.note}),
         )?;
         // A shared daemon is a steady state, not work: cron stays silent about it.
-        if !g.quiet && (r.class.verdict != Verdict::Shared || g.verbose || human_all) {
+        if !g.common.quiet && (r.class.verdict != Verdict::Shared || g.all || human_all) {
             out.line(&format!(
                 "{:<12} process {} ({}{}): {} -> {}{}",
                 r.class.verdict.as_str(),
@@ -301,27 +374,20 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
         }
     }
 
-    let code = if t.audit_failed {
-        Error::Audit {
-            path: PathBuf::new(),
-            msg: String::new(),
-        }
-        .class()
-        .code()
-    } else if g.check {
-        i32::from(t.reapable > 0)
+    let no_server = !servers.is_empty() && servers.iter().all(|s| s.status == ServerStatus::Dead);
+    let outcome = if t.audit_failed {
+        Outcome::AuditFailed
+    } else if no_server {
+        Outcome::NoServer
+    } else if g.check && t.reapable > 0 {
+        Outcome::CheckFound
     } else if kills && t.reapable_left > 0 {
-        3
+        Outcome::Left
     } else {
-        0
+        Outcome::Clean
     };
-    let mode_word = match (&mode, g.check, g.dry_run) {
-        (_, true, _) => "check",
-        (Mode::Scan, ..) => "scan",
-        (_, _, true) => "dry_run",
-        (Mode::Reap, ..) => "reap",
-        (Mode::KillFrom(_), ..) => "kill",
-    };
+    let code = outcome.class().code();
+    let mode_word = mode_word(&mode, g);
     let v = |k: &str| t.by_verdict.get(k).copied().unwrap_or(0);
     out.record(&json!({"type": "summary", "tmux_invocations": team_core::tmux::invocations(), "mode": mode_word,
         "servers": servers.len(),
@@ -330,15 +396,24 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
         "busy": v("busy"), "unverifiable": v("unverifiable"),
         "killed": t.killed, "would_kill": t.would_kill, "failed": t.failed, "skipped": t.skipped,
         "processes_killed": t.procs_killed, "reapable": t.reapable,
-        "reapable_left": t.reapable_left, "exit": code}))?;
+        "reapable_left": t.reapable_left, "ok": outcome == Outcome::Clean,
+        "exit": code}))?;
     out.flush()?;
-    if t.audit_failed {
-        eprintln!(
-            "team-reap: error: some kills were not done because their audit intent could not be written"
-        );
-        eprintln!("hint: check the audit log's directory and disk, or pass --audit-log");
+    match outcome {
+        Outcome::AuditFailed => Err(CliError::fail(
+            outcome.class(),
+            "some kills were not done because their audit intent could not be written",
+        )
+        .with_hint("check the audit log's directory and disk, or pass --audit-log")),
+        Outcome::NoServer => Err(CliError::fail(
+            outcome.class(),
+            format!(
+                "no tmux server answers on any of the {} sockets found; nothing could be checked",
+                servers.len()
+            ),
+        )),
+        _ => Ok(code),
     }
-    Ok(code)
 }
 
 fn tally_pane(t: &mut Tally, p: &PaneReport, effects: bool) {
@@ -384,16 +459,25 @@ fn pane_json(p: &PaneReport) -> serde_json::Value {
             ("window_id", json!(r.window_id)),
             ("server_pid", json!(r.server_pid)),
             ("server_start", json!(r.server_start)),
-            ("team", json!(r.tags.name)),
-            ("workspace", json!(r.tags.workspace)),
-            ("owner", json!(r.tags.owner)),
-            ("worker", json!(r.tags.worker)),
-            ("role", json!(r.tags.role)),
+            ("team", opt(&r.tags.name)),
+            ("workspace", opt(&r.tags.workspace)),
+            ("owner", opt(&r.tags.owner)),
+            ("worker", opt(&r.tags.worker)),
+            ("role", opt(&r.tags.role)),
         ] {
             m.insert(k.into(), x);
         }
     }
     v
+}
+
+/// An absent tag is `null` in JSON, never `""` (the same as every other tool's output).
+fn opt(s: &str) -> serde_json::Value {
+    if s.is_empty() {
+        serde_json::Value::Null
+    } else {
+        json!(s)
+    }
 }
 
 fn pane_line(p: &PaneReport, effects: bool) -> String {

@@ -22,6 +22,7 @@ pub fn with_teardown<R>(
     ctx: &Ctx,
     team: &TeamName,
     caller: &str,
+    op: &'static str,
     grace: std::time::Duration,
     f: impl FnOnce(&Teardown) -> team_core::Result<R>,
 ) -> CliResult<R> {
@@ -34,6 +35,7 @@ pub fn with_teardown<R>(
         tmux: &tmux,
         audit: &audit,
         caller: caller.into(),
+        op,
         argv: argv(),
         grace,
         fail: &fail,
@@ -128,7 +130,7 @@ pub fn run(ctx: &Ctx, a: DownArgs) -> CliResult<i32> {
     if a.count == Some(0) {
         return Err(Error::Usage("the count must be at least 1".into()).into());
     }
-    let rep = with_teardown(ctx, &team, "team-scale down", a.grace, |td| {
+    let rep = with_teardown(ctx, &team, "team-scale down", "scale_down", a.grace, |td| {
         down::down(
             td,
             &DownRequest {
@@ -144,11 +146,6 @@ pub fn run(ctx: &Ctx, a: DownArgs) -> CliResult<i32> {
     if !rep.earlier.workers.is_empty() {
         out.line("earlier leftovers:")?;
         print_settle(&mut out, &rep.earlier)?;
-    }
-    for n in &rep.drain_timed_out {
-        out.line(&format!(
-            "{n} did not report idle within the drain timeout; removing it anyway"
-        ))?;
     }
     print_settle(&mut out, &rep.settle)?;
     let removed = rep.settle.workers.iter().filter(|w| w.dropped).count();

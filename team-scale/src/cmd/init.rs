@@ -68,6 +68,7 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
             );
         }
     }
+    let agent = check_agent(ctx, &a)?;
     let private = a.private || ctx.tmux_env.is_none();
     let settings = Settings {
         max_workers: a.max_workers,
@@ -77,6 +78,7 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
         trigger: a.trigger.clone(),
         scaling: !a.no_scaling,
         residue: Default::default(),
+        agent: Some(agent.clone()),
     };
     let store = ctx.store(&team);
     ctx.root.ensure()?;
@@ -147,17 +149,39 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
     out.record(&json!({
         "type": "team", "team": team, "owner_id": owner, "endpoint": endpoint,
         "session": t.session.name, "session_id": t.session.id,
-        "leader_pane_id": t.leader.pane.pane_id, "private": private,
+        "leader_pane_id": t.leader.pane.pane_id, "private": private, "agent": agent,
     }))?;
     out.record(&json!({"type": "summary", "team": team, "action": "init", "ok": true}))?;
     out.line(&format!(
-        "team {team} created: session {} on {}, leader pane {}",
+        "team {team} created: session {} on {}, leader pane {}, agent profile {agent}",
         t.session.name,
         endpoint.display(),
         t.leader.pane.pane_id
     ))?;
     out.flush()?;
     Ok(0)
+}
+
+/// Picks the agent profile (`--agent`, else detected from the worker command) and checks that
+/// the worker's program exists on PATH. Returns the profile's name.
+fn check_agent(ctx: &Ctx, a: &InitArgs) -> CliResult<String> {
+    let user = team_core::agent::profiles::load_user(&ctx.root.path().join("agents.toml"))?;
+    let name = match &a.agent {
+        Some(n) => n.clone(),
+        None => team_core::agent::detect(&a.worker_cmd, &user),
+    };
+    let profile = team_core::agent::resolve(&name, &user)?;
+    // The program as written (a path, or a name looked up on PATH from the workspace).
+    if let Some(word) = team_core::agent::profiles::program_word(&a.worker_cmd)
+        && which::which_in(&word, std::env::var_os("PATH"), &ctx.workspace).is_err()
+    {
+        return Err(Error::ProgramNotFound {
+            program: word,
+            cmd: a.worker_cmd.clone(),
+        }
+        .into());
+    }
+    Ok(profile.name)
 }
 
 type Placed = (

@@ -1,7 +1,6 @@
 //! One file per subcommand.
 
 mod down;
-mod generate;
 mod init;
 mod list;
 mod policy;
@@ -20,7 +19,7 @@ use crate::error::CliResult;
 /// Runs the chosen subcommand; returns the exit status.
 pub fn run(cli: Cli) -> CliResult<i32> {
     if let Command::Generate(a) = &cli.cmd {
-        return Ok(generate::run(&a.what)?);
+        return team_cli::generate::run::<Cli>(a, &crate::cli::MAN);
     }
     let cmd = match cli.cmd {
         Command::Supervise(a) => return supervise::run(a),
@@ -38,7 +37,7 @@ pub fn run(cli: Cli) -> CliResult<i32> {
         Command::Task(a) => task::run(&ctx, a),
         Command::Up(a) => up::run(&ctx, a),
         Command::Policy(a) => policy::run(&ctx, a),
-        Command::Generate(a) => Ok(generate::run(&a.what)?),
+        Command::Generate(a) => team_cli::generate::run::<Cli>(&a, &crate::cli::MAN),
         Command::Supervise(_) => unreachable!("handled above"),
     }
 }

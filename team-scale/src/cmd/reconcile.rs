@@ -16,6 +16,7 @@ pub fn run(ctx: &Ctx, a: ReconcileArgs) -> CliResult<i32> {
         ctx,
         &team,
         "team-scale reconcile",
+        "reconcile",
         a.grace,
         reconcile::reconcile,
     )?;
@@ -29,6 +30,11 @@ pub fn run(ctx: &Ctx, a: ReconcileArgs) -> CliResult<i32> {
     for n in &rep.abandoned {
         out.line(&format!(
             "{n}: pending reservation of an abandoned operation, removing"
+        ))?;
+    }
+    for n in &rep.dead {
+        out.line(&format!(
+            "{n}: its process exited or its pane is gone, removing"
         ))?;
     }
     print_settle(&mut out, &rep.settle)?;
@@ -45,7 +51,7 @@ pub fn run(ctx: &Ctx, a: ReconcileArgs) -> CliResult<i32> {
     out.record(&json!({
         "type": "summary", "tmux_invocations": team_core::tmux::invocations(), "team": team, "action": "reconcile", "ok": !blocked,
         "changed": rep.did_something(), "replayed": rep.replayed, "temp_files_removed": rep.temp_files_removed,
-        "drains_restored": rep.drains_restored, "abandoned": rep.abandoned,
+        "drains_restored": rep.drains_restored, "abandoned": rep.abandoned, "dead": rep.dead,
         "remaining": rep.settle.workers.iter().filter(|w| !w.dropped).map(|w| &w.worker).collect::<Vec<_>>(),
     }))?;
     out.flush()?;

@@ -13,7 +13,14 @@ use crate::out::Out;
 
 pub fn run(ctx: &Ctx, a: ShutdownArgs) -> CliResult<i32> {
     let team = TeamName::new(&a.team)?;
-    let rep = with_teardown(ctx, &team, "team-scale shutdown", a.grace, down::shutdown)?;
+    let rep = with_teardown(
+        ctx,
+        &team,
+        "team-scale shutdown",
+        "shutdown",
+        a.grace,
+        down::shutdown,
+    )?;
     let mut out = Out::new(ctx.json);
     print_settle(&mut out, &rep.settle)?;
     let partial = rep.settle.blocked() || !rep.stopped || rep.leader == "kept";

@@ -69,7 +69,7 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
         let lifecycle = lifecycle_word(w.lifecycle);
         out.record(&json!({
             "type": "worker",
-            "name": w.name,
+            "worker": w.name,
             "index": w.index,
             "role": w.role,
             "lifecycle": lifecycle,

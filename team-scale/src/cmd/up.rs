@@ -57,9 +57,31 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
         role,
         tasks,
         ready_timeout: a.ready_timeout,
+        argv: std::env::args().collect(),
         scaling_disabled_by_env: ctx.scaling_env_off,
     };
-    let report = up(&env, &req)?;
+    let report = match up(&env, &req) {
+        Ok(r) => r,
+        Err(e) => {
+            // Each new worker's result on stdout too, for scripts and leader agents; the
+            // error and its hint go to stderr as for any error.
+            if let Error::Undelivered { workers, .. } = &e {
+                let mut out = Out::new(ctx.json);
+                for w in workers {
+                    out.record(&json!({
+                        "type": "worker", "name": w.worker, "lifecycle": "rolled_back",
+                        "delivery": w.result, "delivery_detail": w.detail, "last_lines": w.last_lines,
+                    }))?;
+                }
+                out.record(&json!({
+                    "type": "summary", "team": team, "action": "up", "ok": false,
+                    "added": [], "rolled_back": workers.iter().map(|w| &w.worker).collect::<Vec<_>>(),
+                }))?;
+                out.flush()?;
+            }
+            return Err(e.into());
+        }
+    };
 
     for w in &report.warnings {
         eprintln!("team-scale: warning: {w}");
@@ -68,7 +90,7 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
     for w in &report.added {
         out.record(&json!({
             "type": "worker",
-            "name": w.name,
+            "worker": w.name,
             "index": w.index,
             "role": w.role,
             "lifecycle": "active",
@@ -80,6 +102,8 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
             "incarnation": w.incarnation,
             "op_id": report.op_id,
             "ready": w.readiness.word(),
+            "delivery": w.delivery.as_ref().map_or("skipped", |d| d.word()),
+            "delivery_detail": w.delivery.as_ref().map(|d| d.describe()),
             "tasks": w.tasks,
             "inbox": w.inbox,
             "worktree": w.worktree.as_ref().map(|t| t.path.clone()),
@@ -91,7 +115,9 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
             w.pane.pane_id,
             w.pane.window_id,
             if w.new_window { ", new" } else { "" },
-            w.readiness.word(),
+            w.delivery
+                .as_ref()
+                .map_or("delivery skipped".to_string(), |d| d.describe()),
             if w.tasks.is_empty() {
                 String::new()
             } else {
@@ -129,6 +155,7 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
         "generation": report.team.generation,
         "settled": settled,
         "warnings": report.warnings,
+        "agent": report.agent,
         "tmux_invocations": team_core::tmux::invocations(),
     }))?;
     out.line(&format!(

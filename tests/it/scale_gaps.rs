@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_team-scale");
+/// team-scale, built once by the harness.
+fn bin() -> PathBuf {
+    tests::bin("team-scale")
+}
 
 struct Fx {
     dir: tempfile::TempDir,
@@ -97,23 +100,13 @@ impl Fx {
     }
 
     fn cmd(&self, args: &[&str], envs: &[(&str, &str)]) -> Output {
-        let mut c = Command::new(BIN);
+        let mut c = tests::hermetic(bin());
         c.arg("--workspace")
             .arg(&self.ws)
             .args(args)
             .current_dir(&self.ws)
             .env("TMUX_TMPDIR", &self.tt)
-            .env("TEAM_TMUX_CONFIG", "/dev/null")
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .env_remove("TEAM_NAME")
-            .env_remove("TEAM_WORKER")
-            .env_remove("TEAM_INCARNATION")
-            .env_remove("TEAM_OWNER")
-            .env_remove("TEAM_STATE_DIR")
-            .env_remove("TEAM_AUDIT_LOG")
-            .env_remove("TEAM_SCALING")
-            .env_remove("TEAM_FAILPOINTS");
+            .env("TEAM_TMUX_CONFIG", "/dev/null");
         for (k, v) in envs {
             c.env(k, v);
         }
@@ -358,6 +351,15 @@ fn another_teams_pane_in_our_session_is_never_killed() {
         );
     };
 
+    // A worker that never reported is busy: worker-3 reports idle first.
+    fx.ok(&[
+        "worker-status",
+        "demo",
+        "--worker",
+        "worker-3",
+        "--state",
+        "idle",
+    ]);
     fx.ok(&["down", "demo", "1", "--grace", "1s"]);
     assert!(!fx.has_pane(&w3pane), "down removed worker-3");
     foreign_intact("down");
@@ -557,7 +559,6 @@ fn processes_are_judged_by_ancestry_not_by_their_environment() {
 /// new pane that no longer proves ours (its worker re-tagged or respawned its own pane on
 /// start): exit 3, that pane untouched and its worker `removing` with the reason, the other new
 /// panes killed, `next_worker_index` not rewound.
-#[cfg(feature = "failpoints")]
 #[test]
 fn up_rollback_leaves_an_unprovable_new_pane_alone() {
     let retag = r#"tmux -S "${TMUX%%,*}" set-option -p -t "$TMUX_PANE" @team_incarnation forged"#;
@@ -628,7 +629,6 @@ fn up_rollback_leaves_an_unprovable_new_pane_alone() {
 /// recorded); the tmux server is then restarted and the new server happens to have panes with
 /// the same `%N`, carrying the very same tags. `reconcile` must not kill them, must say why and
 /// exit non-zero, and must keep the workers recorded.
-#[cfg(feature = "failpoints")]
 #[test]
 fn reconcile_of_pending_workers_spares_recycled_tagged_panes() {
     let fx = Fx::new();
@@ -676,7 +676,6 @@ fn reconcile_of_pending_workers_spares_recycled_tagged_panes() {
 
 /// No pane of `before` was killed or re-spawned, no process signalled, and both reservations
 /// are still recorded.
-#[cfg(feature = "failpoints")]
 fn assert_spared(fx: &Fx, before: &[(String, u64)], what: &str) {
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(fx.panes(), before, "{what} killed recycled panes");
@@ -699,7 +698,6 @@ fn assert_spared(fx: &Fx, before: &[(String, u64)], what: &str) {
 /// `up 2` crashes at `up.split`; the server is restarted on the same socket with panes of the
 /// same `%N` as the crashed op's, carrying its exact tags (and processes with the team's owner
 /// id and the workers' names). Returns the new server's panes.
-#[cfg(feature = "failpoints")]
 fn crash_then_recycle(fx: &Fx) -> Vec<(String, u64)> {
     fx.init_private("exec cat");
     let o = fx.cmd(

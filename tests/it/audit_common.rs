@@ -7,19 +7,9 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-/// `team-audit` with a clean environment (no ambient log, state dir or tmux).
+/// `team-audit` with the harness's hermetic environment (no ambient log, state dir or tmux).
 pub fn cmd() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_team-audit"));
-    for v in [
-        "TEAM_AUDIT_LOG",
-        "TEAM_STATE_DIR",
-        "TMUX",
-        "TMUX_PANE",
-        "RUST_LOG",
-    ] {
-        c.env_remove(v);
-    }
-    c
+    tests::hermetic(tests::bin("team-audit"))
 }
 
 /// `team-audit --log <log> <args...>`.

@@ -216,6 +216,7 @@ impl Fx {
                 trigger: None,
                 scaling: true,
                 residue: Default::default(),
+                agent: None,
             },
             next_worker_index: 1,
             next_task_id: 1,
@@ -319,22 +320,24 @@ impl Fx {
     }
 
     fn reap_cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_team-reap"));
+        let mut c = tests::hermetic(tests::bin("team-reap"));
         // Tests run side by side and the reaper sees every process of the user: act only on
         // this test's teams.
         if !args.contains(&"--only-under") {
             c.arg("--only-under").arg(self.tmp.path());
         }
         c.args(args)
+            .arg("--lock-file")
+            .arg(self.lock_file())
             .env("TMUX_TMPDIR", self.tmp.path().join("tt"))
-            .env("TEAM_TMUX_CONFIG", "/dev/null")
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .env_remove("XDG_RUNTIME_DIR")
-            .env_remove("TEAM_STATE_DIR")
-            .env_remove("TEAM_AUDIT_LOG")
-            .env_remove("RUST_LOG");
+            .env("TEAM_TMUX_CONFIG", "/dev/null");
         c
+    }
+
+    /// This fixture's reaper lock (the default, /tmp/tmux-<uid>/team-reap.lock, is shared by
+    /// every reaper of the user, so tests running side by side each pass their own).
+    fn lock_file(&self) -> PathBuf {
+        self.tmp.path().join("locks").join("team-reap.lock")
     }
 
     fn reap(&self, args: &[&str]) -> Output {
@@ -658,20 +661,42 @@ fn dry_run_and_check_change_nothing() {
 }
 
 #[test]
-fn a_second_reaper_exits_75_silently() {
+fn a_second_reaper_exits_75_naming_the_holder() {
     let fx = Fx::new();
     let live = fx.team("live", "s1");
     let (orphan, _) = fx.worker(&live, None, None, "sleep 100000");
-    let lock = team_core::paths::tmux_socket_dir(&fx.tmp.path().join("tt")).join("team-reap.lock");
+    let lock = fx.lock_file();
+    std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+    std::fs::set_permissions(
+        lock.parent().unwrap(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
     let held = team_core::lock::acquire(
         &lock,
         Duration::ZERO,
         &team_core::lock::Holder::me("other reaper"),
     )
     .unwrap();
-    let o = fx.reap(&["--no-processes"]);
+    let o = fx.reap(&["--no-processes", "-q"]);
     assert_eq!(code(&o), 75);
-    assert!(o.stdout.is_empty() && o.stderr.is_empty(), "{o:?}");
+    // Even with -q: one line on stderr that names the holder; nothing on stdout.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{o:?}");
+    assert!(
+        err.contains("other reaper") && err.contains(&std::process::id().to_string()),
+        "{o:?}"
+    );
+    assert!(o.stdout.is_empty(), "{o:?}");
+    let o = fx.reap(&["--no-processes", "--json"]);
+    assert_eq!(code(&o), 75);
+    let v = json_lines(&o);
+    let s = summary(&v);
+    assert_eq!(s["exit"], 75, "{v:?}");
+    assert!(
+        s["lock_holder"].as_str().unwrap().contains("other reaper"),
+        "{v:?}"
+    );
     assert!(fx.panes(&live.sock).contains(&orphan));
     drop(held);
     // Two at once: exactly one does the work; the other is 75 (or finds nothing left).
@@ -696,7 +721,7 @@ fn a_second_reaper_exits_75_silently() {
     assert_eq!(killed, 1, "{a:?} {b:?}");
     for o in [&a, &b] {
         if code(o) == 75 {
-            assert!(o.stdout.is_empty() && o.stderr.is_empty());
+            assert!(String::from_utf8_lossy(&o.stderr).contains("another reaper holds"));
         } else {
             assert_eq!(code(o), 0, "{o:?}");
         }

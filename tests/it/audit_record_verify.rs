@@ -1,10 +1,8 @@
 //! `record`, `verify`, `query`: round trips, exit codes, and tampering found at the right seq.
 
-mod common;
-
 use std::fs;
 
-use common::*;
+use super::audit_common::*;
 use serde_json::Value;
 
 fn make_log(dir: &std::path::Path, n: usize) -> std::path::PathBuf {
@@ -64,7 +62,8 @@ fn record_prints_the_id_and_the_log_verifies() {
         ],
     ));
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    // `record --json`: the record line, then the summary line.
+    let v: Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
     assert_eq!(v["type"], "record");
     assert_eq!(v["seq"], 2);
     assert_eq!(v["audit_id"], id.as_str());
@@ -249,7 +248,8 @@ fn a_torn_tail_fails_verify_until_the_next_record_acknowledges_it() {
         &["record", "--caller", "c", "--action", "a", "--json"],
     ));
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    // `record --json`: the record line, then the summary line.
+    let v: Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
     assert_eq!(v["seq"], 5);
     let o = run(with_log(&log, &["verify", "--json"]));
     assert_eq!(code(&o), 0, "{}", stdout(&o));
@@ -291,7 +291,7 @@ fn query_filters_and_ends_json_with_a_summary() {
     assert_eq!(out[0]["seq"], 2);
     assert_eq!(
         out[1],
-        serde_json::json!({"type":"summary","matched":1,"records":5,"skipped_lines":0})
+        serde_json::json!({"type":"summary","matched":1,"shown":1,"records":5,"skipped_lines":0})
     );
     let o = run(with_log(
         &log,

@@ -1,9 +1,7 @@
 //! `hook`: a table of Claude Code PreToolUse payloads, their decisions and their records; the
 //! PostToolUse pairing; the payload's cwd never made into a directory.
 
-mod common;
-
-use common::*;
+use super::audit_common::*;
 use serde_json::{Value, json};
 
 fn bash(cmd: &str, cwd: &str) -> String {

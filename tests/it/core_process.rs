@@ -85,7 +85,7 @@ fn owner_id() -> String {
 }
 
 fn command(program: &str, args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(program);
+    let mut cmd = tests::hermetic(program);
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -118,7 +118,7 @@ fn kills_proven_panes_and_refuses_the_rest_with_audit() {
         target(&c, "inc-other"),
         target(&gone, "inc-a"),
     ];
-    let res = kill_panes(&tmux, &log, "test", &targets).unwrap();
+    let res = kill_panes(&tmux, &log, "test", "test", &targets).unwrap();
     assert_eq!(res[0], KillResult::Killed);
     assert!(
         matches!(&res[1], KillResult::Refused(r) if r.contains("pane_pid")),
@@ -154,7 +154,7 @@ fn nothing_is_killed_when_the_intent_cannot_be_written() {
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, b"x").unwrap();
     let log = AuditLog::new(blocker.join("audit.jsonl"));
-    let err = kill_panes(&tmux, &log, "test", &[target(&a, "inc-a")]).unwrap_err();
+    let err = kill_panes(&tmux, &log, "test", "test", &[target(&a, "inc-a")]).unwrap_err();
     assert!(matches!(err, team_core::Error::Audit { .. }), "{err}");
     assert!(pane_exists(&tmux, &a.pane_id));
 }

@@ -15,7 +15,10 @@ use team_core::store::Store;
 use team_core::tmux::txn::{NewPane, parse_new_pane};
 use team_core::tmux::{Guard, Listing, Tmux, Txn, TxnOutcome};
 
-const BIN: &str = env!("CARGO_BIN_EXE_team-scale");
+/// team-scale, built once by the harness.
+fn bin() -> PathBuf {
+    tests::bin("team-scale")
+}
 
 struct Env {
     _dir: tempfile::TempDir,
@@ -73,19 +76,11 @@ impl Env {
     }
 
     fn cmd(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
-        let mut c = Command::new(BIN);
+        let mut c = tests::hermetic(bin());
         c.args(args)
             .current_dir(&self.ws)
             .env("TMUX_TMPDIR", &self.tt)
-            .env("TEAM_TMUX_CONFIG", "/dev/null")
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .env_remove("TEAM_NAME")
-            .env_remove("TEAM_WORKER")
-            .env_remove("TEAM_INCARNATION")
-            .env_remove("TEAM_AUDIT_LOG")
-            .env_remove("TEAM_STATE_DIR")
-            .env_remove("TEAM_FAILPOINTS");
+            .env("TEAM_TMUX_CONFIG", "/dev/null");
         for (k, v) in extra_env {
             c.env(k, v);
         }
@@ -320,6 +315,8 @@ fn idle_selection_named_force_refusals_and_tasks() {
     let w4 = e.add_worker(SLEEPER, false);
     e.set_status("worker-4", "busy");
     e.set_status("worker-2", "busy");
+    e.set_status("worker-1", "idle");
+    e.set_status("worker-3", "idle");
     let t_busy = e.add_task(Some("worker-3"), TaskStatus::InProgress);
     let t_done = e.add_task(Some("worker-3"), TaskStatus::Completed);
     let t_other = e.add_task(Some("worker-1"), TaskStatus::InProgress);
@@ -415,22 +412,43 @@ fn drain_ends_early_on_idle_and_times_out_otherwise() {
     e.add_worker(SLEEPER, false);
     e.set_status("worker-3", "busy");
     e.set_status("worker-2", "busy");
-    // Timeout proceeds.
+    // A timeout removes nothing and exits 75, drain mark undone; --force removes it.
     let t0 = Instant::now();
-    let out = e.ok(&[
-        "down",
-        "t",
-        "--worker",
-        "worker-3",
-        "--drain-timeout",
-        "1s",
-        "--grace",
-        "1s",
-    ]);
+    let o = e.cmd(
+        &[
+            "down",
+            "t",
+            "--worker",
+            "worker-3",
+            "--drain-timeout",
+            "1s",
+            "--grace",
+            "1s",
+        ],
+        &[],
+    );
     assert!(t0.elapsed() >= Duration::from_secs(1));
-    assert!(out.contains("did not report idle"), "{out}");
+    assert_eq!(code(&o), 75, "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("did not report idle"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(
+        names(&e.store().load().unwrap()),
+        ["worker-1", "worker-2", "worker-3"]
+    );
+    let s = e
+        .store()
+        .status(&WorkerName::new("worker-3").unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(s.state, team_core::model::WorkState::Busy);
+    e.ok(&[
+        "down", "t", "--worker", "worker-3", "--force", "--grace", "1s",
+    ]);
     // Ends early when the worker reports idle.
-    let mut child = Command::new(BIN)
+    let mut child = tests::hermetic(bin())
         .args([
             "down",
             "t",
@@ -444,8 +462,6 @@ fn drain_ends_early_on_idle_and_times_out_otherwise() {
         .current_dir(&e.ws)
         .env("TMUX_TMPDIR", &e.tt)
         .env("TEAM_TMUX_CONFIG", "/dev/null")
-        .env_remove("TMUX")
-        .env_remove("TMUX_PANE")
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -828,6 +844,7 @@ fn foreign_panes_survive_and_shutdown_leaves_no_server() {
     .unwrap();
     tm.run(&["set-option", "-p", "-t", &other, "@team_incarnation", "x"])
         .unwrap();
+    e.set_status("worker-2", "idle");
     e.ok(&["down", "t", "1", "--grace", "1s"]);
     e.ok(&["reconcile", "t"]);
     let panes = e.panes();
@@ -864,7 +881,6 @@ fn foreign_panes_survive_and_shutdown_leaves_no_server() {
     );
 }
 
-#[cfg(feature = "failpoints")]
 #[test]
 fn crash_at_every_step_then_reconcile_converges() {
     for fp in [

@@ -1,11 +1,9 @@
 //! `pass`: forwarded lines are byte-identical, in order, and each has its record first.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 
-use common::*;
+use super::audit_common::*;
 use serde_json::Value;
 
 #[test]

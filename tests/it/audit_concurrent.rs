@@ -1,11 +1,9 @@
 //! Concurrent writers: every record lands whole, once, with seq 1..N and an intact chain.
 
-mod common;
-
 use std::collections::HashSet;
 use std::process::Stdio;
 
-use common::*;
+use super::audit_common::*;
 
 #[test]
 fn concurrent_pass_and_record_processes_keep_one_chain() {

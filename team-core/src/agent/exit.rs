@@ -1,0 +1,73 @@
+//! `teams/<team>/workers/<worker>/exit.json`: how a worker's main process ended, written by
+//! the pane's supervisor. Read only when its incarnation is the worker's current one.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use uuid::Uuid;
+
+use crate::error::Result;
+
+/// The most bytes read from an exit file.
+pub const MAX_EXIT_FILE: usize = 4096;
+
+/// How a worker's main process ended.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ExitInfo {
+    pub incarnation: Uuid,
+    #[serde(default)]
+    pub code: Option<i32>,
+    #[serde(default)]
+    pub signal: Option<i32>,
+}
+
+impl ExitInfo {
+    /// "exited with status 1", "was killed by signal 9".
+    pub fn describe(&self) -> String {
+        match (self.code, self.signal) {
+            (_, Some(s)) => format!("was killed by signal {s}"),
+            (Some(c), None) => format!("exited with status {c}"),
+            (None, None) => "exited".into(),
+        }
+    }
+}
+
+/// Reads `path` and returns its record when it names `incarnation`. A missing, oversized,
+/// malformed or other incarnation's file is `None`: it proves nothing about this worker.
+pub fn read_exit(path: &Path, incarnation: Uuid) -> Result<Option<ExitInfo>> {
+    let Some(bytes) = crate::fsutil::read(path, MAX_EXIT_FILE as u64)? else {
+        return Ok(None);
+    };
+    Ok(parse_exit(&bytes).filter(|e| e.incarnation == incarnation))
+}
+
+/// Parses an exit file (pure).
+pub fn parse_exit(bytes: &[u8]) -> Option<ExitInfo> {
+    if bytes.len() > MAX_EXIT_FILE {
+        return None;
+    }
+    serde_json::from_slice(bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_matching_incarnation_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("exit.json");
+        let me = Uuid::new_v4();
+        assert_eq!(read_exit(&p, me).unwrap(), None);
+        std::fs::write(
+            &p,
+            format!(r#"{{"incarnation":"{me}","code":3,"signal":null}}"#),
+        )
+        .unwrap();
+        let e = read_exit(&p, me).unwrap().unwrap();
+        assert_eq!(e.describe(), "exited with status 3");
+        assert_eq!(read_exit(&p, Uuid::new_v4()).unwrap(), None);
+        std::fs::write(&p, b"{oops").unwrap();
+        assert_eq!(read_exit(&p, me).unwrap(), None);
+    }
+}

@@ -1,0 +1,486 @@
+//! Delivery: the one way text reaches a worker's agent, proven or reported.
+//!
+//! [`deliver`] takes proven panes, each with its agent profile and a text, and drives all of
+//! them at once (one capture of every pane per round, one batch of transactions per round), so
+//! N workers cost about one settle delay, not N. Per pane:
+//!
+//! 1. the screen is read each round: a dead pane (or a matching `exit.json`) ends it as
+//!    `undelivered` with the exit status and the last lines; a blocking screen (sign-in, trust,
+//!    first-run question) ends it as `blocked` with the next step. **Nothing is ever typed into
+//!    a blocking screen**, and a readiness timeout types nothing;
+//! 2. launch-argument and banner profiles type nothing: delivered once the agent shows the
+//!    text (or shows that it works);
+//! 3. typed profiles: once the prompt is on the cursor line and the screen has been still for
+//!    the profile's `stable_ms`, an audit intent (`send-keys`) is made durable, the text is
+//!    pasted (bracketed where wanted) in a guarded transaction, and after `settle_ms` Enter is
+//!    pressed on its own, also guarded; delivered when the draft has left the input line or the
+//!    agent shows it works; else Enter again, at most `retries` times.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::agent::exit::read_exit;
+use crate::agent::screen::{draft_at_cursor, draft_head, shows};
+use crate::agent::{Profile, PromptMode, Seen, classify};
+use crate::audit::{AuditLog, Entry};
+use crate::model::PaneIncarnation;
+use crate::tmux::{Guard, Screen, Tmux, Txn, TxnOutcome};
+
+/// One pane to deliver to.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub worker: String,
+    /// The proven pane and the tags its guard checks.
+    pub inc: PaneIncarnation,
+    pub tags: Vec<(String, String)>,
+    pub profile: Profile,
+    /// How the text reaches the agent (usually the profile's mode; `Typed` for later
+    /// messages to an agent that took its first prompt at launch).
+    pub mode: PromptMode,
+    pub text: String,
+    /// The team's `--ready-pattern`, which must also show before typing.
+    pub ready_pattern: Option<String>,
+    /// The worker's `exit.json` and its incarnation.
+    pub exit_file: Option<(PathBuf, Uuid)>,
+    /// The workspace, for next-step messages.
+    pub workspace: String,
+    /// The audit entry for the `send-keys` intent (action and targets are filled in).
+    pub audit: Entry,
+}
+
+/// How a delivery ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// The agent has the text; `how` says what proved it.
+    Delivered { how: String },
+    /// The text did not reach the agent (or it is not proven that it did).
+    Undelivered {
+        why: String,
+        last_lines: Vec<String>,
+    },
+    /// A screen that blocks work is showing; nothing was typed into it.
+    Blocked {
+        screen: String,
+        next_step: String,
+        last_lines: Vec<String>,
+    },
+}
+
+impl Delivery {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Delivery::Delivered { .. } => "delivered",
+            Delivery::Undelivered { .. } => "undelivered",
+            Delivery::Blocked { .. } => "blocked",
+        }
+    }
+
+    pub fn is_delivered(&self) -> bool {
+        matches!(self, Delivery::Delivered { .. })
+    }
+
+    /// One line for people: what happened and what to do.
+    pub fn describe(&self) -> String {
+        match self {
+            Delivery::Delivered { how } => format!("delivered ({how})"),
+            Delivery::Undelivered { why, .. } => format!("undelivered: {why}"),
+            Delivery::Blocked {
+                screen, next_step, ..
+            } => format!("blocked by the {screen} screen: {next_step}"),
+        }
+    }
+
+    pub fn last_lines(&self) -> &[String] {
+        match self {
+            Delivery::Delivered { .. } => &[],
+            Delivery::Undelivered { last_lines, .. } | Delivery::Blocked { last_lines, .. } => {
+                last_lines
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+enum St {
+    Waiting {
+        last: Option<(Vec<String>, usize)>,
+        since: Instant,
+    },
+    Pasted {
+        at: Instant,
+    },
+    Entered {
+        at: Instant,
+        n: u32,
+    },
+    Done(Delivery),
+}
+
+#[derive(Clone, Copy)]
+enum Step {
+    Paste,
+    Enter,
+}
+
+const POLL: Duration = Duration::from_millis(100);
+const LAST_LINES: usize = 8;
+const DEAD_STATUS_WAIT: Duration = Duration::from_millis(1500);
+
+/// Delivers each target's text, all at once; `timeout` bounds the wait for readiness.
+/// Returns one [`Delivery`] per target, in order.
+pub fn deliver(
+    tmux: &Tmux,
+    audit: &AuditLog,
+    targets: &[Target],
+    timeout: Duration,
+) -> Vec<Delivery> {
+    let start = Instant::now();
+    let deadline = start + timeout;
+    let mut st: Vec<St> = targets
+        .iter()
+        .map(|_| St::Waiting {
+            last: None,
+            since: start,
+        })
+        .collect();
+    let mut intents: Vec<Option<Uuid>> = vec![None; targets.len()];
+    let mut last_screen: Vec<Option<Screen>> = vec![None; targets.len()];
+    let mut dead_since: Vec<Option<Instant>> = vec![None; targets.len()];
+    loop {
+        let open: Vec<usize> = (0..targets.len())
+            .filter(|&i| !matches!(st[i], St::Done(_)))
+            .collect();
+        if open.is_empty() {
+            break;
+        }
+        let panes: Vec<&str> = open
+            .iter()
+            .map(|&i| targets[i].inc.pane_id.as_str())
+            .collect();
+        let screens = tmux.capture_screens(&panes);
+        let now = Instant::now();
+        let mut steps: Vec<(usize, Step)> = Vec::new();
+        for (&i, screen) in open.iter().zip(screens) {
+            let t = &targets[i];
+            let Some(screen) = screen else {
+                if now >= deadline {
+                    st[i] = St::Done(Delivery::Undelivered {
+                        why: format!(
+                            "{}'s pane {} could not be read (gone?)",
+                            t.worker, t.inc.pane_id
+                        ),
+                        last_lines: last_lines(&last_screen[i]),
+                    });
+                }
+                continue;
+            };
+            // tmux marks a pane dead when its terminal closes and learns the exit status a
+            // moment later: wait briefly for the status, so the report can name it.
+            if screen.dead
+                && screen.dead_status.is_none()
+                && status_line(&screen).is_none()
+                && t.exit_file
+                    .as_ref()
+                    .is_none_or(|(p, inc)| read_exit(p, *inc).ok().flatten().is_none())
+            {
+                let since = *dead_since[i].get_or_insert(now);
+                if now.duration_since(since) < DEAD_STATUS_WAIT {
+                    last_screen[i] = Some(screen);
+                    continue;
+                }
+            }
+            if let Some(d) = ended(t, &screen) {
+                st[i] = St::Done(d);
+                last_screen[i] = Some(screen);
+                continue;
+            }
+            let seen = classify(&t.profile, &screen, t.ready_pattern.as_deref());
+            if let Seen::Blocked(b) = seen {
+                st[i] = St::Done(Delivery::Blocked {
+                    screen: b.name.clone(),
+                    next_step: b
+                        .next_step
+                        .replace("{worker}", &t.worker)
+                        .replace("{workspace}", &t.workspace),
+                    last_lines: screen.last_lines(LAST_LINES),
+                });
+                last_screen[i] = Some(screen);
+                continue;
+            }
+            let next = match &st[i] {
+                St::Waiting { last, since } => match t.mode {
+                    PromptMode::Banner | PromptMode::LaunchArg => {
+                        if seen == Seen::Busy || shows(&screen, &draft_head(&t.text)) {
+                            Some(St::Done(Delivery::Delivered {
+                                how: if t.mode == PromptMode::Banner {
+                                    "shown before the program started; nothing typed".into()
+                                } else {
+                                    "given as a launch argument; the agent shows it".into()
+                                },
+                            }))
+                        } else {
+                            None
+                        }
+                    }
+                    PromptMode::Typed => {
+                        let key = (screen.lines.clone(), screen.cursor_y);
+                        if seen != Seen::Ready {
+                            Some(St::Waiting {
+                                last: None,
+                                since: now,
+                            })
+                        } else if last.as_ref() != Some(&key) {
+                            Some(St::Waiting {
+                                last: Some(key),
+                                since: now,
+                            })
+                        } else if now.duration_since(*since)
+                            >= Duration::from_millis(t.profile.stable_ms)
+                        {
+                            steps.push((i, Step::Paste));
+                            Some(St::Pasted { at: now })
+                        } else {
+                            None
+                        }
+                    }
+                },
+                St::Pasted { at } => {
+                    let waited = now.duration_since(*at);
+                    if waited < Duration::from_millis(t.profile.settle_ms) {
+                        None
+                    } else if draft_at_cursor(&screen, &t.text) {
+                        steps.push((i, Step::Enter));
+                        Some(St::Entered { at: now, n: 1 })
+                    } else if waited
+                        >= Duration::from_millis(t.profile.settle_ms + t.profile.verify_ms)
+                    {
+                        Some(St::Done(Delivery::Undelivered {
+                            why: "the pasted text never showed in the input line; Enter was not pressed".into(),
+                            last_lines: screen.last_lines(LAST_LINES),
+                        }))
+                    } else {
+                        None
+                    }
+                }
+                St::Entered { at, n } => {
+                    if seen == Seen::Busy {
+                        Some(St::Done(Delivery::Delivered {
+                            how: format!("typed; the agent shows it works ({n} Enter)"),
+                        }))
+                    } else if !draft_at_cursor(&screen, &t.text) {
+                        Some(St::Done(Delivery::Delivered {
+                            how: format!("typed; the draft left the input line ({n} Enter)"),
+                        }))
+                    } else if now.duration_since(*at) < Duration::from_millis(t.profile.verify_ms) {
+                        None
+                    } else if *n <= t.profile.retries {
+                        steps.push((i, Step::Enter));
+                        Some(St::Entered { at: now, n: n + 1 })
+                    } else {
+                        Some(St::Done(Delivery::Undelivered {
+                            why: format!(
+                                "the text stayed in the input line after {n} Enter presses"
+                            ),
+                            last_lines: screen.last_lines(LAST_LINES),
+                        }))
+                    }
+                }
+                St::Done(_) => None,
+            };
+            if let Some(n) = next {
+                tracing::debug!(worker = %t.worker, state = ?n, seen = ?seen, cursor = screen.cursor_line(), "delivery");
+                st[i] = n;
+            }
+            last_screen[i] = Some(screen);
+        }
+        // Readiness is bounded; a timeout types nothing.
+        if now >= deadline {
+            for (i, s) in st.iter_mut().enumerate() {
+                if matches!(s, St::Waiting { .. }) && !steps.iter().any(|(j, _)| *j == i) {
+                    let t = &targets[i];
+                    *s = St::Done(Delivery::Undelivered {
+                        why: format!(
+                            "{} did not show a ready, still input prompt within {:?}; nothing was typed",
+                            t.profile.display(),
+                            timeout
+                        ),
+                        last_lines: last_lines(&last_screen[i]),
+                    });
+                }
+            }
+        }
+        run_steps(
+            tmux,
+            audit,
+            targets,
+            &steps,
+            &mut st,
+            &mut intents,
+            &last_screen,
+        );
+        if st.iter().all(|s| matches!(s, St::Done(_))) {
+            break;
+        }
+        std::thread::sleep(POLL);
+    }
+    let out: Vec<Delivery> = st
+        .into_iter()
+        .map(|s| match s {
+            St::Done(d) => d,
+            _ => Delivery::Undelivered {
+                why: "internal: delivery did not finish".into(),
+                last_lines: Vec::new(),
+            },
+        })
+        .collect();
+    for (i, id) in intents.iter().enumerate() {
+        if let Some(id) = id {
+            let mut e = send_entry(&targets[i]);
+            e.outcome = Some(out[i].describe());
+            if let Err(err) = audit.outcome(*id, out[i].is_delivered(), &e) {
+                tracing::warn!(error = %err, "could not record the outcome of a delivery");
+            }
+        }
+    }
+    out
+}
+
+fn last_lines(s: &Option<Screen>) -> Vec<String> {
+    s.as_ref()
+        .map(|s| s.last_lines(LAST_LINES))
+        .unwrap_or_default()
+}
+
+/// A dead pane or a matching exit file ends the delivery.
+fn ended(t: &Target, screen: &Screen) -> Option<Delivery> {
+    let exit = t
+        .exit_file
+        .as_ref()
+        .and_then(|(p, inc)| read_exit(p, *inc).ok().flatten());
+    if !screen.dead && exit.is_none() {
+        return None;
+    }
+    let how = match (&exit, screen.dead_status.or_else(|| status_line(screen))) {
+        (Some(e), _) => e.describe(),
+        (None, Some(c)) => format!("exited with status {c}"),
+        (None, None) => "exited".into(),
+    };
+    Some(Delivery::Undelivered {
+        why: format!(
+            "{}'s process ({}) {how} before its first prompt was delivered",
+            t.worker,
+            t.profile.display()
+        ),
+        last_lines: screen.last_lines(LAST_LINES),
+    })
+}
+
+/// The status in tmux's own `Pane is dead (status N, <time>)` line, when it shows.
+fn status_line(screen: &Screen) -> Option<i32> {
+    screen.lines.iter().chain(&screen.history).find_map(|l| {
+        l.trim()
+            .strip_prefix("Pane is dead (status ")
+            .and_then(|r| r.split([',', ')']).next())
+            .and_then(|n| n.trim().parse().ok())
+    })
+}
+
+fn send_entry(t: &Target) -> Entry {
+    let mut e = t.audit.clone();
+    e.action = "send-keys".into();
+    e.targets = vec![json!({
+        "pane_id": t.inc.pane_id, "pane_pid": t.inc.pane_pid, "session_id": t.inc.session_id,
+        "window_id": t.inc.window_id, "server_pid": t.inc.server_pid,
+        "server_start": t.inc.server_start, "worker": t.worker,
+    })];
+    e.reason = Some(format!(
+        "deliver a message to {} ({}): paste, then Enter on its own",
+        t.worker,
+        t.profile.display()
+    ));
+    e
+}
+
+/// Runs this round's pastes and Enters in one batch of guarded transactions. A paste needs a
+/// durable `send-keys` intent first; without one nothing is typed.
+fn run_steps(
+    tmux: &Tmux,
+    audit: &AuditLog,
+    targets: &[Target],
+    steps: &[(usize, Step)],
+    st: &mut [St],
+    intents: &mut [Option<Uuid>],
+    last_screen: &[Option<Screen>],
+) {
+    let mut txns = Vec::new();
+    let mut which = Vec::new();
+    for &(i, step) in steps {
+        let t = &targets[i];
+        if intents[i].is_none() {
+            match audit.intent(&send_entry(t)) {
+                Ok(id) => intents[i] = Some(id),
+                Err(e) => {
+                    st[i] = St::Done(Delivery::Undelivered {
+                        why: format!(
+                            "the audit intent could not be written ({e}); nothing was typed"
+                        ),
+                        last_lines: last_lines(&last_screen[i]),
+                    });
+                    continue;
+                }
+            }
+        }
+        let tags: Vec<(&str, &str)> = t
+            .tags
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let txn = Guard::pane(&t.inc, &tags, true).and_then(|g| match step {
+            Step::Paste => Txn::paste_text(g, &t.text, t.profile.bracketed_paste),
+            Step::Enter => Txn::send_key(g, "Enter"),
+        });
+        match txn {
+            Ok(x) => {
+                txns.push(x);
+                which.push(i);
+            }
+            Err(e) => {
+                st[i] = St::Done(Delivery::Undelivered {
+                    why: format!("cannot type into {}: {e}", t.worker),
+                    last_lines: last_lines(&last_screen[i]),
+                });
+            }
+        }
+    }
+    if txns.is_empty() {
+        return;
+    }
+    let outs = match tmux.run_txns(&txns) {
+        Ok(o) => o,
+        Err(e) => vec![TxnOutcome::Unknown(e.to_string()); txns.len()],
+    };
+    for (i, o) in which.into_iter().zip(outs) {
+        let t = &targets[i];
+        match o {
+            TxnOutcome::Done(_) => {}
+            TxnOutcome::Refused => {
+                st[i] = St::Done(Delivery::Undelivered {
+                    why: format!(
+                        "{}'s pane {} no longer matched its record (its process exited or was replaced); nothing was typed",
+                        t.worker, t.inc.pane_id
+                    ),
+                    last_lines: last_lines(&last_screen[i]),
+                });
+            }
+            TxnOutcome::Unknown(e) => {
+                st[i] = St::Done(Delivery::Undelivered {
+                    why: format!("no receipt from tmux for typing into {}: {e}", t.worker),
+                    last_lines: last_lines(&last_screen[i]),
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! A fake agent CLI for the integration tests: it behaves, on a real tmux pane, like the agent
+//! CLIs behave as workers (see the README's agent sections), chosen by flags:
+//!
+//! - `--alt`: draws on the alternate screen;
+//! - `--late MS`: the input prompt appears only after MS;
+//! - `--first-screen MS`: a prompt-looking input box shows for MS, then is replaced by the
+//!   `--screen` (a short-lived first screen);
+//! - `--screen trust|signin`: a blocking screen; on the trust screen digits and Enter act as
+//!   menu choices (as in the real CLIs);
+//! - `--separate-enter`: an Enter that arrives within 40 ms of typed text is ignored (the text
+//!   stays in the input line, unsent), as the real CLIs do with a paste and its Enter;
+//! - `--exit-at-start CODE`: prints an error and exits at once with CODE;
+//! - `--die-after MS`: exits with status 7 after MS;
+//! - `--exit-json`: before exiting, writes `exit.json` beside `$TEAM_INBOX` with
+//!   `$TEAM_INCARNATION`, as the pane's supervisor does;
+//! - `--record FILE`: every byte it receives is appended to FILE (tests assert nothing was
+//!   typed into a blocking screen);
+//! - `--received FILE`: every submitted prompt is appended to FILE as a line;
+//! - any other argument is a prompt given at launch: it is submitted at once.
+
+use std::io::{Read, Write};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+struct Opts {
+    alt: bool,
+    late: u64,
+    first_screen: u64,
+    screen: Option<String>,
+    separate_enter: bool,
+    exit_at_start: Option<i32>,
+    die_after: Option<u64>,
+    exit_json: bool,
+    record: Option<String>,
+    received: Option<String>,
+    prompt: Vec<String>,
+}
+
+fn parse() -> Opts {
+    let mut o = Opts {
+        alt: false,
+        late: 0,
+        first_screen: 0,
+        screen: None,
+        separate_enter: false,
+        exit_at_start: None,
+        die_after: None,
+        exit_json: false,
+        record: None,
+        received: None,
+        prompt: Vec::new(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut val = || it.next().expect("flag value");
+        match a.as_str() {
+            "--alt" => o.alt = true,
+            "--late" => o.late = val().parse().expect("ms"),
+            "--first-screen" => o.first_screen = val().parse().expect("ms"),
+            "--screen" => o.screen = Some(val()),
+            "--separate-enter" => o.separate_enter = true,
+            "--exit-at-start" => o.exit_at_start = Some(val().parse().expect("code")),
+            "--die-after" => o.die_after = Some(val().parse().expect("ms")),
+            "--exit-json" => o.exit_json = true,
+            "--record" => o.record = Some(val()),
+            "--received" => o.received = Some(val()),
+            _ => o.prompt.push(a),
+        }
+    }
+    o
+}
+
+fn out(s: &str) {
+    let mut so = std::io::stdout();
+    let _ = so.write_all(s.as_bytes());
+    let _ = so.flush();
+}
+
+fn append(path: &Option<String>, bytes: &[u8]) {
+    if let Some(p) = path {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .expect("open record file");
+        f.write_all(bytes).expect("record");
+    }
+}
+
+fn clear() {
+    out("\x1b[2J\x1b[H");
+}
+
+fn prompt_line(buf: &str) {
+    out(&format!("\r\x1b[2Kfake> {buf}"));
+}
+
+fn main() {
+    let o = parse();
+    if let Some(code) = o.exit_at_start {
+        out("fake-agent: Unable to connect to the fake service (ENOTFOUND)\r\n");
+        // As the real CLIs do, a moment passes between the message and the exit (output
+        // written just before a pty closes can be lost).
+        std::thread::sleep(Duration::from_millis(300));
+        exit(&o, code);
+    }
+    let _ = std::process::Command::new("stty")
+        .args(["raw", "-echo"])
+        .stdin(std::process::Stdio::inherit())
+        .status();
+    if o.alt {
+        out("\x1b[?1049h");
+    }
+    clear();
+    // Every byte received, with its arrival time.
+    let (tx, rx) = mpsc::channel::<(Instant, Vec<u8>)>();
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin();
+        let mut b = [0u8; 4096];
+        loop {
+            match stdin.read(&mut b) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    if tx.send((Instant::now(), b[..n].to_vec())).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    let start = Instant::now();
+    let die_at = o.die_after.map(|ms| start + Duration::from_millis(ms));
+    out(">_ Fake Agent (v0.1)\r\n\r\n");
+    if o.first_screen > 0 {
+        out("Ask the fake agent to do anything\r\n");
+        prompt_line("");
+    }
+    let ready_at = start + Duration::from_millis(o.late.max(o.first_screen));
+    let mut shown = false;
+    let mut blocking = false;
+    let mut buf = String::new();
+    let mut last_text: Option<Instant> = None;
+    let mut pasting = false;
+    let mut pending_esc: Vec<u8> = Vec::new();
+    loop {
+        if let Some(d) = die_at
+            && Instant::now() >= d
+        {
+            out("\r\nfake-agent: lost the connection, exiting\r\n");
+            exit(&o, 7);
+        }
+        if !shown && Instant::now() >= ready_at {
+            shown = true;
+            clear();
+            out(">_ Fake Agent (v0.1)\r\n\r\n");
+            match o.screen.as_deref() {
+                Some("trust") => {
+                    blocking = true;
+                    out("Do you trust the files in this folder?\r\n\r\n");
+                    out("> 1. Yes, proceed\r\n  2. No, exit\r\n\r\nPress enter to continue");
+                }
+                Some("signin") => {
+                    blocking = true;
+                    out(
+                        "Sign in to Fake\r\n\r\n  1. Sign in with your browser\r\n  2. Use an API key\r\n\r\nPress enter to continue",
+                    );
+                }
+                _ => {
+                    out("Type a task and press Enter.\r\n\r\n\x1b[?2004h");
+                    if !o.prompt.is_empty() {
+                        submit(&o, &o.prompt.join(" "));
+                    }
+                    prompt_line("");
+                }
+            }
+        }
+        let Ok((at, bytes)) = rx.recv_timeout(Duration::from_millis(20)) else {
+            continue;
+        };
+        append(&o.record, &bytes);
+        if blocking {
+            // Menu keys act: a digit or Enter answers the question (recorded above).
+            if bytes.iter().any(|b| b.is_ascii_digit() || *b == b'\r') {
+                out("\r\n(answered)\r\n");
+            }
+            continue;
+        }
+        pending_esc.extend_from_slice(&bytes);
+        let data = std::mem::take(&mut pending_esc);
+        let mut i = 0;
+        while i < data.len() {
+            if data[i..].starts_with(b"\x1b[200~") {
+                pasting = true;
+                i += 6;
+                continue;
+            }
+            if data[i..].starts_with(b"\x1b[201~") {
+                pasting = false;
+                i += 6;
+                continue;
+            }
+            if data[i] == 0x1b && data.len() - i < 6 {
+                pending_esc.extend_from_slice(&data[i..]);
+                break;
+            }
+            let c = data[i];
+            i += 1;
+            if c == b'\r' && !pasting {
+                let too_soon =
+                    last_text.is_some_and(|t| at.duration_since(t) < Duration::from_millis(40));
+                if o.separate_enter && too_soon {
+                    continue; // stays unsent, as in the real CLIs
+                }
+                if !buf.is_empty() {
+                    let text = std::mem::take(&mut buf);
+                    submit(&o, &text);
+                    prompt_line("");
+                }
+                continue;
+            }
+            if c == 0x7f {
+                buf.pop();
+            } else if c >= 0x20 || c >= 0x80 {
+                buf.push(c as char);
+            }
+            last_text = Some(at);
+            prompt_line(&buf);
+        }
+        // Non-ASCII text arrives as UTF-8 bytes; keep the buffer readable for the record.
+        if !buf.is_ascii() {
+            buf = String::from_utf8_lossy(&buf.chars().map(|c| c as u32 as u8).collect::<Vec<_>>())
+                .into_owned();
+        }
+    }
+}
+
+/// Exits with `code`, first writing `exit.json` as the supervisor would (with `--exit-json`).
+fn exit(o: &Opts, code: i32) -> ! {
+    if o.exit_json
+        && let (Ok(inbox), Ok(inc)) = (
+            std::env::var("TEAM_INBOX"),
+            std::env::var("TEAM_INCARNATION"),
+        )
+        && let Some(dir) = std::path::Path::new(&inbox).parent()
+    {
+        let body = format!(r#"{{"incarnation":"{inc}","code":{code},"signal":null}}"#);
+        let _ = std::fs::write(dir.join("exit.json"), body);
+    }
+    std::process::exit(code);
+}
+
+fn submit(o: &Opts, text: &str) {
+    append(&o.received, format!("{text}\n").as_bytes());
+    out(&format!(
+        "\r\n\r\nWorking on: {}\r\n",
+        text.chars().take(40).collect::<String>()
+    ));
+}
