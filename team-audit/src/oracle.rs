@@ -41,6 +41,41 @@ pub trait MembershipOracle {
         server: &Server,
         target: &str,
     ) -> team_core::Result<bool>;
+
+    /// At check time, whether `-S path` is the kind of endpoint a team records: a socket
+    /// (not a symlink, no symlink on the way), owned by this user. `Err(why)` denies.
+    fn check_socket(&self, path: &Path) -> Result<(), String> {
+        check_socket(path)
+    }
+
+    /// The absolute, canonical path of the tmux binary this hook runs (found on its PATH):
+    /// besides the word `tmux`, the only command word accepted as tmux.
+    fn tmux_bin(&self) -> Option<PathBuf> {
+        None
+    }
+}
+
+/// See [`MembershipOracle::check_socket`].
+pub fn check_socket(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let md = std::fs::symlink_metadata(path)
+        .map_err(|e| format!("not the team's endpoint (cannot be read: {e})"))?;
+    if md.file_type().is_symlink() {
+        return Err("not the team's endpoint (a symlink)".into());
+    }
+    match std::fs::canonicalize(path) {
+        Ok(c) if c == path => {}
+        _ => return Err("not the team's endpoint (a symlink on the way)".into()),
+    }
+    if !md.file_type().is_socket() {
+        return Err("not the team's endpoint (not a socket)".into());
+    }
+    // `/proc/self` belongs to this process's user.
+    let me = std::fs::metadata("/proc/self").map(|m| m.uid());
+    if me.map_or(true, |me| me != md.uid()) {
+        return Err("not the team's endpoint (a socket of another user)".into());
+    }
+    Ok(())
 }
 
 /// An oracle that proves nothing (tests: the guard must deny whatever is not proven).
@@ -51,6 +86,9 @@ pub struct Unwired;
 impl MembershipOracle for Unwired {
     fn is_proven_member(&self, _: &Path, _: &Server, _: &str) -> team_core::Result<bool> {
         Ok(false)
+    }
+    fn check_socket(&self, _: &Path) -> Result<(), String> {
+        Ok(())
     }
 }
 
@@ -86,5 +124,11 @@ impl MembershipOracle for StateOracle {
         let root = team_core::paths::StateRoot::resolve(workspace, self.state_dir.as_deref())?;
         let tmux = team_core::tmux::Tmux::new(&self.tmux_bin, self.endpoint(server));
         team_core::view::is_proven_member(&root, &tmux, target, std::time::Duration::from_secs(2))
+    }
+
+    fn tmux_bin(&self) -> Option<PathBuf> {
+        std::fs::canonicalize(&self.tmux_bin)
+            .ok()
+            .filter(|p| p.is_absolute() && self.tmux_bin.is_absolute())
     }
 }

@@ -10,17 +10,22 @@
 //! Then every simple command is classified ([`analyze`]). Anything that may reach tmux becomes
 //! a [`Finding`]:
 //! - read-only tmux commands ([`Check::ReadOnly`]);
-//! - `kill-pane` / `respawn-pane -k` in *form (b)*: a top-level `tmux -S <absolute socket>` with
-//!   no environment change, every `-t` a `%N`, nothing else ([`Check::NeedsProof`]: allowed only
-//!   once the caller proves every target a live team member on that socket);
+//! - `kill-pane` / `respawn-pane -k` in *form (b)*: `tmux -S <absolute socket>` as the whole
+//!   command line (one simple command, command word `tmux` or the real tmux's path), every
+//!   `-t` a `%N`, nothing else ([`Check::NeedsProof`]: allowed only once the caller proves the
+//!   socket and every target a live team member on it);
 //! - everything else ([`Check::Deny`], with the reason): every other tmux verb (resolved as
 //!   tmux resolves it: aliases, unique prefixes, ambiguous prefixes), tmux commands inside
 //!   tmux, a command name computed at run time, shells reading commands from stdin, an
 //!   interpreter whose code mentions tmux, programs that run a command given to them in a
 //!   word mentioning tmux, and anything the lexer cannot see through.
 //!
-//! Commands that neither are tmux nor mention it (`cargo test`, `grep -rn tmux src/`, `echo
-//! "tmux kill-pane"`) are no finding at all.
+//! Three line-wide rules follow: `tmux` anywhere in the normalised text outside the words of
+//! a top-level tmux command is a denial (data a program could run); constructs that run code
+//! the guard cannot read (arithmetic on variables, `trap`, prompt variables, `sed e`, `git -c`,
+//! program hooks, a file written and run in the same line) are denials; and a kill that is not
+//! the whole line is a denial. Commands that neither are tmux nor name it nor run hidden code
+//! (`cargo test`, `grep -rn pane src/`) are no finding at all.
 
 use crate::oracle::Server;
 
@@ -67,21 +72,143 @@ impl Finding {
     }
 }
 
-/// Finds everything in `src` that may reach tmux. Never panics.
-pub fn analyze(src: &str) -> Vec<Finding> {
-    let mut sc = Scan::default();
+/// Finds everything in `src` that may reach tmux. `tmux_bin` is the absolute path of the
+/// real tmux binary (the only path, besides the word `tmux`, accepted as tmux's command
+/// word). Never panics.
+pub fn analyze(src: &str, tmux_bin: Option<&std::path::Path>) -> Vec<Finding> {
+    let mut sc = Scan {
+        tmux_bin: tmux_bin.map(|p| p.display().to_string()),
+        ..Scan::default()
+    };
     sc.line(src, Ctx::default());
     if let Some(change) = sc.env_change.clone() {
         for f in &mut sc.findings {
-            if f.check == Check::NeedsProof {
+            if matches!(f.check, Check::NeedsProof | Check::ReadOnly) {
                 f.check = Check::Deny(format!(
-                    "the same command line {change}, which can change which server or pane \
-                     tmux reaches; run the kill as a command of its own"
+                    "the same command line {change}, which can change which server, pane or \
+                     binary tmux reaches; run the tmux command as a line of its own"
                 ));
             }
         }
     }
+    // Rule 1: a kill is the whole command line, exactly one simple command.
+    let whole = sc.top_single.filter(|sp| {
+        sc.exempt.contains(sp) && {
+            let t: String = sc.chars[sp.0..sp.1].iter().collect();
+            t.trim() == src.trim()
+        }
+    });
+    if whole.is_none() {
+        for f in &mut sc.findings {
+            if f.check == Check::NeedsProof {
+                f.check = Check::Deny(format!(
+                    "{} must be the whole command line: exactly one `tmux -S <socket> {} -t %N` \
+                     with nothing before or after it (no `;`, `&&`, `||`, `|`, `&`, newline, \
+                     subshell, function, redirection, here-document or assignment)",
+                    f.action, f.action
+                ));
+            }
+        }
+    }
+    // Rule 2: `tmux` anywhere but in the words of a checked tmux command.
+    let mut rest = String::new();
+    for (k, ch) in sc.chars.iter().enumerate() {
+        if sc.exempt.iter().any(|(a, b)| (*a..*b).contains(&k)) {
+            if !rest.ends_with(' ') {
+                rest.push(' ');
+            }
+        } else {
+            rest.push(*ch);
+        }
+    }
+    if normalize(&rest).contains("tmux") {
+        sc.findings.push(Finding::deny(
+            "shell",
+            vec![],
+            "tmux appears inside data a program could run (a string, a here-document, a \
+             comment, a file name or an argument, once quotes and escapes are removed); under \
+             --guard a line may name tmux only as the command word of a read-only tmux command \
+             or of a proven kill (use --ask to let a person decide)"
+                .into(),
+        ));
+    }
+    // Rule 4: a file written (or data decoded) and a file run in the same line.
+    let written = |path: &str| sc.written.iter().any(|w| basename(w) == basename(path));
+    let hit = sc
+        .runs
+        .iter()
+        .find(|(path, _)| written(path))
+        .map(|(p, r)| format!("writes `{p}` and {r}"))
+        .or_else(|| {
+            let d = sc.decoder.as_ref()?;
+            let (_, r) = sc.runs.first()?;
+            Some(format!("{d} and {r}"))
+        });
+    if let Some(what) = hit {
+        sc.findings.push(Finding::deny(
+            "shell",
+            vec![],
+            format!(
+                "the line {what}: it may run code written or decoded in the same line, which the \
+                 guard cannot read"
+            ),
+        ));
+    }
     sc.findings
+}
+
+/// The text as a shell would see it once quotes, backslashes, escapes (`$'\x74'`, `\164`,
+/// `\u0074`), empty substitutions and line continuations are gone, in lower case.
+fn normalize(s: &str) -> String {
+    let c: Vec<char> = s.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    let hex = |a: usize, max: usize, radix: u32| -> (Option<char>, usize) {
+        let mut j = a;
+        let mut v: u32 = 0;
+        while j < c.len() && j - a < max && c[j].is_digit(radix) {
+            v = v * radix + c[j].to_digit(radix).unwrap_or(0);
+            j += 1;
+        }
+        if j == a {
+            (None, a)
+        } else {
+            (char::from_u32(v), j)
+        }
+    };
+    while i < c.len() {
+        match c[i] {
+            '\\' if i + 1 < c.len() => {
+                let (ch, next) = match c[i + 1] {
+                    'x' => hex(i + 2, 2, 16),
+                    'u' => hex(i + 2, 4, 16),
+                    'U' => hex(i + 2, 8, 16),
+                    '0'..='7' => hex(i + 1, 4, 8),
+                    '\n' => (None, i + 2),
+                    other => (Some(other), i + 2),
+                };
+                if let Some(ch) = ch {
+                    out.push(ch);
+                }
+                i = next.max(i + 2);
+            }
+            '\\' | '\'' | '"' => i += 1,
+            '$' if matches!(c.get(i + 1), Some('\'') | Some('"')) => i += 1,
+            '$' if c.get(i + 1) == Some(&'(') && c.get(i + 2) == Some(&')') => i += 3,
+            '$' if c.get(i + 1) == Some(&'{') && c.get(i + 2) == Some(&'}') => i += 3,
+            '`' if c.get(i + 1) == Some(&'`') => i += 2,
+            '$' if matches!(c.get(i + 1), Some('@') | Some('*')) => i += 2,
+            ch => {
+                out.push(ch);
+                i += 1;
+            }
+        }
+    }
+    // Escapes may have made new quotes or backslashes.
+    out.chars()
+        .filter(|c| !matches!(c, '\\' | '\'' | '"'))
+        .collect::<String>()
+        .to_lowercase()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -110,6 +237,8 @@ enum Input {
 struct Simple {
     words: Vec<Word>,
     input: Input,
+    /// Where the command stands in the source (char indices, end exclusive).
+    span: (usize, usize),
 }
 
 #[derive(Debug, Default)]
@@ -121,6 +250,12 @@ struct Lexed {
     texts: Vec<String>,
     /// Why the lexer could not see through the line, if it could not.
     opaque: Option<String>,
+    /// Arithmetic expressions: `((...))`, `for ((...))`, `$((...))`, `$[...]`, subscripts.
+    arith: Vec<String>,
+    /// Expansions that evaluate a value as code: `${!x}`, `${x@P}`.
+    evals: Vec<String>,
+    /// Targets of output redirections (`> file`, `>> file`, `&> file`).
+    writes: Vec<String>,
 }
 
 #[allow(unused_assignments)] // the last `finish_cmd!` resets state no one reads
@@ -138,12 +273,15 @@ fn lex(src: &str) -> Lexed {
     enum Pending {
         None,
         Target,
+        WriteTarget,
         HereString,
         Heredoc(bool),
     }
     let mut pending = Pending::None;
     // Here-documents whose bodies start after the next newline: (delimiter, strip tabs, slot).
     let mut heredocs: Vec<(String, bool, usize)> = Vec::new();
+    // Where the command being read started.
+    let mut cmd_start: Option<usize> = None;
 
     let text = |a: usize, b: usize| -> String { c[a.min(n)..b.min(n)].iter().collect() };
 
@@ -153,6 +291,7 @@ fn lex(src: &str) -> Lexed {
                 match std::mem::replace(&mut pending, Pending::None) {
                     Pending::None => words.push(w),
                     Pending::Target => {}
+                    Pending::WriteTarget => out.writes.push(w.text),
                     Pending::HereString => {
                         out.texts.push(w.text);
                         input = Input::Text(out.texts.len() - 1);
@@ -171,10 +310,12 @@ fn lex(src: &str) -> Lexed {
         () => {
             finish_word!();
             pending = Pending::None;
+            let start = cmd_start.take().unwrap_or(i);
             if !words.is_empty() {
                 out.cmds.push(Simple {
                     words: std::mem::take(&mut words),
                     input: std::mem::replace(&mut input, Inherit),
+                    span: (start, i.min(n)),
                 });
             }
         };
@@ -183,7 +324,47 @@ fn lex(src: &str) -> Lexed {
 
     while i < n {
         let ch = c[i];
+        if cmd_start.is_none()
+            && !matches!(ch, ' ' | '\t' | '\r' | '\n' | ';' | '(' | ')' | '|' | '&')
+            && !(ch == '#' && word.is_none())
+        {
+            cmd_start = Some(i);
+        }
+        // Inside `[[ ... ]]`, `<` and `>` compare strings: they are words, not redirections.
+        let in_test =
+            words.first().is_some_and(|w| w.text == "[[") && !words.iter().any(|w| w.text == "]]");
         match ch {
+            '<' | '>' if in_test && !(i + 1 < n && c[i + 1] == '(') => {
+                word.get_or_insert_with(Word::default).text.push(ch);
+                i += 1;
+            }
+            '(' if i + 1 < n
+                && c[i + 1] == '('
+                && word.is_none()
+                && (words.is_empty()
+                    || (words.len() == 1 && words[0].text == "for" && !words[0].dynamic))
+                && close_paren(&c, i + 1) + 1 == close_paren(&c, i) =>
+            {
+                // `(( expr ))` and `for (( ...; ...; ... ))`: arithmetic, where `<<` is a
+                // shift, not a here-document.
+                let end = close_paren(&c, i);
+                let body = text(i + 2, end.saturating_sub(1));
+                out.subs.extend(substitutions(&body));
+                out.arith.push(body.clone());
+                if cmd_start.is_none() || words.is_empty() {
+                    cmd_start = Some(i);
+                }
+                words.push(Word {
+                    text: "((".into(),
+                    dynamic: false,
+                });
+                words.push(Word {
+                    text: body,
+                    dynamic: true,
+                });
+                i = end + 1;
+                finish_cmd!();
+            }
             ' ' | '\t' | '\r' => {
                 finish_word!();
                 i += 1;
@@ -248,7 +429,7 @@ fn lex(src: &str) -> Lexed {
                 while i < n && c[i] == '>' {
                     i += 1;
                 }
-                pending = Pending::Target;
+                pending = Pending::WriteTarget;
             }
             '&' => {
                 finish_cmd!();
@@ -285,6 +466,8 @@ fn lex(src: &str) -> Lexed {
                     }
                     // `>&-`, `<&-`: closing a descriptor takes no word.
                     o if o.ends_with('-') && o.len() > 1 => Pending::None,
+                    // `>&2`, `<&0`: a descriptor; `>`, `>>`, `>|`, `<>`: a file written.
+                    o if o.contains('>') && !o.ends_with('&') => Pending::WriteTarget,
                     _ => Pending::Target,
                 };
             }
@@ -436,6 +619,33 @@ fn lex_dollar(c: &[char], i: usize, word: &mut Option<Word>, out: &mut Lexed) ->
     let w = word.get_or_insert_with(Word::default);
     let next = c.get(i + 1).copied();
     match next {
+        Some('(')
+            if c.get(i + 2) == Some(&'(') && close_paren(c, i + 2) + 1 == close_paren(c, i + 1) =>
+        {
+            // `$(( expr ))`: arithmetic; its `$(...)` run, its `<<` is a shift.
+            let end = close_paren(c, i + 1);
+            let body: String = c[(i + 3).min(n)..end.saturating_sub(1).max(i + 3).min(n)]
+                .iter()
+                .collect();
+            if end >= n {
+                out.opaque = Some("an unterminated $((...))".into());
+            }
+            out.subs.extend(substitutions(&body));
+            out.arith.push(body);
+            w.text.extend(&c[i..(end + 1).min(n)]);
+            w.dynamic = true;
+            end + 1
+        }
+        Some('[') => {
+            // `$[ expr ]`: old-style arithmetic.
+            let end = close_pair(c, i + 1, '[', ']');
+            let body: String = c[(i + 2).min(n)..end.min(n)].iter().collect();
+            out.subs.extend(substitutions(&body));
+            out.arith.push(body);
+            w.text.extend(&c[i..(end + 1).min(n)]);
+            w.dynamic = true;
+            end + 1
+        }
         Some('(') => {
             let end = close_paren(c, i + 1);
             if end >= n {
@@ -453,8 +663,18 @@ fn lex_dollar(c: &[char], i: usize, word: &mut Option<Word>, out: &mut Lexed) ->
                 out.opaque = Some("an unterminated ${...}".into());
             }
             // `${x:-$(cmd)}`: the word inside may hold substitutions of its own.
-            out.subs
-                .push(c[(i + 2).min(n)..end.min(n)].iter().collect());
+            let inner: String = c[(i + 2).min(n)..end.min(n)].iter().collect();
+            if inner.starts_with('!') && inner.len() > 1 && inner != "!#" {
+                out.evals.push(format!("${{{inner}}}"));
+            }
+            if inner.contains("@P") || inner.contains("@E") {
+                out.evals.push(format!("${{{inner}}}"));
+            }
+            if let Some((_, sub)) = inner.split_once('[') {
+                // `${a[i]}`: the subscript of an indexed array is arithmetic.
+                out.arith.push(sub.trim_end_matches(']').to_string());
+            }
+            out.subs.push(inner);
             w.text.extend(&c[i..(end + 1).min(n)]);
             w.dynamic = true;
             end + 1
@@ -573,6 +793,9 @@ struct Ctx {
     env: Option<&'static str>,
     /// The command's arguments are extended at run time (`xargs`).
     tainted: bool,
+    /// A top-level simple command of the line, run directly (no wrapper): its place in the
+    /// source.
+    span: Option<(usize, usize)>,
 }
 
 impl Ctx {
@@ -582,6 +805,7 @@ impl Ctx {
             nested: Some(self.nested.unwrap_or(why)),
             env: self.env,
             tainted: false,
+            span: None,
         }
     }
 }
@@ -593,6 +817,21 @@ struct Scan {
     env_change: Option<String>,
     /// The whole top-level line (for "does it mention tmux" questions about pipes).
     line: String,
+    /// The top-level line, as chars (spans index it).
+    chars: Vec<char>,
+    /// Spans of top-level tmux commands fully classified as read-only or form (b).
+    exempt: Vec<(usize, usize)>,
+    /// The top-level line is one simple command, with no substitution, here-document,
+    /// arithmetic or parse problem.
+    top_single: Option<(usize, usize)>,
+    /// The absolute path of the real tmux binary (resolved by the hook), if known.
+    tmux_bin: Option<String>,
+    /// Files the line writes (redirection targets, the arguments of `cp`, `tee`, ...).
+    written: Vec<String>,
+    /// A decoder in the line (`base64`, `xxd`, `openssl`, ...): it can write anything.
+    decoder: Option<String>,
+    /// Files the line runs as code (`. f`, `bash f`, `./f`, a makefile), with how.
+    runs: Vec<(String, String)>,
 }
 
 fn mentions_tmux(s: &str) -> bool {
@@ -1063,8 +1302,7 @@ fn runs_commands(arg: &str) -> bool {
         rest = &rest[i + 2..];
         let mods: String = rest.chars().take_while(|c| *c != '}').collect();
         if let Some((m, _)) = mods.split_once(':')
-            && m.split(';')
-                .any(|x| x.starts_with('E') || x.starts_with('T'))
+            && m.split(';').any(|x| x.starts_with(['E', 'e', 'T', 't']))
         {
             return true;
         }
@@ -1077,10 +1315,225 @@ fn is_pane_id(t: &str) -> bool {
         .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
 }
 
+/// The first variable name in an arithmetic expression, if any (`0x1f`, `16#ff` are numbers).
+fn arith_name(a: &str) -> Option<String> {
+    let c: Vec<char> = a.chars().collect();
+    let mut i = 0;
+    while i < c.len() {
+        if c[i].is_ascii_digit() {
+            // A number, with its base or hex digits.
+            while i < c.len() && (c[i].is_ascii_alphanumeric() || c[i] == '#' || c[i] == '_') {
+                i += 1;
+            }
+        } else if c[i].is_ascii_alphabetic() || c[i] == '_' {
+            let start = i;
+            while i < c.len() && (c[i].is_ascii_alphanumeric() || c[i] == '_') {
+                i += 1;
+            }
+            return Some(c[start..i].iter().collect());
+        } else if c[i] == '$' && i + 1 < c.len() && !c[i + 1].is_whitespace() {
+            return Some(format!("${}", c[i + 1]));
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
+
+/// Variables whose value a shell or a common program runs as code (or that choose which
+/// code runs).
+fn code_var(word: &str) -> Option<String> {
+    let (name, _) = word.split_once('=')?;
+    let name = name.trim_end_matches('+');
+    if !is_assignment(word) {
+        return None;
+    }
+    let code = matches!(
+        name,
+        "PS0"
+            | "PS1"
+            | "PS2"
+            | "PS3"
+            | "PS4"
+            | "PROMPT_COMMAND"
+            | "BASH_ENV"
+            | "ENV"
+            | "SHELLOPTS"
+            | "BASHOPTS"
+            | "LESSOPEN"
+            | "LESSCLOSE"
+            | "LESS"
+            | "PAGER"
+            | "MANPAGER"
+            | "GIT_PAGER"
+            | "EDITOR"
+            | "VISUAL"
+            | "FCEDIT"
+            | "GIT_EDITOR"
+            | "GIT_SEQUENCE_EDITOR"
+            | "GIT_SSH"
+            | "GIT_SSH_COMMAND"
+            | "GIT_EXTERNAL_DIFF"
+            | "GIT_ASKPASS"
+            | "SSH_ASKPASS"
+            | "GIT_CONFIG"
+            | "GIT_CONFIG_GLOBAL"
+            | "GIT_CONFIG_SYSTEM"
+            | "GIT_CONFIG_PARAMETERS"
+            | "GIT_CONFIG_COUNT"
+            | "GIT_EXEC_PATH"
+            | "LD_PRELOAD"
+            | "LD_AUDIT"
+            | "LD_LIBRARY_PATH"
+            | "PYTHONSTARTUP"
+            | "PERL5OPT"
+            | "NODE_OPTIONS"
+            | "RUBYOPT"
+            | "PYTHONINSPECT"
+            | "PROMPT_DIRTRIM"
+    ) || name.starts_with("BASH_FUNC_")
+        || name.starts_with("GIT_CONFIG_KEY_")
+        || name.starts_with("GIT_CONFIG_VALUE_");
+    code.then(|| {
+        format!("sets {name}, whose value a shell or a program runs as code the guard cannot read")
+    })
+}
+
+/// A git configuration key whose value git never runs (`user.name`, `color.ui`, ...).
+fn git_key_is_plain(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    [
+        "user.",
+        "color.",
+        "init.",
+        "pull.",
+        "push.",
+        "advice.",
+        "log.",
+        "status.",
+        "branch.",
+        "fetch.",
+        "rerere.",
+        "safe.",
+        "commit.verbose",
+        "merge.conflictstyle",
+    ]
+    .iter()
+    .any(|p| k.starts_with(p))
+        && ![
+            "command", "editor", "pager", "program", "helper", "cmd", "driver", "tool", "hook",
+        ]
+        .iter()
+        .any(|w| k.contains(w))
+}
+
+/// A span's text holds no separator, substitution, redirection or comment: what the lexer
+/// took as one command is one command to any shell.
+fn plain_span(c: &[char]) -> bool {
+    c.iter().enumerate().all(|(k, ch)| match ch {
+        '\n' | '`' | '$' | '(' | ')' | '<' | '>' | '|' | '&' => false,
+        ';' => k > 0 && c[k - 1] == '\\',
+        '#' => k > 0 && !c[k - 1].is_whitespace(),
+        _ => true,
+    })
+}
+
+/// Whether a GNU sed script only edits text: no `e` (run a command), no `w`/`W` (write a
+/// file), no `s///e` or `s///w`. Unknown commands count as not plain.
+fn sed_script_is_plain(script: &str) -> bool {
+    let c: Vec<char> = script.chars().collect();
+    let n = c.len();
+    let mut i = 0;
+    // Skips a delimited part (`/re/`), from the char after the opening delimiter.
+    let skip_delim = |mut j: usize, d: char| -> usize {
+        while j < n && c[j] != d {
+            if c[j] == '\\' {
+                j += 1;
+            }
+            j += 1;
+        }
+        j + 1
+    };
+    while i < n {
+        let ch = c[i];
+        match ch {
+            ' ' | '\t' | '\n' | ';' | '{' | '}' | '!' | ',' | '$' | '~' | '+' => i += 1,
+            '0'..='9' => i += 1,
+            '/' => i = skip_delim(i + 1, '/'),
+            '\\' if i + 1 < n => i = skip_delim(i + 2, c[i + 1]),
+            's' | 'y' if i + 1 < n => {
+                let d = c[i + 1];
+                if d == '\n' || d == '\\' {
+                    return false;
+                }
+                i = skip_delim(i + 2, d);
+                i = skip_delim(i, d);
+                if ch == 's' {
+                    while i < n && !matches!(c[i], ';' | '\n' | '}') {
+                        if matches!(c[i], 'e' | 'w' | 'W') {
+                            return false;
+                        }
+                        i += 1;
+                    }
+                }
+            }
+            'a' | 'i' | 'c' | 'r' | 'R' | 'b' | 't' | 'T' | ':' | '#' => {
+                // Text, a file to read or a label, to the end of the line; text lines of
+                // `a\`, `i\`, `c\` go on while they end in a backslash.
+                loop {
+                    while i < n && c[i] != '\n' {
+                        i += 1;
+                    }
+                    if matches!(ch, 'a' | 'i' | 'c') && i > 0 && i < n && c[i - 1] == '\\' {
+                        i += 1;
+                        continue;
+                    }
+                    break;
+                }
+            }
+            'p' | 'P' | 'd' | 'D' | 'q' | 'Q' | 'n' | 'N' | 'g' | 'G' | 'h' | 'H' | 'x' | 'l'
+            | '=' | 'z' | 'F' | 'L' => i += 1,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// `-S`-style option values of a command (`-o val`, `-oval`, `--opt=val`, `--opt val`).
+fn option_values<'a>(words: &'a [Word], short: char, long: &str) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut j = 1;
+    while j < words.len() {
+        let w = words[j].text.as_str();
+        if let Some(v) = w.strip_prefix(long).and_then(|v| v.strip_prefix('=')) {
+            out.push(v);
+        } else if w == long {
+            if let Some(v) = words.get(j + 1) {
+                out.push(v.text.as_str());
+            }
+        } else if w.starts_with('-')
+            && !w.starts_with("--")
+            && let Some(k) = w.find(short)
+        {
+            let v = &w[k + short.len_utf8()..];
+            if v.is_empty() {
+                if let Some(v) = words.get(j + 1) {
+                    out.push(v.text.as_str());
+                }
+            } else {
+                out.push(v);
+            }
+        }
+        j += 1;
+    }
+    out
+}
+
 impl Scan {
     fn line(&mut self, src: &str, ctx: Ctx) {
         if ctx.depth == 0 {
             self.line = src.to_string();
+            self.chars = src.chars().collect();
         }
         if ctx.depth > MAX_DEPTH {
             if mentions_tmux(src) {
@@ -1117,16 +1570,377 @@ impl Scan {
                 format!("the command line cannot be parsed ({why}), so what it runs is unknown"),
             ));
         }
+        if ctx.depth == 0
+            && lexed.cmds.len() == 1
+            && lexed.subs.is_empty()
+            && lexed.texts.is_empty()
+            && lexed.arith.is_empty()
+            && lexed.evals.is_empty()
+            && lexed.writes.is_empty()
+            && lexed.opaque.is_none()
+        {
+            self.top_single = Some(lexed.cmds[0].span);
+        }
+        for a in &lexed.arith {
+            if let Some(name) = arith_name(a) {
+                self.findings.push(Finding::deny(
+                    "shell",
+                    vec![a.clone()],
+                    format!(
+                        "arithmetic on a variable (`{name}` in `{a}`) evaluates the variable's \
+                         value, and an array subscript in that value runs commands the guard \
+                         cannot read"
+                    ),
+                ));
+            }
+        }
+        for e in &lexed.evals {
+            self.findings.push(Finding::deny(
+                "shell",
+                vec![e.clone()],
+                format!(
+                    "`{e}` expands a value as a name or a prompt, which can run commands the \
+                     guard cannot read"
+                ),
+            ));
+        }
+        for w in &lexed.writes {
+            if !w.starts_with("/dev/") && !w.chars().all(|c| c.is_ascii_digit()) {
+                self.written.push(w.clone());
+            }
+        }
         for s in &lexed.cmds {
             let text = match s.input {
                 Input::Text(i) => lexed.texts.get(i).map(String::as_str),
                 _ => None,
             };
-            self.simple(&s.words, &s.input, text, ctx);
+            let mut c = ctx;
+            if ctx.depth == 0 {
+                c.span = Some(s.span);
+            }
+            self.simple(&s.words, &s.input, text, c);
         }
         for sub in &lexed.subs {
             self.line(sub, ctx.inner("a command substitution"));
         }
+    }
+
+    /// Rule 4: a program or builtin that runs code given to it in a form the guard cannot
+    /// read (a string it evaluates later, a config value, a variable's value, a file written
+    /// in the same line). `Some(reason)` denies. Also notes writes and files run.
+    fn code_runner(&mut self, base: &str, words: &[Word]) -> Option<String> {
+        let rest = &words[1..];
+        let has = |f: &str| rest.iter().any(|w| w.text == f);
+        let starts = |f: &str| rest.iter().any(|w| w.text.starts_with(f));
+        let unread = |what: &str| Some(format!("{what}: it runs code the guard cannot read"));
+        // Files written or decoded; files run.
+        match base {
+            "tee" | "cp" | "mv" | "ln" | "install" | "dd" | "curl" | "wget" | "patch" | "rsync"
+            | "scp" | "truncate" | "sed" | "perl" | "touch" | "chmod" => {
+                for w in rest {
+                    let t = w.text.as_str();
+                    let t = t
+                        .strip_prefix("of=")
+                        .or_else(|| t.strip_prefix("--output="))
+                        .unwrap_or(t);
+                    if !t.starts_with('-') {
+                        self.written.push(t.to_string());
+                    }
+                }
+            }
+            "base64" | "base32" | "basenc" | "xxd" | "openssl" | "uudecode" | "gunzip" | "zcat"
+            | "unzip" | "tar" | "gzip" | "bzip2" | "bunzip2" | "xz" | "unxz" | "zstd" | "cpio"
+            | "rev" => {
+                self.decoder
+                    .get_or_insert_with(|| format!("runs `{base}`, which can write any file"));
+            }
+            _ => {}
+        }
+        let first_arg = rest.iter().find(|w| !w.text.starts_with('-'));
+        match base {
+            "." | "source" => {
+                if let Some(f) = rest.first() {
+                    self.note_run_file(&f.text, format!("sources `{}`", f.text));
+                }
+            }
+            "make" | "gmake" | "just" => {
+                let files = option_values(words, 'f', "--file");
+                if files.is_empty() {
+                    for m in [
+                        "Makefile",
+                        "makefile",
+                        "GNUmakefile",
+                        "justfile",
+                        "Justfile",
+                    ] {
+                        self.note_run_file(m, format!("runs `{base}`"));
+                    }
+                }
+                for f in files {
+                    self.note_run_file(f, format!("runs `{base} -f {f}`"));
+                }
+            }
+            b if SHELLS.contains(&b)
+                && !rest
+                    .iter()
+                    .any(|w| w.text.starts_with('-') && w.text.contains('c')) =>
+            {
+                if let Some(f) = first_arg {
+                    self.note_run_file(&f.text, format!("runs `{base} {}`", f.text));
+                }
+            }
+            b if is_interpreter(b)
+                && !matches!(b, "sed" | "gsed" | "awk" | "gawk" | "mawk" | "nawk")
+                && !rest
+                    .iter()
+                    .any(|w| matches!(w.text.as_str(), "-c" | "-e" | "-E" | "-m")) =>
+            {
+                if let Some(f) = first_arg {
+                    self.note_run_file(&f.text, format!("runs `{base} {}`", f.text));
+                }
+            }
+            _ => {}
+        }
+        if words[0].text.contains('/') {
+            self.note_run_file(&words[0].text, format!("runs `{}`", words[0].text));
+        }
+        if rest
+            .iter()
+            .any(|w| w.text.contains(".git/hooks") || w.text.contains(".git/config"))
+        {
+            return Some(format!(
+                "`{base}` touches .git/hooks or .git/config, where git finds code it runs"
+            ));
+        }
+        // Builtins that evaluate a value.
+        let subscript = rest.iter().any(|w| w.text.contains('['));
+        match base {
+            "trap"
+                if rest
+                    .iter()
+                    .any(|w| !matches!(w.text.as_str(), "-l" | "-p" | "--")) =>
+            {
+                return unread("`trap` runs its string when a signal or exit comes");
+            }
+            "mapfile" | "readarray" if starts("-C") => {
+                return unread("`mapfile -C` runs its callback string");
+            }
+            "printf" | "read" | "declare" | "typeset" | "local" | "export" | "readonly"
+            | "test" | "[" | "[[" | "unset" | "getopts" | "wait" | "let" | "mapfile"
+            | "readarray"
+                if subscript && (has("-v") || !matches!(base, "[[" | "test" | "[")) =>
+            {
+                return Some(format!(
+                    "`{base}` is given a name with an array subscript, which bash evaluates as \
+                     arithmetic: it can run commands the guard cannot read"
+                ));
+            }
+            "let" => {
+                if let Some(a) = rest.iter().find_map(|w| arith_name(&w.text)) {
+                    return Some(format!(
+                        "`let` on a variable (`{a}`) evaluates the variable's value, and an array \
+                         subscript in that value runs commands the guard cannot read"
+                    ));
+                }
+            }
+            "declare" | "typeset" | "local" | "export" | "readonly"
+                if rest
+                    .iter()
+                    .any(|w| w.text.starts_with('-') && w.text.contains('i')) =>
+            {
+                return unread("an integer variable (`-i`) evaluates every value assigned to it");
+            }
+            "[[" if rest.iter().any(|w| {
+                matches!(
+                    w.text.as_str(),
+                    "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge" | "-v"
+                )
+            }) && rest.iter().any(|w| {
+                w.dynamic || arith_name(&w.text).is_some() && !w.text.starts_with('-')
+            }) =>
+            {
+                return unread("`[[ ... -eq ... ]]` evaluates its operands as arithmetic");
+            }
+            "hash" if starts("-p") => {
+                return unread("`hash -p` makes a command name run another file");
+            }
+            "enable" if starts("-f") => return unread("`enable -f` loads a builtin from a file"),
+            "command_not_found_handle" => return unread("`command_not_found_handle`"),
+            _ => {}
+        }
+        for w in rest {
+            if matches!(
+                base,
+                "export" | "declare" | "typeset" | "local" | "readonly" | "env"
+            ) && let Some(why) = code_var(&w.text)
+            {
+                return Some(why);
+            }
+        }
+        // Programs that run a command or a program given as data.
+        match base {
+            "sed" | "gsed" => {
+                let mut scripts: Vec<&str> = option_values(words, 'e', "--expression");
+                if starts("-f") || starts("--file") {
+                    return unread("`sed -f` reads its program from a file");
+                }
+                if scripts.is_empty() {
+                    let mut j = 0;
+                    while j < rest.len() {
+                        let t = rest[j].text.as_str();
+                        if t == "-l" {
+                            j += 2;
+                            continue;
+                        }
+                        if !t.starts_with('-') || t == "-" {
+                            scripts.push(t);
+                            break;
+                        }
+                        j += 1;
+                    }
+                }
+                if let Some(sc) = scripts.iter().find(|sc| !sed_script_is_plain(sc)) {
+                    return Some(format!(
+                        "`sed` script `{sc}` runs a command (`e`) or writes a file (`w`); only \
+                         plain edits pass the guard"
+                    ));
+                }
+            }
+            "ed" | "ex" | "red" | "vim" | "vi" | "nvim" | "emacs" | "gdb" | "lldb" => {
+                return unread(&format!(
+                    "`{base}` runs shell commands from its input (`!cmd`)"
+                ));
+            }
+            "script" => return unread("`script` runs a command string"),
+            "watch" => return unread("`watch` runs a command string through a shell"),
+            "flock" if starts("-c") || starts("--command") => {
+                return unread("`flock -c` runs a command string through a shell");
+            }
+            "make" | "gmake"
+                if option_values(words, 'f', "--file")
+                    .iter()
+                    .any(|f| *f == "-" || f.starts_with("/dev/"))
+                    || starts("--eval")
+                    || starts("-E") =>
+            {
+                return unread("`make` with a makefile from stdin or `--eval`");
+            }
+            "tar" | "bsdtar"
+                if rest.iter().any(|w| {
+                    let t = w.text.as_str();
+                    [
+                        "--checkpoint-action",
+                        "--use-compress-program",
+                        "--to-command",
+                        "--info-script",
+                        "--new-volume-script",
+                        "--rsh-command",
+                        "--rmt-command",
+                        "-I",
+                        "-F",
+                    ]
+                    .iter()
+                    .any(|o| t.starts_with(o))
+                        || (t.starts_with('-')
+                            && !t.starts_with("--")
+                            && (t.contains('I') || t.contains('F')))
+                }) =>
+            {
+                return unread("`tar` with an option that runs a program");
+            }
+            "zip" if starts("-TT") || starts("--unzip-command") => {
+                return unread("`zip -TT` runs its test command");
+            }
+            "ssh" | "scp" | "sftp" | "rsync" | "git" | "sshfs"
+                if option_values(words, 'o', "--option").iter().any(|v| {
+                    let l = v.to_ascii_lowercase();
+                    [
+                        "proxycommand",
+                        "localcommand",
+                        "knownhostscommand",
+                        "permitlocalcommand",
+                        "match",
+                    ]
+                    .iter()
+                    .any(|k| l.contains(k))
+                }) || (base != "git" && starts("-F")) =>
+            {
+                return unread(&format!(
+                    "`{base}` with an option or config that runs a command"
+                ));
+            }
+            "rsync" if starts("-e") || starts("--rsh") => {
+                return unread("`rsync -e` runs its remote shell command");
+            }
+            "git" => {
+                // Global options before the subcommand: `-c key=value` may name code.
+                let mut j = 0;
+                while j < rest.len() && rest[j].text.starts_with('-') {
+                    let t = rest[j].text.as_str();
+                    let value = match t {
+                        "-c" | "-C" => rest.get(j + 1).map(|w| w.text.as_str()),
+                        _ => None,
+                    };
+                    let config = if t == "-c" {
+                        value
+                    } else {
+                        t.strip_prefix("-c")
+                            .filter(|v| !v.is_empty() && !t.starts_with("--"))
+                    };
+                    if t.starts_with("--config-env") || t.starts_with("--exec-path") {
+                        return unread(&format!("`git {t}` chooses code git runs"));
+                    }
+                    if let Some(kv) = config {
+                        let key = kv.split('=').next().unwrap_or("");
+                        if !git_key_is_plain(key) {
+                            return unread(&format!(
+                                "`git -c {kv}` sets configuration (an alias, core.*, a command, \
+                                 an editor, a pager, a filter) that runs commands"
+                            ));
+                        }
+                    }
+                    j += if value.is_some() { 2 } else { 1 };
+                }
+                if rest.get(j).is_some_and(|w| w.text == "config")
+                    && rest[j + 1..].iter().any(|w| {
+                        !w.text.starts_with('-')
+                            && w.text.contains('.')
+                            && !git_key_is_plain(&w.text)
+                    })
+                {
+                    return unread("`git config` of a key whose value git may run");
+                }
+            }
+            "less" | "more" | "most" | "man"
+                if rest.iter().any(|w| {
+                    w.text.starts_with('+') && (w.text.contains('!') || w.text.contains('|'))
+                }) =>
+            {
+                return unread(&format!("`{base} +!cmd` runs a shell command"));
+            }
+            b if SHELLS.contains(&b)
+                && rest.iter().any(|w| {
+                    matches!(w.text.as_str(), "--rcfile" | "--init-file")
+                        || w.text.starts_with("--rcfile=")
+                        || w.text.starts_with("--init-file=")
+                }) =>
+            {
+                return unread(&format!("`{b} --rcfile` runs a startup file"));
+            }
+            "awk" | "gawk" | "mawk" | "nawk"
+                if rest.iter().any(|w| {
+                    !w.text.starts_with('-') && (w.text.contains("getline") || w.text.contains('|'))
+                }) =>
+            {
+                return unread("`awk` with a pipe (`| getline`, `print | cmd`) runs a command");
+            }
+            _ => {}
+        }
+        None
+    }
+
+    fn note_run_file(&mut self, path: &str, what: String) {
+        self.runs.push((path.to_string(), what));
     }
 
     fn note_env_change(&mut self, what: String) {
@@ -1161,6 +1975,11 @@ impl Scan {
                 break;
             }
         }
+        for w in &words[..i] {
+            if let Some(why) = code_var(&w.text) {
+                self.deny(words, why);
+            }
+        }
         let Some(argv0) = words.get(i) else { return };
         let rest = &words[i + 1..];
         if argv0.dynamic {
@@ -1175,7 +1994,32 @@ impl Scan {
         }
         let base = basename(&argv0.text);
         if base == "tmux" {
+            let real = argv0.text == "tmux" || self.tmux_bin.as_deref() == Some(&argv0.text);
+            if !real {
+                self.findings.push(Finding::deny(
+                    "tmux",
+                    texts(&words[i..]),
+                    format!(
+                        "`{}` is not the tmux this hook resolves ({}); only `tmux` or that \
+                         absolute path is checked as tmux",
+                        argv0.text,
+                        self.tmux_bin.as_deref().unwrap_or("none found on PATH")
+                    ),
+                ));
+                return;
+            }
             self.tmux(&words[i..], ctx);
+            // Its words are tmux's, not data: exempt from rule 2. (A denied command still
+            // denies the line; only a read-only or form-(b) command can let it pass.)
+            if let Some(sp) = ctx.span.filter(|_| i == 0)
+                && plain_span(&self.chars[sp.0.min(self.chars.len())..sp.1.min(self.chars.len())])
+            {
+                self.exempt.push(sp);
+            }
+            return;
+        }
+        if let Some(why) = self.code_runner(base, &words[i..]) {
+            self.deny(&words[i..], why);
             return;
         }
         if mentions_tmux(base) {
@@ -1189,8 +2033,12 @@ impl Scan {
         match base {
             "cd" | "pushd" | "popd" | "unset" | "export" | "declare" | "typeset" | "local"
             | "readonly" | "set" | "source" | "." | "alias" | "unalias" | "hash" | "enable"
-            | "shopt" | "function" | "trap" => {
+            | "shopt" | "function" | "trap" | "read" | "mapfile" | "readarray" | "getopts" => {
                 self.note_env_change(format!("runs `{base}`"));
+            }
+            // `printf -v NAME`: an assignment.
+            "printf" if rest.iter().any(|w| w.text.starts_with("-v")) => {
+                self.note_env_change("runs `printf -v`".into());
             }
             _ => {}
         }
@@ -1460,6 +2308,7 @@ impl Scan {
             }
             return;
         }
+        ctx.span = None;
         self.simple(&tail, input, stdin, ctx);
     }
 
@@ -1769,7 +2618,7 @@ impl Scan {
             Check::Deny(format!(
                 "{cmd} is not allowed: only read-only commands and a proven `kill-pane` / \
                  `respawn-pane -k` pass the guard{}",
-                if cmd.starts_with("kill") {
+                if matches!(cmd, "kill-window" | "kill-session") {
                     "; tmux resolves `-t %N` to that pane's window or session for kill-window \
                      and kill-session"
                 } else {
@@ -1884,6 +2733,73 @@ mod tests {
     }
 
     #[test]
+    fn arithmetic_shifts_are_not_here_documents() {
+        for src in [
+            "(( x = 1 << 2 ))\ntmux kill-server\n2",
+            "for ((i=1<<2; i<0; i++)); do :; done\ntmux kill-server\n2",
+            "echo $(( 1 << 2 ))\ntmux kill-server\n2",
+            "[[ a << b ]]\ntmux kill-server\nb",
+        ] {
+            let l = lex(src);
+            assert!(l.texts.is_empty(), "{src}: {:?}", l.texts);
+            assert!(
+                l.cmds
+                    .iter()
+                    .any(|c| texts(&c.words) == w(&["tmux", "kill-server"])),
+                "{src}: {:?}",
+                l.cmds
+            );
+        }
+        // `( (cmd) )` is two subshells, not arithmetic.
+        assert!(lex("( (tmux kill-server) )").arith.is_empty());
+        assert_eq!(arith_name(" 1 << 2 "), None);
+        assert_eq!(arith_name("0x1f + 16#ff"), None);
+        assert_eq!(arith_name("x<<2").as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn normalizes_like_a_shell_reads() {
+        for s in [
+            "t\"\"mux",
+            "t''mux",
+            "t\\mux",
+            "$'\\x74mux'",
+            "$'\\164mux'",
+            "\\u0074mux",
+            "tm\\\nux",
+            "TMUX",
+            "t$()mux",
+        ] {
+            assert!(normalize(s).contains("tmux"), "{s:?} -> {:?}", normalize(s));
+        }
+        assert!(!normalize("t mux tmu x").contains("tmux"));
+    }
+
+    #[test]
+    fn sed_scripts() {
+        for plain in [
+            "s/a/b/g",
+            "10,40p",
+            "/^#/d",
+            "s|x|y|;s/a/b/2",
+            "$!N;P;D",
+            "1i\\\nhello",
+        ] {
+            assert!(sed_script_is_plain(plain), "{plain}");
+        }
+        for code in [
+            "e",
+            "s/x/y/e",
+            "1e date",
+            "w /tmp/x",
+            "s/a/b/w /tmp/x",
+            "W f",
+        ] {
+            assert!(!sed_script_is_plain(code), "{code}");
+        }
+    }
+
+    #[test]
     fn resolves_like_tmux() {
         assert_eq!(resolve("killp"), Resolved::Command("kill-pane"));
         assert_eq!(resolve("kill-p"), Resolved::Command("kill-pane"));
@@ -1899,7 +2815,7 @@ mod tests {
     }
 
     fn checks(src: &str) -> Vec<(String, Check)> {
-        analyze(src)
+        analyze(src, None)
             .into_iter()
             .map(|f| (f.action, f.check))
             .collect()
@@ -1922,13 +2838,17 @@ mod tests {
             checks("tmux list-panes -a -F '#{pane_id}'"),
             vec![("list-panes".to_string(), Check::ReadOnly)]
         );
-        assert!(checks("echo \"tmux kill-pane\"; grep -rn tmux src/ | head").is_empty());
+        // Rule 2: tmux named as data is a denial (once, for the whole line).
+        let c = checks("echo \"t''mux kill-pane\"; grep -rn tmux src/ | head");
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert!(matches!(&c[0].1, Check::Deny(w) if w.contains("tmux appears inside data")));
+        assert!(checks("echo hello; grep -rn pane src/ | head").is_empty());
     }
 
     proptest! {
         #[test]
         fn never_panics(s in "\\PC{0,200}") {
-            let _ = analyze(&s);
+            let _ = analyze(&s, None);
         }
 
         #[test]
@@ -1944,7 +2864,7 @@ mod tests {
                 0..60,
             )
         ) {
-            let _ = analyze(&s.concat());
+            let _ = analyze(&s.concat(), None);
         }
 
         #[test]

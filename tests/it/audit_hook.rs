@@ -64,11 +64,18 @@ fn hook_decisions_and_records() {
             records: vec![("kill-pane", json!(["%1"])), ("respawn-pane -k", json!(["%2"]))],
         },
         Case {
-            name: "mentions only: echo",
+            name: "mentions only: echo, unguarded",
             payload: bash("echo \"tmux kill-pane\"", cwd),
-            args: &["--guard"],
+            args: &[],
             code: 0,
             records: vec![],
+        },
+        Case {
+            name: "mentions only: echo, guarded (tmux named as data)",
+            payload: bash("echo \"tmux kill-pane\"", cwd),
+            args: &["--guard"],
+            code: 2,
+            records: vec![("shell", json!([]))],
         },
         Case {
             name: "mentions only: grep",
@@ -108,8 +115,15 @@ fn hook_decisions_and_records() {
         Case {
             name: "malformed payload: allowed, recorded",
             payload: "{not json".into(),
-            args: &["--guard"],
+            args: &[],
             code: 0,
+            records: vec![("hook.malformed", json!([]))],
+        },
+        Case {
+            name: "malformed payload, guarded: denied (--guard fails closed)",
+            payload: "{not json".into(),
+            args: &["--guard"],
+            code: 2,
             records: vec![("hook.malformed", json!([]))],
         },
         Case {

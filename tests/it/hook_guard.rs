@@ -10,6 +10,10 @@ use serde_json::{Value, json};
 use tests::{Sandbox, TmuxServer, assert_code, json_lines, tmux_at};
 
 fn hook(sb: &Sandbox, args: &[&str], payload: &Value) -> std::process::Output {
+    hook_raw(sb, args, payload.to_string().as_bytes())
+}
+
+fn hook_raw(sb: &Sandbox, args: &[&str], payload: &[u8]) -> std::process::Output {
     let mut c = sb
         .cmd("team-audit")
         .arg("hook")
@@ -19,11 +23,10 @@ fn hook(sb: &Sandbox, args: &[&str], payload: &Value) -> std::process::Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    c.stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
+    // The hook stops reading an oversized payload: a broken pipe is expected then.
+    if let Err(e) = c.stdin.take().unwrap().write_all(payload) {
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+    }
     c.wait_with_output().unwrap()
 }
 
@@ -110,6 +113,33 @@ fn guard_table_against_a_real_team() {
     }
     let o = other.sock.display().to_string();
     let before = panes(&s);
+    // The real tmux, as the hook resolves it; a fake one; a symlink to the team's socket.
+    let real = std::fs::canonicalize(
+        String::from_utf8(
+            sb.command("sh")
+                .args(["-c", "command -v tmux"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap()
+        .trim(),
+    )
+    .unwrap()
+    .display()
+    .to_string();
+    let bin = sb.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("tmux");
+    std::fs::write(&fake, "#!/bin/sh\nexit 0\n").unwrap();
+    let fake = fake.display().to_string();
+    let link = sb.dir.path().join("link");
+    std::os::unix::fs::symlink(&s, &link).unwrap();
+    let link = link.display().to_string();
+    // The attack report's placeholders: a command string that kills the other server, and
+    // the same spelled so that no `tmux` appears literally.
+    let ti = format!("t\"\"mux -S {o} kill-ser\"\"ver");
+    let b64 = "dG11eCAtUyAvdG1wL2ExMi9vdGhlci9zb2NrIGtpbGwtc2VydmVy";
 
     let allow: Expect = None;
     let table: Vec<(String, Expect)> = vec![
@@ -126,21 +156,14 @@ fn guard_table_against_a_real_team() {
             allow,
         ),
         (format!("tmux -S {s} kill-pane -t {w1} -t {w2}"), allow),
-        (format!("tmux -S {s} kill-pane -t {w1} && echo done"), allow),
-        (format!("nohup tmux -S {s} kill-pane -t {w1}"), allow),
-        (format!("timeout 5 tmux -S {s} kill-pane -t {w1}"), allow),
-        (format!("command tmux -S {s} kill-pane -t {w1}"), allow),
-        (
-            format!("exec /usr/bin/tmux -S {s} kill-pane -t {w1}"),
-            allow,
-        ),
+        (format!("{real} -S {s} kill-pane -t {w1}"), allow),
         (format!("tmux -f /dev/null -S {s} kill-pane -t {w1}"), allow),
         (
             format!("tmux -S {s} list-panes -a -F '#{{pane_id}}'"),
             allow,
         ),
         (
-            format!("tmux -S {s} list-panes -a; tmux -S {s} kill-pane -t {w2}"),
+            format!("tmux -S {s} list-panes -a | grep -c %; tmux -S {s} ls"),
             allow,
         ),
         (format!("tmux -S {s} ls"), allow),
@@ -159,15 +182,87 @@ fn guard_table_against_a_real_team() {
         (format!("tmux -S {s} has -t {w1}"), allow),
         ("tmux list-sessions".into(), allow),
         ("tmux -V".into(), allow),
-        ("command -v tmux".into(), allow),
-        ("echo \"tmux kill-server\"".into(), allow),
-        ("grep -rn 'tmux kill-pane' src/ | head".into(), allow),
+        ("ls -la && cargo build".into(), allow),
+        // Rule 1: a kill is the whole command line, with `tmux` (or the real tmux's path)
+        // as its command word.
+        (
+            format!("tmux -S {s} kill-pane -t {w1} && echo done"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("nohup tmux -S {s} kill-pane -t {w1}"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("timeout 5 tmux -S {s} kill-pane -t {w1}"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("command tmux -S {s} kill-pane -t {w1}"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("exec {real} -S {s} kill-pane -t {w1}"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("tmux -S {s} list-panes -a; tmux -S {s} kill-pane -t {w2}"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -t {w1} # done"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -t {w1} >/tmp/x"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -t {w1}\necho next"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("tmux -S {s} kill-pane -t {w1} &"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("(tmux -S {s} kill-pane -t {w1})"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!("./tmux -S {s} kill-pane -t {w1}"),
+            Some("is not the tmux this hook resolves"),
+        ),
+        (
+            format!("{fake} -S {s} kill-pane -t {w1}"),
+            Some("is not the tmux this hook resolves"),
+        ),
+        (
+            format!("tmux -S {link} kill-pane -t {w1}"),
+            Some("not the team's endpoint (a symlink)"),
+        ),
+        // Rule 2: tmux named as data (in a string, a comment, a here-document ...).
+        ("command -v tmux".into(), Some("tmux appears inside data")),
+        (
+            "echo \"tmux kill-server\"".into(),
+            Some("tmux appears inside data"),
+        ),
+        (
+            "grep -rn 'tmux kill-pane' src/ | head".into(),
+            Some("tmux appears inside data"),
+        ),
         (
             "git commit -m 'fix tmux kill-server handling'".into(),
-            allow,
+            Some("tmux appears inside data"),
         ),
-        ("cargo test -p team-core tmux".into(), allow),
-        ("ls -la && cargo build".into(), allow),
+        (
+            "cargo test -p team-core tmux".into(),
+            Some("tmux appears inside data"),
+        ),
+        (
+            format!("tmux -S {s} ls # tmux kill-server"),
+            Some("tmux appears inside data"),
+        ),
         // The issue's bypasses: other verbs on a member's %N.
         (
             format!("tmux -S {s} kill-session -t {w1}"),
@@ -563,7 +658,7 @@ fn guard_table_against_a_real_team() {
         // before the fix: a pager command, a preprocessor, a cargo runner.
         (
             "less +'!tmux kill-server' /etc/hostname".into(),
-            Some("drives tmux"),
+            Some("`less +!cmd` runs a shell command"),
         ),
         (
             "rg --pre tmux x".into(),
@@ -616,7 +711,7 @@ fn guard_table_against_a_real_team() {
         ),
         (
             "git -c alias.x='!tmux kill-server' x".into(),
-            Some("drives tmux"),
+            Some("`git -c"),
         ),
         (
             "awk 'BEGIN{system(\"tmux kill-server\")}'".into(),
@@ -665,10 +760,210 @@ fn guard_table_against_a_real_team() {
             Some("cannot see the script"),
         ),
         ("ruby -e '`tmux kill-server`'".into(), Some("runs code")),
+        // The black-box attack report on this guard (A-F), every line.
+        // A: `<<` inside arithmetic is a shift, not a here-document.
+        (
+            format!("(( x = 1 << 2 ))\ntmux -S {s} kill-pane -t {untagged}\n2"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!(
+                "for ((i=1<<2; i<0; i++)); do :; done\ntmux -S {s} respawn-pane -k -t {leader} 'touch /tmp/p'\n2"
+            ),
+            Some("extra arguments"),
+        ),
+        (
+            format!("((x<<2))\ntmux -S {o} kill-server\n2"),
+            Some("kill-server is not allowed"),
+        ),
+        (
+            format!("(( 1 << 2 ))\ntmux -S {s} kill-pane -t {w1}\n2"),
+            Some("must be the whole command line"),
+        ),
+        (
+            "(( 1 << 2 ))\nx='a[$(touch /tmp/p)]'; echo $((x))\n2".into(),
+            Some("arithmetic on a variable"),
+        ),
+        (
+            format!("echo $((1<<2))\ntmux -S {o} kill-server\n2"),
+            Some("kill-server is not allowed"),
+        ),
+        // B: builtins that evaluate code held in strings.
+        (
+            format!("x='a[$(tmux -S {o} kill-server)]'; echo $((x))"),
+            Some("arithmetic on a variable"),
+        ),
+        (
+            "x='a[$(touch /tmp/p)]'; echo $((x))".into(),
+            Some("arithmetic on a variable"),
+        ),
+        (
+            format!("x='a[$(tmux -S {o} kill-server)]'; echo ${{!x}}"),
+            Some("expands a value as a name or a prompt"),
+        ),
+        (
+            format!("(( 'a[$(tmux -S {o} kill-server)]' ))"),
+            Some("arithmetic on a variable"),
+        ),
+        (
+            format!("let 'a[$(tmux -S {o} kill-server)]'"),
+            Some("array subscript"),
+        ),
+        (
+            format!("printf -v 'a[$(tmux -S {o} kill-server)]' x"),
+            Some("array subscript"),
+        ),
+        (
+            format!("read 'a[$(tmux -S {o} kill-server)]' <<< 1"),
+            Some("array subscript"),
+        ),
+        (
+            format!("declare 'a[$(tmux -S {o} kill-server)]'=1"),
+            Some("array subscript"),
+        ),
+        (
+            format!("test -v 'a[$(tmux -S {o} kill-server)]'"),
+            Some("array subscript"),
+        ),
+        (
+            format!("x='$({ti})'; echo ${{x@P}}"),
+            Some("expands a value as a name or a prompt"),
+        ),
+        (
+            format!("PS4='$(tmux -S {o} kill-server)'; set -x; true"),
+            Some("sets PS4"),
+        ),
+        (
+            "PS4='$(touch /tmp/p)'; set -x; true".into(),
+            Some("sets PS4"),
+        ),
+        (format!("trap '{ti}' EXIT"), Some("`trap` runs its string")),
+        (
+            format!("mapfile -C '{ti} #' -c 1 <<< a"),
+            Some("`mapfile -C` runs its callback"),
+        ),
+        // C: programs that run a command string.
+        (
+            format!("echo 'tmux -S {o} kill-server' | sed e"),
+            Some("`sed` script `e` runs a command"),
+        ),
+        (
+            format!("echo {b64} | base64 -d | sed e"),
+            Some("`sed` script `e` runs a command"),
+        ),
+        (
+            format!("openssl enc -base64 -d <<< {b64} | sed e"),
+            Some("`sed` script `e` runs a command"),
+        ),
+        (
+            format!("printf '!'{ti}'\\nq\\n' | ed -s"),
+            Some("`ed` runs shell commands"),
+        ),
+        (
+            format!("printf 'all:\\n\\t$(shell {ti})\\n' | make -f -"),
+            Some("`make` with a makefile from stdin"),
+        ),
+        (
+            format!("script -qc '{ti}' /dev/null"),
+            Some("`script` runs a command string"),
+        ),
+        (
+            format!("watch -n 1 -g '{ti}'"),
+            Some("`watch` runs a command string"),
+        ),
+        (format!("flock /tmp/lk -c '{ti}'"), Some("`flock -c`")),
+        (
+            format!(
+                "tar -cf /dev/null --checkpoint=1 --checkpoint-action=exec='{ti}' /etc/hostname"
+            ),
+            Some("`tar` with an option that runs a program"),
+        ),
+        (
+            format!("tar -I '{ti} #' -cf /tmp/x.tgz /etc/hostname"),
+            Some("`tar` with an option that runs a program"),
+        ),
+        (
+            format!("zip -TT '{ti} #' /tmp/z.zip /etc/hostname"),
+            Some("`zip -TT` runs"),
+        ),
+        (
+            format!("ssh -o ProxyCommand='{ti}' x"),
+            Some("`ssh` with an option or config that runs a command"),
+        ),
+        (format!("git -c alias.zz='!{ti}' zz"), Some("`git -c")),
+        (
+            format!("git -c core.fsmonitor='{ti} #' status"),
+            Some("`git -c"),
+        ),
+        (
+            format!("git -c core.sshCommand='{ti}' fetch"),
+            Some("`git -c"),
+        ),
+        (format!("git -c core.editor='{ti}' commit"), Some("`git -c")),
+        (
+            format!("LESSOPEN='|{ti} #%s' less -E /etc/hostname"),
+            Some("sets LESSOPEN"),
+        ),
+        (
+            "BASH_ENV=/tmp/p.sh bash -c true".into(),
+            Some("sets BASH_ENV"),
+        ),
+        ("ENV=/tmp/p.sh sh -i -c true".into(), Some("sets ENV")),
+        (
+            "bash --rcfile /tmp/p.sh -i -c true".into(),
+            Some("--rcfile` runs a startup file"),
+        ),
+        ("hash -p /tmp/p.sh ls; ls".into(), Some("`hash -p`")),
+        (
+            format!("printf '{ti}' > /tmp/p.sh; . /tmp/p.sh"),
+            Some("written or decoded in the same line"),
+        ),
+        (
+            "printf 'x' > /tmp/p.sh; . /tmp/p.sh".into(),
+            Some("written or decoded in the same line"),
+        ),
+        (
+            format!("echo {b64} | base64 -d > /tmp/q; sh /tmp/q"),
+            Some("written or decoded in the same line"),
+        ),
+        // D: the socket swapped in the same line, after the proof.
+        (
+            format!("ln -sfn {o} /tmp/lnk; mv -f /tmp/lnk {s}; tmux -S {s} kill-pane -t {w1}"),
+            Some("must be the whole command line"),
+        ),
+        // E: PATH changed, a fake tmux written, another tmux path.
+        (
+            format!("printf -v PATH '/tmp/bin:%s' \"$PATH\"; tmux -S {s} kill-pane -t {w1}"),
+            Some("runs `printf -v`, which can change which server, pane or binary"),
+        ),
+        (
+            format!("read PATH <<< \"/tmp/bin:$PATH\"; tmux -S {s} kill-pane -t {w1}"),
+            Some("runs `read`, which can change which server, pane or binary"),
+        ),
+        (
+            format!("read PATH <<< \"/tmp/bin:$PATH\"; tmux -S {s} ls"),
+            Some("can change which server, pane or binary"),
+        ),
+        (
+            format!("printf '#!/bin/sh\\nexec /usr/bin/{ti}\\n' > /tmp/bin/tmux"),
+            Some("tmux appears inside data"),
+        ),
+        // F: functions defined in a kill line.
+        (
+            format!("f() {{ :; }}; tmux -S {s} kill-pane -t {w1}"),
+            Some("must be the whole command line"),
+        ),
+        (
+            format!(
+                "timeout() {{ x='a[$({ti})]'; ((x)); }}; timeout 5 tmux -S {s} kill-pane -t {w1}"
+            ),
+            Some("arithmetic on a variable"),
+        ),
     ];
     assert!(table.len() >= 80, "{} lines", table.len());
 
     let mut failures = Vec::new();
+    let mut reasons = Vec::new();
     for (i, (cmd, expect)) in table.iter().enumerate() {
         let out = hook(&sb, &["--guard"], &pre(&sb, cmd, &format!("toolu_{i}")));
         let err = String::from_utf8_lossy(&out.stderr).to_string();
@@ -684,6 +979,7 @@ fn guard_table_against_a_real_team() {
                             .as_str()
                             .is_some_and(|r| r.contains(why))
                 });
+                reasons.push((cmd.clone(), err.clone()));
                 if code != Some(2) || !err.contains(why) || !decided {
                     failures.push(format!(
                         "DENIED ({why}) expected: {cmd}\n  got {code:?}: {err}"
@@ -693,6 +989,19 @@ fn guard_table_against_a_real_team() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Messages: the command as it was written (quoted), once.
+    for (cmd, err) in &reasons {
+        assert!(!err.contains("tmux tmux"), "doubled tmux for {cmd}: {err}");
+        if cmd.ends_with("kill-server") && cmd.starts_with("tmux") {
+            assert!(!err.contains("kill-window and"), "irrelevant clause: {err}");
+        }
+    }
+    let quoted = reasons
+        .iter()
+        .find(|(c, _)| c.contains("display -p '#(tmux kill-server)'"))
+        .map(|(_, e)| e.clone())
+        .unwrap();
+    assert!(quoted.contains("'#(tmux kill-server)'"), "{quoted}");
     // The hook only decides: every pane is still there.
     assert_eq!(panes(&s), before);
     // Every allowed kill was recorded as an allowed intent, every denied one as denied.
@@ -799,4 +1108,254 @@ fn an_allowed_kill_kills_only_the_proven_pane_and_is_paired() {
         "no outcome for the denied call, no extra intents from PostToolUse"
     );
     assert_code(&sb.run("team-audit", &["verify"]), 0);
+}
+
+/// Everyday command lines an agent runs: `--guard` must let them through (no finding, no
+/// output, exit 0).
+#[test]
+fn everyday_lines_stay_allowed() {
+    let sb = Sandbox::new();
+    let table = [
+        "git status",
+        "git diff --stat",
+        "git diff HEAD~1 -- src/main.rs",
+        "git log --oneline -n 20",
+        "git add -A && git commit -m 'fix: handle empty input'",
+        "git commit -am \"wip: parser (see #12)\"",
+        "git -C ../other status --short",
+        "git -c color.ui=never log -1",
+        "git checkout -b feature/x",
+        "git stash && git pull --rebase && git stash pop",
+        "cargo build --release",
+        "cargo test -p team-core --lib -- --nocapture",
+        "cargo clippy --workspace --all-targets -- -D warnings",
+        "cargo fmt --all -- --check",
+        "ls -la src/",
+        "grep -rn \"fn main\" src/ | head -20",
+        "rg -n 'TODO|FIXME' --type rust",
+        "cat README.md | head -50",
+        "sed -n '10,40p' src/lib.rs",
+        "sed -i 's/foo/bar/g' src/lib.rs",
+        "sed -i.bak -e 's|old/path|new/path|' -e '/^#/d' config.txt",
+        "python3 -c 'import json,sys; print(json.load(sys.stdin)[\"name\"])' < package.json",
+        "python3 -m pytest -q tests/",
+        "find . -name '*.rs' -not -path './target/*' | xargs wc -l",
+        "mkdir -p build && cd build && cmake .. && make -j4",
+        "npm test",
+        "npm run build 2>&1 | tail -20",
+        "echo \"done\" > /tmp/status.txt",
+        "awk '{print $1}' access.log | sort | uniq -c | sort -rn | head",
+        "jq '.dependencies' package.json",
+        "for f in src/*.rs; do wc -l \"$f\"; done",
+        "if [ -f Cargo.toml ]; then echo rust; fi",
+        "export RUST_BACKTRACE=1 && cargo test",
+        "diff -u a.txt b.txt || true",
+        "curl -s https://example.com/api | jq .",
+        "echo $((1 + 2))",
+        "printf '%s\\n' \"$HOME\"",
+        "wc -l < Cargo.lock",
+        "ps aux | grep '[c]argo'",
+        "tar -czf out.tgz src/",
+        "cp -r src/ /tmp/backup/",
+        "make test",
+        "echo hi > out.txt && make test",
+        "bash scripts/ci.sh",
+        "./target/debug/app --help",
+    ];
+    assert!(table.len() >= 30);
+    let mut failures = Vec::new();
+    for (i, cmd) in table.iter().enumerate() {
+        let out = hook(&sb, &["--guard"], &pre(&sb, cmd, &format!("toolu_{i}")));
+        if out.status.code() != Some(0) || !out.stdout.is_empty() {
+            failures.push(format!(
+                "{cmd}: {:?} {}",
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The attack report's G and H: payloads that are not what the guard reads fail closed in
+/// `--guard`; `--ask` is a denial where the host has no "ask".
+#[test]
+fn payload_shapes_fail_closed_and_ask_only_where_the_host_can() {
+    let sb = Sandbox::new();
+    let kill = "tmux -S /tmp/nowhere/sock kill-server";
+    let base = |over: Value| {
+        let mut p = pre(&sb, kill, "toolu_p");
+        for (k, v) in over.as_object().unwrap() {
+            if v.is_null() {
+                p.as_object_mut().unwrap().remove(k);
+            } else {
+                p[k] = v.clone();
+            }
+        }
+        p.to_string().into_bytes()
+    };
+    let big = {
+        let mut p = pre(&sb, "ls", "toolu_big");
+        p["junk"] = json!("a".repeat(9 << 20));
+        p.to_string().into_bytes()
+    };
+    let mut bom = "\u{feff}".as_bytes().to_vec();
+    bom.extend(base(json!({})));
+    let mut trailing = base(json!({}));
+    trailing.extend(b" x");
+    let surrogate = String::from_utf8(base(json!({})))
+        .unwrap()
+        .replace("kill-server", "kill-server # \\ud800")
+        .into_bytes();
+    let nul = Value::Null;
+    // (name, args, payload, exit code, in the reason)
+    type Case<'a> = (&'a str, &'a [&'a str], Vec<u8>, i32, &'a str);
+    let cases: Vec<Case> = vec![
+        ("lone surrogate", &["--guard"], surrogate, 2, "not JSON"),
+        ("larger than 8 MiB", &["--guard"], big, 2, "larger than"),
+        ("leading BOM", &["--guard"], bom, 2, "not JSON"),
+        ("trailing garbage", &["--guard"], trailing, 2, "not JSON"),
+        (
+            "command as an argv array",
+            &["--guard"],
+            base(json!({"tool_input": {"command": ["bash", "-lc", kill]}})),
+            2,
+            "kill-server is not allowed",
+        ),
+        (
+            "command a number",
+            &["--guard"],
+            base(json!({"tool_input": {"command": 5}})),
+            2,
+            "not a string",
+        ),
+        (
+            "command null",
+            &["--guard"],
+            base(json!({"tool_input": {"command": nul}})),
+            2,
+            "not a string",
+        ),
+        (
+            "command missing",
+            &["--guard"],
+            base(json!({"tool_input": {"description": kill}})),
+            2,
+            "without tool_input.command",
+        ),
+        (
+            "`cmd` instead of `command`",
+            &["--guard"],
+            base(json!({"tool_input": {"cmd": kill}})),
+            2,
+            "kill-server is not allowed",
+        ),
+        (
+            "tool_name bash",
+            &["--guard"],
+            base(json!({"tool_name": "bash"})),
+            2,
+            "kill-server",
+        ),
+        (
+            "tool_name Shell",
+            &["--guard"],
+            base(json!({"tool_name": "Shell"})),
+            2,
+            "kill-server",
+        ),
+        (
+            "tool_name exec_command",
+            &["--guard"],
+            base(json!({"tool_name": "exec_command"})),
+            2,
+            "kill-server",
+        ),
+        (
+            "tool_name local_shell",
+            &["--guard"],
+            base(json!({"tool_name": "local_shell"})),
+            2,
+            "kill-server",
+        ),
+        (
+            "tool_name missing",
+            &["--guard"],
+            base(json!({"tool_name": nul})),
+            2,
+            "kill-server",
+        ),
+        (
+            "another tool, no command",
+            &["--guard"],
+            base(json!({"tool_name": "Write", "tool_input": {"content": kill}})),
+            0,
+            "",
+        ),
+        (
+            "event in lower case",
+            &["--guard"],
+            base(json!({"hook_event_name": "pretooluse"})),
+            2,
+            "kill-server",
+        ),
+        (
+            "event with a space",
+            &["--guard"],
+            base(json!({"hook_event_name": "PreToolUse "})),
+            2,
+            "kill-server",
+        ),
+        (
+            "unknown event",
+            &["--guard"],
+            base(json!({"hook_event_name": "Stop"})),
+            2,
+            "unknown hook event",
+        ),
+        (
+            "--ask on Claude Code",
+            &["--guard", "--ask"],
+            base(json!({})),
+            0,
+            "kill-server",
+        ),
+        (
+            "--ask on Gemini CLI (BeforeTool)",
+            &["--guard", "--ask"],
+            base(json!({"hook_event_name": "BeforeTool", "tool_name": "run_shell_command"})),
+            2,
+            "this host has no \"ask\" decision",
+        ),
+        (
+            "--ask on Codex (turn_id)",
+            &["--guard", "--ask"],
+            base(json!({"turn_id": "t-1"})),
+            2,
+            "this host has no \"ask\" decision",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, args, payload, code, why) in cases {
+        let out = hook_raw(&sb, args, &payload);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        let stdout: Option<Value> = serde_json::from_slice(&out.stdout).ok();
+        let decision = stdout
+            .as_ref()
+            .map(|j| j["hookSpecificOutput"]["permissionDecision"].clone());
+        let ok = out.status.code() == Some(code)
+            && err.contains(why)
+            && match (code, args.contains(&"--ask")) {
+                (2, _) => decision == Some(json!("deny")),
+                (0, true) => decision == Some(json!("ask")),
+                _ => out.stdout.is_empty(),
+            };
+        if !ok {
+            failures.push(format!(
+                "{name}: expected {code} with {why:?}, got {:?} {decision:?}: {err}",
+                out.status.code()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

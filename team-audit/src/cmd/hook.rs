@@ -13,7 +13,8 @@
 //!   `allowed` / `denied` / `asked`). A kill whose intent cannot be written is denied.
 //! - A denial prints Claude Code's JSON decision on stdout
 //!   (`hookSpecificOutput.permissionDecision: "deny"` with the reason), the reason on stderr,
-//!   and exits 2. With `--ask` it asks the human instead (`"ask"`, exit 0). An allowed call
+//!   and exits 2. With `--ask` it asks the human instead (`"ask"`, exit 0) where the host has
+//!   an "ask" (Claude Code); on Gemini CLI and Codex it denies. An allowed call
 //!   prints nothing and exits 0: the host's own permission rules still apply (`"allow"` would
 //!   skip them).
 //!
@@ -51,7 +52,8 @@ pub struct HookArgs {
     /// targets are proven live team members; deny everything else that reaches tmux
     #[arg(long)]
     pub guard: bool,
-    /// With --guard: ask the human (permissionDecision "ask", exit 0) instead of denying
+    /// With --guard: ask the human (permissionDecision "ask", exit 0) instead of denying, where
+    /// the host can ask (Claude Code); elsewhere deny
     #[arg(long, requires = "guard")]
     pub ask: bool,
     /// Deny when the payload is malformed or the record cannot be written
@@ -59,30 +61,53 @@ pub struct HookArgs {
     pub fail_closed: bool,
 }
 
+/// A word as a shell would need it written: quoted when it holds anything but plain
+/// characters.
+fn shell_quote(w: &str) -> String {
+    if !w.is_empty()
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./%=:,+@^".contains(c))
+    {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
+    }
+}
+
 /// The guard's decision for one finding: `Err(reason)` denies.
 pub fn decide(f: &Finding, workspace: &Path, oracle: &dyn MembershipOracle) -> Result<(), String> {
-    let what = if f.action == "shell" {
-        format!("`{}`", f.argv.join(" "))
+    let quoted: Vec<String> = f.argv.iter().map(|w| shell_quote(w)).collect();
+    // `shell` and `tmux` findings hold the whole command (its first word included); the
+    // others hold one tmux command of a tmux invocation.
+    let what = if f.argv.is_empty() {
+        String::new()
+    } else if matches!(f.action.as_str(), "shell" | "tmux" | "tmux -C") {
+        format!("`{}`: ", quoted.join(" "))
     } else {
-        format!("`tmux {}`", f.argv.join(" "))
+        format!("`tmux {}`: ", quoted.join(" "))
     };
     match &f.check {
         Check::ReadOnly => Ok(()),
-        Check::Deny(why) => Err(format!("{what}: {why}")),
+        Check::Deny(why) => Err(format!("{what}{why}")),
         Check::NeedsProof => {
+            if let crate::oracle::Server::Socket(p) = &f.server
+                && let Err(why) = oracle.check_socket(p)
+            {
+                return Err(format!("{what}-S {}: {why}", p.display()));
+            }
             for t in &f.targets {
                 match oracle.is_proven_member(workspace, &f.server, t) {
                     Ok(true) => {}
                     Ok(false) => {
                         return Err(format!(
-                            "{what}: {t} is not proven to be an active worker's pane of a live \
+                            "{what}{t} is not proven to be an active worker's pane of a live \
                              team in {} on that socket; use `team-scale down` or `team-reap`, \
                              which prove what they kill",
                             workspace.display()
                         ));
                     }
                     Err(e) => {
-                        return Err(format!("{what}: {t}: membership could not be checked: {e}"));
+                        return Err(format!("{what}{t}: membership could not be checked: {e}"));
                     }
                 }
             }
@@ -99,21 +124,49 @@ enum Event {
     Other,
 }
 
+/// The event, from `hook_event_name` with case and surrounding whitespace ignored (missing:
+/// PreToolUse; not a string: unknown).
 fn event(payload: &Value) -> (Event, String) {
-    let name = payload
-        .get("hook_event_name")
-        .and_then(Value::as_str)
-        .unwrap_or("PreToolUse")
-        .to_string();
-    let ev = match name.as_str() {
-        "PreToolUse" | "BeforeTool" => Event::Pre,
-        "PostToolUse" | "AfterTool" => Event::Post {
+    let name = match payload.get("hook_event_name") {
+        None => "PreToolUse".to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    };
+    let ev = match name.trim().to_ascii_lowercase().as_str() {
+        "pretooluse" | "beforetool" => Event::Pre,
+        "posttooluse" | "aftertool" => Event::Post {
             ok: tool_succeeded(payload.get("tool_response")),
         },
-        "PostToolUseFailure" => Event::Post { ok: false },
+        "posttoolusefailure" => Event::Post { ok: false },
         _ => Event::Other,
     };
     (ev, name)
+}
+
+/// The shell command of a payload: `tool_input.command` (or `cmd`) as a string, or as an argv
+/// array (Codex), quoted back into one line. `None`: no command field; `Err`: a command field
+/// that is not a string or an array of strings.
+fn command_of(payload: &Value) -> Option<Result<String, String>> {
+    let input = payload.get("tool_input")?;
+    let v = input.get("command").or_else(|| input.get("cmd"))?;
+    Some(match v {
+        Value::String(s) => Ok(s.clone()),
+        Value::Array(a) => a
+            .iter()
+            .map(|x| x.as_str().map(shell_quote))
+            .collect::<Option<Vec<_>>>()
+            .map(|w| w.join(" "))
+            .ok_or_else(|| "tool_input.command is an array with a non-string element".into()),
+        other => Err(format!(
+            "tool_input.command is not a string but {}",
+            match other {
+                Value::Null => "null",
+                Value::Bool(_) => "a boolean",
+                Value::Number(_) => "a number",
+                _ => "an object",
+            }
+        )),
+    })
 }
 
 /// What a tool response says about success: interrupted, an error flag or a non-zero exit
@@ -131,10 +184,28 @@ fn tool_succeeded(r: Option<&Value>) -> bool {
         || code("exitCode") != 0)
 }
 
-/// The shell tools the hook looks at: Claude Code's and Codex's `Bash`, Gemini CLI's
-/// `run_shell_command`.
+/// Tool names that are shell tools (any case): a payload for one without a command is
+/// malformed. Any payload *with* a command is checked whatever its tool name.
 fn is_shell_tool(name: Option<&str>) -> bool {
-    matches!(name, Some("Bash" | "run_shell_command"))
+    name.is_some_and(|n| {
+        matches!(
+            n.trim().to_ascii_lowercase().as_str(),
+            "bash"
+                | "run_shell_command"
+                | "shell"
+                | "local_shell"
+                | "exec_command"
+                | "shell_command"
+                | "container.exec"
+                | "unified_exec"
+        )
+    })
+}
+
+/// Whether the host reading the decision honours `"ask"`: Claude Code does; Gemini CLI
+/// (`BeforeTool`) and Codex (whose payloads carry `turn_id`) block only on exit 2.
+fn host_can_ask(payload: &Value, event_name: &str) -> bool {
+    event_name.trim().eq_ignore_ascii_case("PreToolUse") && payload.get("turn_id").is_none()
 }
 
 /// The payload's `cwd`, if it is an absolute path to an existing directory.
@@ -206,7 +277,14 @@ fn malformed(g: &Global, a: &HookArgs, ws: Option<&Path>, why: String) -> i32 {
         caller: "hook:unknown".into(),
         action: "hook.malformed".into(),
         reason: Some(why.clone()),
-        outcome: Some(if a.fail_closed { "denied" } else { "allowed" }.into()),
+        outcome: Some(
+            if a.fail_closed || a.guard {
+                "denied"
+            } else {
+                "allowed"
+            }
+            .into(),
+        ),
         ..Entry::default()
     };
     match log_for(g, ws) {
@@ -218,8 +296,13 @@ fn malformed(g: &Global, a: &HookArgs, ws: Option<&Path>, why: String) -> i32 {
         Ok(None) => eprintln!("team-audit: note: malformed payload not recorded: no audit log"),
         Err(e) => eprintln!("team-audit: warning: cannot record the malformed payload: {e}"),
     }
-    if a.fail_closed {
-        decision("PreToolUse", false, &[format!("{why} (--fail-closed)")])
+    if a.guard || a.fail_closed {
+        let mode = if a.guard { "--guard" } else { "--fail-closed" };
+        decision(
+            "PreToolUse",
+            false,
+            &[format!("{why} ({mode} fails closed)")],
+        )
     } else {
         eprintln!("team-audit: warning: {why}; allowed");
         0
@@ -229,9 +312,17 @@ fn malformed(g: &Global, a: &HookArgs, ws: Option<&Path>, why: String) -> i32 {
 pub fn run(g: &Global, a: HookArgs, oracle: &dyn MembershipOracle) -> Result<i32, AppError> {
     let mut raw = Vec::new();
     std::io::stdin()
-        .take(MAX_PAYLOAD)
+        .take(MAX_PAYLOAD + 1)
         .read_to_end(&mut raw)
         .map_err(|e| team_core::Error::io("read", "stdin", e))?;
+    if raw.len() as u64 > MAX_PAYLOAD {
+        return Ok(malformed(
+            g,
+            &a,
+            None,
+            format!("hook payload is larger than {MAX_PAYLOAD} bytes"),
+        ));
+    }
     let payload: Value = match serde_json::from_slice(&raw) {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) => {
@@ -254,8 +345,27 @@ pub fn run(g: &Global, a: HookArgs, oracle: &dyn MembershipOracle) -> Result<i32
     let (ev, event_name) = event(&payload);
     let cwd = payload_cwd(&payload);
     let workspace: Option<PathBuf> = g.workspace.clone().or_else(|| cwd.clone().ok());
-    if !is_shell_tool(payload.get("tool_name").and_then(Value::as_str)) {
+    // `--ask` only where the host has an "ask" decision.
+    let ask = a.ask && host_can_ask(&payload, &event_name);
+    let ask_note = if a.ask && !ask {
+        " (--ask: this host has no \"ask\" decision, so the call is denied)"
+    } else {
+        ""
+    };
+    let command = command_of(&payload);
+    let tool_name = payload.get("tool_name").and_then(Value::as_str);
+    if command.is_none() && !is_shell_tool(tool_name) {
+        // Not a shell tool and no command: nothing the guard reads.
         return Ok(0);
+    }
+    if ev == Event::Other && a.guard {
+        return Ok(decision(
+            &event_name,
+            false,
+            &[format!(
+                "unknown hook event {event_name:?}: --guard decides only PreToolUse / BeforeTool"
+            )],
+        ));
     }
     let session = payload
         .get("session_id")
@@ -276,27 +386,29 @@ pub fn run(g: &Global, a: HookArgs, oracle: &dyn MembershipOracle) -> Result<i32
         }
         Event::Pre => {}
     }
-    let Some(command) = payload
-        .pointer("/tool_input/command")
-        .and_then(Value::as_str)
-    else {
-        return Ok(malformed(
-            g,
-            &a,
-            workspace.as_deref(),
-            "shell tool payload without tool_input.command".into(),
-        ));
+    let command = match command {
+        Some(Ok(c)) => c,
+        Some(Err(why)) => return Ok(malformed(g, &a, workspace.as_deref(), why)),
+        None => {
+            return Ok(malformed(
+                g,
+                &a,
+                workspace.as_deref(),
+                "shell tool payload without tool_input.command".into(),
+            ));
+        }
     };
+    let command = command.as_str();
     if a.guard
         && let Err(why) = &cwd
         && g.workspace.is_none()
     {
         let reasons = vec![format!(
-            "{why}: the guard cannot tell which workspace's teams to check"
+            "{why}: the guard cannot tell which workspace's teams to check{ask_note}"
         )];
-        return Ok(decision(&event_name, a.ask, &reasons));
+        return Ok(decision(&event_name, ask, &reasons));
     }
-    let findings = analyze(command);
+    let findings = analyze(command, oracle.tmux_bin().as_deref());
     if findings.is_empty() {
         return Ok(0);
     }
@@ -312,7 +424,7 @@ pub fn run(g: &Global, a: HookArgs, oracle: &dyn MembershipOracle) -> Result<i32
             (None, true) => Err("no workspace".into()),
         })
         .collect();
-    let denied_word = if a.ask { "asked" } else { "denied" };
+    let denied_word = if ask { "asked" } else { "denied" };
     let items: Vec<_> = findings
         .iter()
         .zip(&decisions)
@@ -378,7 +490,10 @@ pub fn run(g: &Global, a: HookArgs, oracle: &dyn MembershipOracle) -> Result<i32
     if denials.is_empty() {
         Ok(0)
     } else {
-        Ok(decision(&event_name, a.ask, &denials))
+        if !ask_note.is_empty() {
+            denials.push(ask_note.trim().to_string());
+        }
+        Ok(decision(&event_name, ask, &denials))
     }
 }
 
@@ -472,17 +587,23 @@ mod tests {
         fn is_proven_member(&self, _: &Path, s: &Server, t: &str) -> team_core::Result<bool> {
             Ok(*s == Server::Socket("/team/sock".into()) && (t == "%1" || t == "%2"))
         }
+        fn check_socket(&self, _: &Path) -> Result<(), String> {
+            Ok(())
+        }
     }
     struct Broken;
     impl MembershipOracle for Broken {
         fn is_proven_member(&self, _: &Path, _: &Server, _: &str) -> team_core::Result<bool> {
             Err(team_core::Error::Internal("tmux gone".into()))
         }
+        fn check_socket(&self, _: &Path) -> Result<(), String> {
+            Ok(())
+        }
     }
 
     fn allowed(src: &str, o: &dyn MembershipOracle) -> Result<(), String> {
         let ws = Path::new("/w");
-        for f in analyze(src) {
+        for f in analyze(src, Some(Path::new("/usr/bin/tmux"))) {
             decide(&f, ws, o)?;
         }
         Ok(())
@@ -518,16 +639,16 @@ mod tests {
 
     /// The generator's pieces: how a line can reach a destroying verb.
     fn wrappers() -> impl Strategy<Value = (String, bool)> {
-        // (prefix, keeps form (b))
+        // (prefix, keeps form (b)): a kill must be the whole line, so no prefix keeps it.
         prop_oneof![
             Just((String::new(), true)),
-            Just(("command ".into(), true)),
-            Just(("exec ".into(), true)),
-            Just(("nohup ".into(), true)),
-            Just(("timeout 5 ".into(), true)),
-            Just(("nice -n 5 ".into(), true)),
-            Just(("setsid ".into(), true)),
-            Just(("stdbuf -oL ".into(), true)),
+            Just(("command ".into(), false)),
+            Just(("exec ".into(), false)),
+            Just(("nohup ".into(), false)),
+            Just(("timeout 5 ".into(), false)),
+            Just(("nice -n 5 ".into(), false)),
+            Just(("setsid ".into(), false)),
+            Just(("stdbuf -oL ".into(), false)),
             Just(("env ".into(), false)),
             Just(("env -u TMUX ".into(), false)),
             Just(("env -i ".into(), false)),
@@ -540,8 +661,8 @@ mod tests {
             Just(("unset TMUX; ".into(), false)),
             Just(("export TMUX=/x,1,0; ".into(), false)),
             Just(("cd /tmp && ".into(), false)),
-            Just(("echo go | ".into(), true)),
-            Just(("true && ".into(), true)),
+            Just(("echo go | ".into(), false)),
+            Just(("true && ".into(), false)),
         ]
     }
 
