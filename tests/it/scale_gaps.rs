@@ -577,7 +577,9 @@ fn up_rollback_leaves_an_unprovable_new_pane_alone() {
         let before = fx.panes();
         let o = fx.cmd(
             &["up", "demo", "3", "--ready-timeout", "2s"],
-            &[("TEAM_FAILPOINTS", "up.ready=error")],
+            // The pause gives worker-2 time to change its pane before the rollback looks at it
+            // (the premise of this test); the error comes right after it.
+            &[("TEAM_FAILPOINTS", "up.tagged=sleep1500,up.ready=error")],
         );
         assert_eq!(code(&o), 3, "{what}: {}", all(&o));
         assert!(all(&o).contains("up.ready"), "{what}: {}", all(&o));
