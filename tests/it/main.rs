@@ -9,6 +9,7 @@ mod audit_pass;
 mod audit_record_verify;
 mod audit_vocabulary;
 mod conformance;
+mod copied_state;
 mod core_kill;
 mod core_process;
 mod durable_dirs;
