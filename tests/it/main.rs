@@ -32,4 +32,5 @@ mod tasks;
 mod tidy;
 mod tmux_timeout;
 mod unverifiable;
+mod worker_files;
 mod worktree_keep;

@@ -457,19 +457,17 @@ pub fn remove(
     if !rep.blocked.is_empty() {
         return Ok(rep);
     }
-    for p in worker_dir.iter().chain(script.iter()) {
-        // Checked again right before acting.
-        validate(root, team, w)?;
-        match std::fs::symlink_metadata(p) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io("inspect", p, e)),
-            Ok(m) if m.is_dir() => {
-                std::fs::remove_dir_all(p).map_err(|e| Error::io("remove", p, e))?
-            }
-            // The directory is fsynced once for all workers by the caller, before the records
-            // are dropped ([`sync_parents`]).
-            Ok(_) => std::fs::remove_file(p).map_err(|e| Error::io("remove", p, e))?,
-        }
+    // Checked again right before acting; then removed relative to directory fds, following
+    // no symlink. The worker dir is the tools' own (made by `up`, which refuses to start a
+    // worker whose dir already exists); its supervisor may still write `exit.json` into it
+    // while it goes, which `state_remove_tree` retries over. The script is only ever a file:
+    // a directory found in its place is not removed (an error, so the record stays).
+    validate(root, team, w)?;
+    if let Some(d) = worker_dir {
+        crate::fsutil::state_remove_tree(root.path(), d)?;
+    }
+    if let Some(p) = script {
+        crate::fsutil::state_remove(root.path(), p)?;
     }
     Ok(rep)
 }
