@@ -111,6 +111,18 @@ pub enum Error {
     #[error("unsafe path {}: {why}", path.display())]
     UnsafePath { path: PathBuf, why: String },
 
+    /// A `team.json` that records another workspace than the one its state root belongs to:
+    /// the state was copied or moved (`cp -a ws ws-copy`). Its panes are that workspace's.
+    #[error(
+        "{} records workspace {}, but this state belongs to workspace {}: the state was copied or moved here, and the team it names is the other workspace's",
+        path.display(), recorded.display(), here.display()
+    )]
+    StateMoved {
+        path: PathBuf,
+        recorded: PathBuf,
+        here: PathBuf,
+    },
+
     /// The team (or its state) does not exist.
     #[error("no team {team:?} in {}", state_root.display())]
     NoSuchTeam { team: String, state_root: PathBuf },
@@ -233,6 +245,7 @@ impl Error {
             | Error::MalformedState { .. }
             | Error::UnknownSchema { .. }
             | Error::UnsafePath { .. }
+            | Error::StateMoved { .. }
             | Error::JournalRefused { .. } => ExitClass::DataErr,
             Error::NoSuchTeam { .. } | Error::NotFound { .. } => ExitClass::NoInput,
             Error::Refused(_) | Error::Undelivered { .. } => ExitClass::Refused,
@@ -278,6 +291,12 @@ impl Error {
                 "the state file was edited or damaged; nothing was changed: repair or restore it by hand"
                     .into(),
             ),
+            Error::StateMoved { path, recorded, .. } => Some(format!(
+                "nothing was changed: run the command in {} (or with --workspace {}); if you meant a new team here, remove {} and run `team-scale init` again",
+                recorded.display(),
+                recorded.display(),
+                path.parent().unwrap_or(path).display()
+            )),
             Error::MalformedInput { .. } => Some("fix the input; nothing was changed".into()),
             Error::Audit { .. } => Some(
                 "nothing was killed: make the audit log writable, or choose another with --audit-log / TEAM_AUDIT_LOG"

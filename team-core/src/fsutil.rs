@@ -430,6 +430,117 @@ pub fn state_remove(root: &Path, path: &Path) -> Result<()> {
     }
 }
 
+/// What is at `path` inside the state root, without following it: the name of its type
+/// (`"regular file"`, `"directory"`, `"symlink"`, ...), `None` when it (or a directory above it)
+/// does not exist. A symlinked directory above it is refused.
+pub fn state_kind(root: &Path, path: &Path) -> Result<Option<&'static str>> {
+    match state_parent(root, path, false)? {
+        (Some(dir), name) => match rustix::fs::statat(&dir.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(type_name(FileType::from_raw_mode(st.st_mode)))),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(Error::io("inspect", path, errno_io(e))),
+        },
+        (None, _) => Ok(None),
+    }
+}
+
+/// How many times [`state_remove_tree`] tries again when the directory filled up while it was
+/// being emptied (a worker's supervisor writing `exit.json` as its child dies).
+const TREE_RETRIES: usize = 3;
+/// The deepest directory [`state_remove_tree`] descends into.
+const TREE_DEPTH: usize = 64;
+
+/// Removes the directory `dir` inside the state root and everything in it, relative to
+/// directory fds: no symlink is followed (a symlink inside is removed itself, never its
+/// target), `dir` itself must be a directory reached without symlinks, and the parent is
+/// fsynced. A file that appears while the directory is being emptied (a late `exit.json`) is
+/// removed by a bounded retry. Absent is success.
+pub fn state_remove_tree(root: &Path, dir: &Path) -> Result<()> {
+    remove_tree_racing(root, dir, &mut || {})
+}
+
+/// [`state_remove_tree`], with `emptied` called after each emptying, right before the
+/// directory itself is removed (where a late writer strikes; the tests write there).
+fn remove_tree_racing(root: &Path, dir: &Path, emptied: &mut dyn FnMut()) -> Result<()> {
+    let (parent, name) = match state_parent(root, dir, false)? {
+        (Some(p), n) => (p, n),
+        (None, _) => return Ok(()),
+    };
+    for attempt in 0.. {
+        let r = (|| {
+            let Some(w) = parent.child(name, false)? else {
+                return Ok(());
+            };
+            clear_dir(&w, 0)?;
+            emptied();
+            match rustix::fs::unlinkat(&parent.fd, name, AtFlags::REMOVEDIR) {
+                Ok(()) | Err(Errno::NOENT) => Ok(()),
+                Err(e) => Err(Error::io("remove", dir, errno_io(e))),
+            }
+        })();
+        match r {
+            Err(Error::Io { source, .. })
+                if source.raw_os_error() == Some(Errno::NOTEMPTY.raw_os_error())
+                    && attempt + 1 < TREE_RETRIES =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20 << attempt));
+            }
+            Err(e) => return Err(e),
+            Ok(()) => break,
+        }
+    }
+    parent.sync()
+}
+
+/// Empties the directory `w` (see [`state_remove_tree`]).
+fn clear_dir(w: &Walk, depth: usize) -> Result<()> {
+    if depth > TREE_DEPTH {
+        return Err(unsafe_path(&w.path, "is nested too deep to remove"));
+    }
+    let d = rustix::fs::Dir::read_from(w.fd.as_fd())
+        .map_err(|e| Error::io("read directory", &w.path, errno_io(e)))?;
+    let mut entries = Vec::new();
+    for e in d {
+        let e = e.map_err(|e| Error::io("read directory", &w.path, errno_io(e)))?;
+        let name = OsStr::from_bytes(e.file_name().to_bytes());
+        if name != "." && name != ".." {
+            entries.push((name.to_os_string(), e.file_type()));
+        }
+    }
+    for (name, t) in entries {
+        let full = w.path.join(&name);
+        let t = match t {
+            FileType::Unknown => {
+                match rustix::fs::statat(&w.fd, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) => FileType::from_raw_mode(st.st_mode),
+                    Err(Errno::NOENT) => continue,
+                    Err(e) => return Err(Error::io("inspect", &full, errno_io(e))),
+                }
+            }
+            t => t,
+        };
+        let flags = if t == FileType::Directory {
+            // Opened without following, so a directory swapped for a symlink is not entered.
+            match w.child(&name, false) {
+                Ok(Some(sub)) => {
+                    clear_dir(&sub, depth + 1)?;
+                    AtFlags::REMOVEDIR
+                }
+                Ok(None) => continue,
+                Err(Error::UnsafePath { .. }) => AtFlags::empty(),
+                Err(e) => return Err(e),
+            }
+        } else {
+            AtFlags::empty()
+        };
+        match rustix::fs::unlinkat(&w.fd, name.as_os_str(), flags) {
+            Ok(()) | Err(Errno::NOENT) => {}
+            Err(e) => return Err(Error::io("remove", &full, errno_io(e))),
+        }
+    }
+    Ok(())
+}
+
 /// fsyncs a directory inside the state root. Absent is success.
 pub fn state_sync_dir(root: &Path, dir: &Path) -> Result<()> {
     match state_walk(root, dir, false)? {
@@ -650,5 +761,52 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let m = fs::metadata(r.join("teams/t/tasks")).unwrap();
         assert_eq!(m.permissions().mode() & 0o777, 0o700);
+    }
+
+    #[test]
+    fn remove_tree_follows_no_symlink_and_outlasts_a_late_writer() {
+        let d = tempfile::tempdir().unwrap();
+        let r = root(&d);
+        let victim = d.path().join("victim");
+        fs::create_dir(&victim).unwrap();
+        fs::write(victim.join("keep"), b"precious").unwrap();
+        let w = r.join("teams/t/workers/worker-1");
+        fs::create_dir_all(w.join("deep/er")).unwrap();
+        fs::write(w.join("deep/er/f"), b"x").unwrap();
+        fs::write(w.join("status.json"), b"{}").unwrap();
+        std::os::unix::fs::symlink(&victim, w.join("link")).unwrap();
+        // The supervisor's `exit.json`, written once the directory was emptied.
+        let mut late = 0;
+        remove_tree_racing(&r, &w, &mut || {
+            if late == 0 {
+                fs::write(w.join("exit.json"), b"{}").unwrap();
+            }
+            late += 1;
+        })
+        .unwrap();
+        assert_eq!(late, 2, "one retry");
+        assert!(!w.exists());
+        assert_eq!(fs::read(victim.join("keep")).unwrap(), b"precious");
+        state_remove_tree(&r, &w).unwrap(); // absent: done
+        // A symlinked worker dir is refused, its target untouched.
+        std::os::unix::fs::symlink(&victim, &w).unwrap();
+        let e = state_remove_tree(&r, &w).unwrap_err();
+        assert_eq!(e.class().code(), 65, "{e}");
+        assert_eq!(fs::read(victim.join("keep")).unwrap(), b"precious");
+        // A writer that never stops is an error after a bounded number of tries.
+        fs::remove_file(&w).unwrap();
+        fs::create_dir(&w).unwrap();
+        let e = remove_tree_racing(&r, &w, &mut || {
+            fs::write(w.join("exit.json"), b"{}").unwrap()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("not empty"), "{e}");
+        // A directory where a file is removed stays.
+        let script = r.join("teams/t/runtime/worker-1.sh");
+        fs::create_dir_all(script.join("sub")).unwrap();
+        assert!(state_remove(&r, &script).is_err());
+        assert!(script.join("sub").is_dir());
+        assert_eq!(state_kind(&r, &script).unwrap(), Some("directory"));
+        assert_eq!(state_kind(&r, &r.join("teams/t/none")).unwrap(), None);
     }
 }

@@ -103,6 +103,9 @@ impl WorkerName {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StateRoot {
     root: PathBuf,
+    /// The workspace this root is the `.team` of, when it is one; `None` for a root named
+    /// explicitly elsewhere (it may serve several workspaces).
+    workspace: Option<PathBuf>,
 }
 
 impl StateRoot {
@@ -121,12 +124,24 @@ impl StateRoot {
             )));
         }
         let root = normalize(&base)?;
-        Ok(StateRoot { root })
+        // The root belongs to the workspace when it is `<workspace>/.team`, however it was
+        // named (by default, or an explicit directory that happens to be that one).
+        let workspace = normalize(workspace)
+            .ok()
+            .filter(|ws| ws.join(".team") == root);
+        Ok(StateRoot { root, workspace })
     }
 
     /// The state root directory.
     pub fn path(&self) -> &Path {
         &self.root
+    }
+
+    /// The workspace this root is the `.team` of (`None` for an explicit root elsewhere). A
+    /// team whose `team.json` records another workspace was copied or moved here: its panes
+    /// and processes are the other workspace's team's, and no command acts on them from here.
+    pub fn workspace(&self) -> Option<&Path> {
+        self.workspace.as_deref()
     }
 
     /// Creates the root, its `.gitignore` (`*`), and `locks/`, and refuses network file systems.

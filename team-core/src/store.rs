@@ -143,6 +143,18 @@ impl Store {
                         ),
                     });
                 }
+                // State copied or moved from another workspace (`cp -a ws ws-copy`) names
+                // that workspace's panes, with their real owner id: acting on it from here
+                // would kill the original team. Refused before anything reads it as ours.
+                if let Some(ws) = self.root.workspace()
+                    && t.workspace != ws
+                {
+                    return Err(Error::StateMoved {
+                        path,
+                        recorded: t.workspace,
+                        here: ws.to_path_buf(),
+                    });
+                }
                 Ok(Some(t))
             }
         }

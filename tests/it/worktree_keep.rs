@@ -216,3 +216,55 @@ fn a_dirty_submodule_keeps_its_worktree() {
         "dirty_submodules",
     );
 }
+
+/// An edit hidden from `git status` by an index flag is saved, not lost with the worktree.
+fn hidden_edit_is_saved(flag: &str) {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    // The worker hides its edit of README.
+    git(&wt, &["update-index", flag, "README"]);
+    assert_eq!(
+        git(&wt, &["status", "--porcelain"]),
+        "",
+        "git status sees nothing"
+    );
+    let (code, lines) = down_worker_2(&sb);
+    assert_eq!(code, 0, "{lines:?}");
+    let w = lines
+        .iter()
+        .find(|l| l["type"] == "worker" && l["worker"] == "worker-2")
+        .unwrap();
+    let saved = w["saved_branch"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the hidden edit was not saved: {w}"));
+    assert_eq!(
+        git(&sb.ws, &["show", &format!("{saved}:README")]),
+        "hello, edited"
+    );
+    assert!(!wt.exists(), "everything was saved, so the worktree goes");
+}
+
+#[test]
+fn an_assume_unchanged_edit_is_saved() {
+    hidden_edit_is_saved("--assume-unchanged");
+}
+
+#[test]
+fn a_skip_worktree_edit_is_saved() {
+    hidden_edit_is_saved("--skip-worktree");
+}
+
+#[test]
+fn an_empty_directory_keeps_its_worktree() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    std::fs::create_dir_all(wt.join("made/by-worker")).unwrap();
+    assert_kept(&sb, &wt, &[], "empty_dirs");
+    assert!(wt.join("made/by-worker").is_dir());
+    let st = sb.run("team-scale", &["status", "demo"]);
+    assert!(
+        String::from_utf8_lossy(&st.stdout).contains("empty directories: made/by-worker/"),
+        "status names the empty directory: {}",
+        String::from_utf8_lossy(&st.stdout)
+    );
+}

@@ -74,12 +74,17 @@ pub struct Unsavable {
     /// Submodules with a new commit, changes or untracked files: their content lives in their
     /// own repository, which goes with the worktree.
     pub dirty_submodules: Vec<String>,
+    /// Empty directories: git records no directory without a file in it.
+    pub empty_dirs: Vec<String>,
 }
 
 impl Unsavable {
     /// Whether the worktree holds nothing git cannot save.
     pub fn is_empty(&self) -> bool {
-        self.ignored.is_empty() && self.nested_repos.is_empty() && self.dirty_submodules.is_empty()
+        self.ignored.is_empty()
+            && self.nested_repos.is_empty()
+            && self.dirty_submodules.is_empty()
+            && self.empty_dirs.is_empty()
     }
 
     /// A short description naming the first few paths of each kind.
@@ -104,13 +109,17 @@ impl Unsavable {
                 list(&self.dirty_submodules)
             ));
         }
+        if !self.empty_dirs.is_empty() {
+            parts.push(format!("empty directories: {}", list(&self.empty_dirs)));
+        }
         parts.join("; ")
     }
 }
 
 /// Finds what git cannot save in the worktree at `dir`: one `git status --porcelain=v2 -z
 /// --ignored=matching --untracked-files=all` (ignored directories are listed once, nested
-/// repositories appear as untracked directories, submodules carry their state).
+/// repositories appear as untracked directories, submodules carry their state), and a bounded
+/// walk for empty directories, which git does not see at all.
 pub fn unsavable(dir: &Path) -> Result<Unsavable> {
     let o = git(
         dir,
@@ -130,7 +139,98 @@ pub fn unsavable(dir: &Path) -> Result<Unsavable> {
             String::from_utf8_lossy(&o.stderr).trim()
         )));
     }
-    Ok(parse_status_v2(&o.stdout))
+    let mut u = parse_status_v2(&o.stdout);
+    u.empty_dirs = empty_dirs(dir, WALK_LIMIT)?;
+    Ok(u)
+}
+
+/// The most directory entries [`empty_dirs`] looks at before it gives up (and the worktree is
+/// kept, since what it holds is unknown).
+pub const WALK_LIMIT: usize = 200_000;
+
+/// The empty directories below `dir` (relative, with a trailing `/`), found by a walk that
+/// follows no symlink and skips every `.git`. More than `limit` entries is an error: the
+/// caller keeps the worktree rather than guess.
+pub fn empty_dirs(dir: &Path, limit: usize) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(d) = stack.pop() {
+        let rd = std::fs::read_dir(&d).map_err(|e| Error::io("read directory", &d, e))?;
+        let mut any = false;
+        for e in rd {
+            let e = e.map_err(|e| Error::io("read directory", &d, e))?;
+            any = true;
+            seen += 1;
+            if seen > limit {
+                return Err(Error::Refused(format!(
+                    "{} holds more than {limit} files and directories; not walked to the end",
+                    dir.display()
+                )));
+            }
+            if e.file_name() == ".git" {
+                continue;
+            }
+            let ft = e
+                .file_type()
+                .map_err(|x| Error::io("inspect", e.path(), x))?;
+            if ft.is_dir() {
+                stack.push(e.path());
+            }
+        }
+        if !any && d != dir {
+            let rel = d.strip_prefix(dir).unwrap_or(&d);
+            out.push(format!("{}/", rel.display()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Paths whose index entry hides the worktree's file from `git status`: `assume-unchanged`
+/// (`git ls-files -v` tag in lower case) or `skip-worktree` (`S`, `s` for both). Returns the
+/// ones present in the worktree (edits git status does not show) and the skip-worktree ones
+/// absent from it (a sparse checkout: their content is in HEAD, not deleted).
+fn hidden_by_flags(dir: &Path) -> Result<(Vec<String>, Vec<String>)> {
+    let o = git(dir, &["ls-files", "-v", "-z"], &[])?;
+    if !o.status.success() {
+        return Err(Error::Refused(format!(
+            "git ls-files in {} failed: {}",
+            dir.display(),
+            String::from_utf8_lossy(&o.stderr).trim()
+        )));
+    }
+    Ok(parse_ls_files_v(&o.stdout, |p| {
+        std::fs::symlink_metadata(dir.join(p)).is_ok()
+    }))
+}
+
+/// Parses `git ls-files -v -z`: (flagged paths present, skip-worktree paths absent).
+pub fn parse_ls_files_v(out: &[u8], present: impl Fn(&str) -> bool) -> (Vec<String>, Vec<String>) {
+    let (mut hidden, mut sparse) = (Vec::new(), Vec::new());
+    for rec in out.split(|b| *b == 0) {
+        let rec = String::from_utf8_lossy(rec);
+        let Some((tag, path)) = rec.split_once(' ') else {
+            continue;
+        };
+        let Some(c) = tag.chars().next().filter(|_| tag.len() == 1) else {
+            continue;
+        };
+        let assume = c.is_ascii_lowercase();
+        let skip = c.eq_ignore_ascii_case(&'s');
+        if !assume && !skip {
+            continue;
+        }
+        if present(path) {
+            hidden.push(path.to_string());
+        } else if skip {
+            sparse.push(path.to_string());
+        } else {
+            // assume-unchanged and deleted: the deletion is the worker's change.
+            hidden.push(path.to_string());
+        }
+    }
+    (hidden, sparse)
 }
 
 /// Parses `git status --porcelain=v2 -z` output into what git cannot save.
@@ -226,7 +326,10 @@ pub fn save_worktree(wt: &WorktreeRecord, team: &str, worker: &str) -> Result<Op
         &[],
     )?;
     let head = git_ok(dir, &["rev-parse", "--verify", "-q", "HEAD"], &[]).ok();
-    let dirty = !status.is_empty();
+    // `git status` trusts the index's assume-unchanged and skip-worktree flags, so an edit
+    // behind one is invisible to it; the private index below has no flags and sees it.
+    let (hidden, sparse) = hidden_by_flags(dir)?;
+    let dirty = !status.is_empty() || !hidden.is_empty();
     let unreachable = match &head {
         Some(h) => !reachable_elsewhere(dir, h, wt.branch.as_deref())?,
         None => false,
@@ -247,8 +350,21 @@ pub fn save_worktree(wt: &WorktreeRecord, team: &str, worker: &str) -> Result<Op
             if let Some(h) = &head {
                 git_ok(dir, &["read-tree", h], &env)?;
             }
+            // A sparse checkout's absent files are not deletions: keep them as they are.
+            for chunk in sparse.chunks(500) {
+                let mut args = vec!["update-index", "--skip-worktree", "--"];
+                args.extend(chunk.iter().map(String::as_str));
+                git_ok(dir, &args, &env)?;
+            }
             git_ok(dir, &["add", "-A", "--", "."], &env)?;
             let tree = git_ok(dir, &["write-tree"], &env)?;
+            if status.is_empty()
+                && let Some(h) = &head
+                && git_ok(dir, &["rev-parse", &format!("{h}^{{tree}}")], &[])? == tree
+            {
+                // The flagged files hold what HEAD holds: nothing to save.
+                return Ok(Ok(None));
+            }
             if let Some(b) = saved_before(dir, team, worker, &tree, head.as_deref())? {
                 return Ok(Err(b));
             }
@@ -257,11 +373,13 @@ pub fn save_worktree(wt: &WorktreeRecord, team: &str, worker: &str) -> Result<Op
             if let Some(h) = &head {
                 args.extend(["-p", h.as_str()]);
             }
-            git_ok(dir, &args, &env).map(Ok)
+            git_ok(dir, &args, &env).map(|c| Ok(Some(c)))
         })();
         let _ = std::fs::remove_file(&tmp);
         match r? {
-            Ok(c) => c,
+            Ok(Some(c)) => c,
+            Ok(None) if !unreachable => return Ok(None),
+            Ok(None) => head.clone().unwrap_or_default(),
             // The same state was saved before (a retried removal): that branch holds it.
             Err(branch) => return Ok(Some(branch)),
         }
@@ -339,19 +457,17 @@ pub fn remove(
     if !rep.blocked.is_empty() {
         return Ok(rep);
     }
-    for p in worker_dir.iter().chain(script.iter()) {
-        // Checked again right before acting.
-        validate(root, team, w)?;
-        match std::fs::symlink_metadata(p) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io("inspect", p, e)),
-            Ok(m) if m.is_dir() => {
-                std::fs::remove_dir_all(p).map_err(|e| Error::io("remove", p, e))?
-            }
-            // The directory is fsynced once for all workers by the caller, before the records
-            // are dropped ([`sync_parents`]).
-            Ok(_) => std::fs::remove_file(p).map_err(|e| Error::io("remove", p, e))?,
-        }
+    // Checked again right before acting; then removed relative to directory fds, following
+    // no symlink. The worker dir is the tools' own (made by `up`, which refuses to start a
+    // worker whose dir already exists); its supervisor may still write `exit.json` into it
+    // while it goes, which `state_remove_tree` retries over. The script is only ever a file:
+    // a directory found in its place is not removed (an error, so the record stays).
+    validate(root, team, w)?;
+    if let Some(d) = worker_dir {
+        crate::fsutil::state_remove_tree(root.path(), d)?;
+    }
+    if let Some(p) = script {
+        crate::fsutil::state_remove(root.path(), p)?;
     }
     Ok(rep)
 }
@@ -484,5 +600,36 @@ mod tests {
         assert_eq!(u.dirty_submodules, vec!["sub one", "sub two"]);
         assert!(u.describe().contains("nested repositories: nested repo/"));
         assert!(parse_status_v2(b"1 .M N... 100644 100644 100644 a b f\0? x\0").is_empty());
+    }
+
+    #[test]
+    fn ls_files_v_finds_flagged_entries() {
+        let out = [
+            "H plain",
+            "h assumed",
+            "S skipped",
+            "s both",
+            "S sparse gone",
+            "h deleted",
+            "",
+        ]
+        .join("\0");
+        let (hidden, sparse) =
+            parse_ls_files_v(out.as_bytes(), |p| !p.contains("gone") && p != "deleted");
+        assert_eq!(hidden, vec!["assumed", "skipped", "both", "deleted"]);
+        assert_eq!(sparse, vec!["sparse gone"]);
+    }
+
+    #[test]
+    fn empty_dirs_are_found_and_the_walk_is_bounded() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path();
+        std::fs::create_dir_all(p.join("a/b/empty")).unwrap();
+        std::fs::create_dir_all(p.join("full")).unwrap();
+        std::fs::write(p.join("full/f"), "x").unwrap();
+        std::fs::create_dir_all(p.join(".git/refs/empty")).unwrap();
+        std::os::unix::fs::symlink("/", p.join("link")).unwrap();
+        assert_eq!(empty_dirs(p, 100).unwrap(), vec!["a/b/empty/"]);
+        assert!(empty_dirs(p, 3).is_err());
     }
 }

@@ -302,6 +302,7 @@ pub fn up(env: &Env, req: &UpRequest) -> Result<UpReport> {
     let existing_ids: HashSet<u64> = env.store.tasks()?.iter().map(|t| t.id).collect();
     let planned_tasks = validate_tasks(&team, &req.tasks, &new_names, &existing_ids)?;
     let branch_names = check_git(&team, &new_names)?;
+    check_new_paths(env.store.root(), &team, &new_names)?;
 
     // 2. Leftovers of abandoned operations.
     let mut warnings = Vec::new();
@@ -447,6 +448,45 @@ pub fn up(env: &Env, req: &UpRequest) -> Result<UpReport> {
             Err(cause)
         }
     }
+}
+
+/// Refuses, before any effect, what would make the new workers' files unsafe to write or to
+/// roll back: a symlinked (or non-directory) `runtime/` or `workers/` directory, and anything
+/// already where a new worker's directory or startup script goes (a rollback removes what its
+/// records name, so it must name only what this operation makes). A regular file where a
+/// script goes is replaced whole, so it is allowed.
+fn check_new_paths(
+    root: &crate::paths::StateRoot,
+    team: &Team,
+    names: &[WorkerName],
+) -> Result<()> {
+    let team_dir = root.team_dir(&team.name);
+    for d in ["runtime", "workers"] {
+        fsutil::state_dir_exists(root.path(), &team_dir.join(d))?;
+    }
+    for name in names {
+        let script = root.runtime_script(&team.name, name);
+        if let Some(kind) = fsutil::state_kind(root.path(), &script)?
+            && kind != "regular file"
+        {
+            return Err(Error::UnsafePath {
+                path: script,
+                why: format!(
+                    "is a {kind} where new worker {name}'s startup script goes; it was not made by the tools: move it away"
+                ),
+            });
+        }
+        let dir = root.worker_dir(&team.name, name);
+        if let Some(kind) = fsutil::state_kind(root.path(), &dir)? {
+            return Err(Error::UnsafePath {
+                path: dir,
+                why: format!(
+                    "already exists (a {kind}) where new worker {name}'s directory goes; it was not made for this worker: move it away"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn check_capacity(team: &Team, n: u64) -> Result<()> {

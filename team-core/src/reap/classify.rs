@@ -110,6 +110,18 @@ pub fn classify_pane(row: &PaneRow, lookup: Result<&Lookup, &str>) -> Classified
         Lookup::Gone(_) => return orphan(TEAM_STATE_GONE),
         Lookup::Present(team) => team,
     };
+    // State found where the pane's workspace points but naming another workspace was copied
+    // or moved there: it says nothing about this pane (not even "not ours").
+    if team.workspace != std::path::Path::new(&t.workspace) {
+        return Classified::new(
+            Verdict::Unverifiable,
+            format!(
+                "the pane is tagged with workspace {} but the team state found names workspace {} (copied or moved state)",
+                t.workspace,
+                team.workspace.display()
+            ),
+        );
+    }
     if team.owner_id.to_string() != t.owner {
         return orphan(OWNER_MISMATCH);
     }
@@ -448,6 +460,13 @@ mod tests {
         // Incarnation of one worker, name of another.
         let mut r = row_for(&t, &w3);
         r.tags.worker = "worker-1".into();
+        assert_eq!(v(&r, &present(&t)).0, Verdict::Unverifiable);
+        // State copied to another workspace: a pane of that workspace (another owner) is not
+        // judged by it, neither as orphan nor as owned.
+        let mut r = row_for(&t, &w3);
+        r.tags.workspace = "/ws-copy".into();
+        assert_eq!(v(&r, &present(&t)).0, Verdict::Unverifiable);
+        r.tags.owner = "someone-else".into();
         assert_eq!(v(&r, &present(&t)).0, Verdict::Unverifiable);
     }
 

@@ -71,6 +71,7 @@ pub fn print_settle(out: &mut Out, r: &SettleReport) -> CliResult<()> {
                 "ignored": r.unsavable.ignored,
                 "nested_repos": r.unsavable.nested_repos,
                 "dirty_submodules": r.unsavable.dirty_submodules,
+                "empty_dirs": r.unsavable.empty_dirs,
             })),
             "tasks_returned": w.tasks_returned,
         }))?;

@@ -1,0 +1,129 @@
+//! A worker's files: `up` makes them, and its rollback and the teardown remove only what the
+//! tools made (never a directory they found, never through a symlink), robustly (a supervisor
+//! writing `exit.json` during the removal is no cleanup debt).
+
+use std::path::PathBuf;
+
+use tests::{Sandbox, assert_code};
+
+fn init(sb: &Sandbox) {
+    assert_code(
+        &sb.run(
+            "team-scale",
+            &[
+                "init",
+                "s3",
+                "--private",
+                "--leader-cmd",
+                "exec sleep 100000",
+                "--worker-cmd",
+                "exec sleep 100000",
+            ],
+        ),
+        0,
+    );
+}
+
+fn team_dir(sb: &Sandbox) -> PathBuf {
+    sb.ws.join(".team/teams/s3")
+}
+
+fn team_json(sb: &Sandbox) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(team_dir(sb).join("team.json")).unwrap()).unwrap()
+}
+
+fn up(sb: &Sandbox) -> std::process::Output {
+    sb.run("team-scale", &["up", "s3", "1", "--ready-timeout", "0"])
+}
+
+/// `up` refused before any effect: exit 65, the error names `names`, no worker recorded.
+#[track_caller]
+fn refused_before_any_effect(sb: &Sandbox, o: &std::process::Output, names: &str) {
+    assert_code(o, 65);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(names), "the error names {names}: {err}");
+    let t = team_json(sb);
+    assert_eq!(
+        t["workers"],
+        serde_json::json!([]),
+        "no worker recorded: {t}"
+    );
+}
+
+#[test]
+fn up_never_removes_a_directory_it_found_where_a_script_goes() {
+    let sb = Sandbox::new();
+    init(&sb);
+    let next = team_json(&sb)["next_worker_index"].as_u64().unwrap();
+    let found = team_dir(&sb).join(format!("runtime/worker-{next}.sh"));
+    std::fs::create_dir_all(&found).unwrap();
+    std::fs::write(found.join("precious.txt"), "mine\n").unwrap();
+
+    let o = up(&sb);
+    refused_before_any_effect(&sb, &o, &found.display().to_string());
+    assert_eq!(
+        std::fs::read_to_string(found.join("precious.txt")).unwrap(),
+        "mine\n"
+    );
+}
+
+#[test]
+fn up_never_removes_a_worker_directory_it_found() {
+    let sb = Sandbox::new();
+    init(&sb);
+    let next = team_json(&sb)["next_worker_index"].as_u64().unwrap();
+    let found = team_dir(&sb).join(format!("workers/worker-{next}"));
+    std::fs::create_dir_all(&found).unwrap();
+    std::fs::write(found.join("notes.md"), "mine\n").unwrap();
+
+    let o = up(&sb);
+    refused_before_any_effect(&sb, &o, &found.display().to_string());
+    assert_eq!(
+        std::fs::read_to_string(found.join("notes.md")).unwrap(),
+        "mine\n"
+    );
+}
+
+#[test]
+fn a_symlinked_runtime_dir_is_refused_before_any_effect() {
+    let sb = Sandbox::new();
+    init(&sb);
+    let outside = sb.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let runtime = team_dir(&sb).join("runtime");
+    let _ = std::fs::remove_dir_all(&runtime);
+    std::os::unix::fs::symlink(&outside, &runtime).unwrap();
+
+    let o = up(&sb);
+    refused_before_any_effect(&sb, &o, &runtime.display().to_string());
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    assert!(!team_dir(&sb).join("workers/worker-1").exists());
+}
+
+/// The supervisor writes `exit.json` into the worker dir when its child dies, which is while
+/// the teardown removes that dir: the removal must not fail with "Directory not empty".
+#[test]
+fn a_late_exit_json_is_no_cleanup_debt() {
+    let sb = Sandbox::new();
+    init(&sb);
+    assert_code(&up(&sb), 0); // worker-1 stays: `down` never removes every worker
+    for i in 2..22 {
+        assert_code(&up(&sb), 0);
+        let o = sb.run(
+            "team-scale",
+            &[
+                "down",
+                "s3",
+                "--worker",
+                &format!("worker-{i}"),
+                "--force",
+                "--grace",
+                "2s",
+            ],
+        );
+        assert_code(&o, 0);
+        assert!(!team_dir(&sb).join(format!("workers/worker-{i}")).exists());
+    }
+    let t = team_json(&sb);
+    assert_eq!(t["workers"].as_array().unwrap().len(), 1, "{t}");
+}
