@@ -199,6 +199,14 @@ impl AuditLog {
         &self.path
     }
 
+    /// The directory the log is in: the parent of a bare file name (`r.jsonl`) is `.`.
+    fn dir(&self) -> &Path {
+        match self.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        }
+    }
+
     fn audit_err(&self, what: &str, e: impl std::fmt::Display) -> Error {
         Error::Audit {
             path: self.path.clone(),
@@ -290,8 +298,9 @@ impl AuditLog {
         crate::failpoint::hit("audit.before_sync").map_err(|e| self.audit_err("append", e))?;
         file.sync_data()
             .map_err(|e| self.audit_err("fdatasync", e))?;
-        if created && let Some(dir) = self.path.parent() {
-            crate::fsutil::sync_dir(dir).map_err(|e| self.audit_err("fsync directory", e))?;
+        if created {
+            crate::fsutil::sync_dir(self.dir())
+                .map_err(|e| self.audit_err("fsync directory", e))?;
         }
         Ok(out)
     }
