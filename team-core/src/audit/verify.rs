@@ -4,9 +4,13 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::canonical::{ZERO_HASH, compute_hash, parse_line, render_line};
-use super::{Record, Stage, VERSION};
+use std::io::Read;
+
+use super::canonical::{ZERO_HASH, canonical_bytes, chain_hash, parse_line};
+use super::lines::{Line, Lines, quick_seq_ts};
+use super::{SEGMENT_ACTION, Stage, VERSION};
 use crate::error::{Error, Result};
+use crate::fsutil::Access;
 
 /// What is wrong at a point of the chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -27,8 +31,13 @@ pub enum ProblemKind {
     BadVersion,
     /// The record hashes correctly but its line is not the canonical rendering.
     Noncanonical,
-    /// A segment record that names no damage, or other damage than what precedes it.
+    /// A segment record that names no damage, or other damage than what precedes it; a
+    /// `segment_start` that is not first in its file, a record after a `segment_end`.
     BadSegment,
+    /// A segment file is missing (a gap in the numbers, or pruned without a checkpoint).
+    MissingSegment,
+    /// A segment file does not end with its `segment_end` record.
+    TruncatedSegment,
 }
 
 impl ProblemKind {
@@ -43,6 +52,8 @@ impl ProblemKind {
             ProblemKind::BadVersion => "bad_version",
             ProblemKind::Noncanonical => "noncanonical",
             ProblemKind::BadSegment => "bad_segment",
+            ProblemKind::MissingSegment => "missing_segment",
+            ProblemKind::TruncatedSegment => "truncated_segment",
         }
     }
 }
@@ -54,7 +65,10 @@ pub struct Problem {
     pub seq: u64,
     /// The `seq` actually found there, when a record was found.
     pub found_seq: Option<u64>,
-    /// 1-based line number in the file.
+    /// The file it is in (a segment file, or the active file); empty for bytes.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub file: String,
+    /// 1-based line number in the file (0: the file as a whole).
     pub line: u64,
     /// Byte offset of that line.
     pub offset: u64,
@@ -75,6 +89,12 @@ pub struct VerifyReport {
     pub warnings: Vec<Problem>,
     /// The first problem; `None` means the chain is intact.
     pub problem: Option<Problem>,
+    /// Segment files walked before the active file.
+    pub segments: u64,
+    /// The first `seq` present (1, unless older segments were pruned).
+    pub first_seq: u64,
+    /// When older segments were pruned: the `seq` of the checkpoint that records it.
+    pub checkpoint_seq: Option<u64>,
 }
 
 impl VerifyReport {
@@ -84,230 +104,498 @@ impl VerifyReport {
     }
 }
 
-struct Line<'a> {
-    no: u64,
-    offset: u64,
-    body: &'a [u8],
-    terminated: bool,
+/// Walks every file of the log in order (the segments, then the active file), carrying the
+/// chain from one to the next. Holds one line at a time.
+struct Walker {
+    rep: VerifyReport,
+    expected: u64,
+    /// Number of the previous segment file walked.
+    prev_number: Option<u64>,
+    /// Whether any file was walked before the current one.
+    walked_any: bool,
+    /// `(last_seq, last_hash)` named by the first file's `segment_start`: what was removed
+    /// before it must be covered by a checkpoint.
+    anchor: Option<(u64, String)>,
+    /// `(last_seq, last_hash, checkpoint seq)` of every segment a checkpoint names.
+    covered: Vec<(u64, String, u64)>,
 }
 
-fn split_lines(bytes: &[u8]) -> Vec<Line<'_>> {
-    let mut out = Vec::new();
-    let mut start = 0usize;
-    let mut no = 0u64;
-    while start < bytes.len() {
-        no += 1;
-        let (body, next, terminated) = match bytes[start..].iter().position(|&b| b == b'\n') {
-            Some(i) => (&bytes[start..start + i], start + i + 1, true),
-            None => (&bytes[start..], bytes.len(), false),
-        };
-        out.push(Line {
-            no,
-            offset: start as u64,
-            body,
-            terminated,
-        });
-        start = next;
+/// One file being walked.
+struct FileState {
+    name: String,
+    number: Option<u64>,
+    first: bool,
+    /// `seq` of this file's `segment_end`, once seen.
+    ended: Option<u64>,
+    /// (line number, offset, end offset without the final '\n') of pending damage.
+    damage: Option<(u64, u64, u64)>,
+}
+
+enum Flow {
+    Go,
+    Stop,
+    /// A record with a higher `seq` than expected: a gap, unless `seq` shows up later.
+    Gap(u64),
+}
+
+impl Walker {
+    fn new() -> Walker {
+        Walker {
+            rep: VerifyReport {
+                records: 0,
+                last_seq: 0,
+                head: ZERO_HASH.to_string(),
+                warnings: Vec::new(),
+                problem: None,
+                segments: 0,
+                first_seq: 1,
+                checkpoint_seq: None,
+            },
+            expected: 1,
+            prev_number: None,
+            walked_any: false,
+            anchor: None,
+            covered: Vec::new(),
+        }
     }
-    out
+
+    fn fail(
+        &mut self,
+        f: &FileState,
+        line: u64,
+        offset: u64,
+        kind: ProblemKind,
+        found: Option<u64>,
+        detail: String,
+    ) {
+        self.rep.problem = Some(Problem {
+            seq: self.expected,
+            found_seq: found,
+            file: f.name.clone(),
+            line,
+            offset,
+            kind,
+            detail,
+        });
+    }
+
+    /// Walks one file. `number` is the segment number of a segment file, `None` for the active
+    /// file (or bytes given directly).
+    fn file<R: Read>(
+        &mut self,
+        name: String,
+        number: Option<u64>,
+        mut lines: Lines<R>,
+    ) -> std::io::Result<()> {
+        if self.rep.problem.is_some() {
+            return Ok(());
+        }
+        let mut f = FileState {
+            name,
+            number,
+            first: true,
+            ended: None,
+            damage: None,
+        };
+        if let (Some(n), Some(p)) = (number, self.prev_number)
+            && n != p + 1
+        {
+            let missing = if n > p + 1 {
+                format!("segment {:06} is missing", p + 1)
+            } else {
+                format!("segment {n:06} repeats")
+            };
+            self.fail(
+                &f,
+                0,
+                0,
+                ProblemKind::MissingSegment,
+                None,
+                format!("{missing}: segment {n:06} follows segment {p:06}"),
+            );
+            return Ok(());
+        }
+        while let Some(line) = lines.next_line()? {
+            let (no, offset) = (line.no, line.offset);
+            match self.line(&mut f, &line) {
+                Flow::Go => {}
+                Flow::Stop => return Ok(()),
+                Flow::Gap(found) => {
+                    // Look further in this file for the expected record.
+                    let want = self.expected;
+                    let mut later = false;
+                    while let Some(l) = lines.next_line()? {
+                        let seq = match quick_seq_ts(l.body) {
+                            Some((s, _)) => Some(s),
+                            None => parse_line(l.body).ok().map(|r| r.seq),
+                        };
+                        if seq == Some(want) {
+                            later = true;
+                            break;
+                        }
+                    }
+                    let (kind, detail) = if later {
+                        (
+                            ProblemKind::Reorder,
+                            format!(
+                                "found seq {found} where seq {want} belongs; seq {want} appears later"
+                            ),
+                        )
+                    } else {
+                        (
+                            ProblemKind::Gap,
+                            format!("seq {want}..{} missing: found seq {found} next", found - 1),
+                        )
+                    };
+                    self.fail(&f, no, offset, kind, Some(found), detail);
+                    return Ok(());
+                }
+            }
+        }
+        if let Some((no, offset, end)) = f.damage {
+            let detail = format!(
+                "the file ends in {} bytes at offset {offset} that are not a record, not yet \
+                 acknowledged by a segment record",
+                end - offset
+            );
+            self.fail(&f, no, offset, ProblemKind::TornLine, None, detail);
+            return Ok(());
+        }
+        if let Some(n) = number {
+            if f.ended.is_none() {
+                let detail = format!(
+                    "segment {n:06} ends after seq {} without its segment_end record: it was \
+                     truncated",
+                    self.rep.last_seq
+                );
+                self.fail(&f, 0, 0, ProblemKind::TruncatedSegment, None, detail);
+                return Ok(());
+            }
+            self.prev_number = Some(n);
+            self.rep.segments += 1;
+        } else if f.ended.is_some() {
+            self.rep.warnings.push(Problem {
+                seq: self.rep.last_seq,
+                found_seq: None,
+                file: f.name.clone(),
+                line: 0,
+                offset: 0,
+                kind: ProblemKind::BadSegment,
+                detail: "the active file ends with a segment_end record: a rotation was \
+                         interrupted; the next writer completes it"
+                    .into(),
+            });
+        }
+        self.walked_any = true;
+        Ok(())
+    }
+
+    fn line(&mut self, f: &mut FileState, line: &Line<'_>) -> Flow {
+        let parsed = if line.terminated && !line.too_long {
+            parse_line(line.body).ok()
+        } else {
+            None
+        };
+        let Some(rec) = parsed else {
+            if !line.terminated {
+                let (first, offset) = f.damage.map_or((line.no, line.offset), |(n, o, _)| (n, o));
+                let detail = format!(
+                    "the file ends in {} bytes without a newline at offset {offset}: a torn \
+                     write, not yet acknowledged by a segment record",
+                    line.offset + line.len - offset
+                );
+                self.fail(f, first, offset, ProblemKind::TornLine, None, detail);
+                return Flow::Stop;
+            }
+            let end = line.offset + line.len;
+            f.damage = Some(match f.damage {
+                Some((n, o, _)) => (n, o, end),
+                None => (line.no, line.offset, end),
+            });
+            return Flow::Go;
+        };
+        if let Some((first, offset, end)) = f.damage.take() {
+            let bytes_len = end - offset;
+            if rec.segment_damage() == Some((offset, bytes_len)) {
+                self.rep.warnings.push(Problem {
+                    seq: self.expected,
+                    found_seq: None,
+                    file: f.name.clone(),
+                    line: first,
+                    offset,
+                    kind: ProblemKind::TornLine,
+                    detail: format!(
+                        "{bytes_len} damaged bytes at offset {offset}, acknowledged by the \
+                         segment record seq {}",
+                        rec.seq
+                    ),
+                });
+            } else {
+                let detail = format!(
+                    "{bytes_len} bytes at offset {offset} are not a record, and no segment \
+                     record acknowledges them"
+                );
+                self.fail(f, first, offset, ProblemKind::TornLine, None, detail);
+                return Flow::Stop;
+            }
+        } else if rec.stage == Stage::Segment && rec.action == SEGMENT_ACTION {
+            self.fail(
+                f,
+                line.no,
+                line.offset,
+                ProblemKind::BadSegment,
+                Some(rec.seq),
+                "a segment record that follows no damaged bytes".into(),
+            );
+            return Flow::Stop;
+        }
+        if let Some(end) = f.ended {
+            let detail = format!("a record after the segment_end record seq {end}");
+            self.fail(
+                f,
+                line.no,
+                line.offset,
+                ProblemKind::BadSegment,
+                Some(rec.seq),
+                detail,
+            );
+            return Flow::Stop;
+        }
+        let first = std::mem::replace(&mut f.first, false);
+        match (rec.segment_start(), first) {
+            (Some(_), false) => {
+                self.fail(
+                    f,
+                    line.no,
+                    line.offset,
+                    ProblemKind::BadSegment,
+                    Some(rec.seq),
+                    "a segment_start record that is not the first record of its file".into(),
+                );
+                return Flow::Stop;
+            }
+            (Some((prev_no, last_seq, last_hash)), true) => {
+                if !self.walked_any {
+                    // The oldest file present: the segments before it were pruned, which a
+                    // checkpoint must record (checked at the end).
+                    self.expected = last_seq + 1;
+                    self.rep.head = last_hash.to_string();
+                    self.rep.first_seq = last_seq + 1;
+                    self.anchor = Some((last_seq, last_hash.to_string()));
+                } else if Some(prev_no) != self.prev_number {
+                    let detail = format!(
+                        "this file continues segment {prev_no:06}, but the file before it is \
+                         segment {}",
+                        self.prev_number
+                            .map_or("-".to_string(), |p| format!("{p:06}"))
+                    );
+                    self.fail(
+                        f,
+                        line.no,
+                        line.offset,
+                        ProblemKind::Reorder,
+                        Some(rec.seq),
+                        detail,
+                    );
+                    return Flow::Stop;
+                }
+            }
+            (None, true) if self.walked_any => {
+                self.fail(
+                    f,
+                    line.no,
+                    line.offset,
+                    ProblemKind::BadSegment,
+                    Some(rec.seq),
+                    "a file after a segment does not start with a segment_start record".into(),
+                );
+                return Flow::Stop;
+            }
+            _ => {}
+        }
+        if let Some(n) = rec.segment_end() {
+            if f.number.is_some_and(|k| k != n) {
+                let detail = format!(
+                    "segment file {} holds segment {n:06}",
+                    f.number.map_or(String::new(), |k| format!("{k:06}"))
+                );
+                self.fail(
+                    f,
+                    line.no,
+                    line.offset,
+                    ProblemKind::Reorder,
+                    Some(rec.seq),
+                    detail,
+                );
+                return Flow::Stop;
+            }
+            f.ended = Some(rec.seq);
+        }
+        if rec.seq != self.expected {
+            if rec.seq < self.expected {
+                let detail = format!(
+                    "found seq {} where seq {} belongs: a repeated or moved record",
+                    rec.seq, self.expected
+                );
+                self.fail(
+                    f,
+                    line.no,
+                    line.offset,
+                    ProblemKind::Reorder,
+                    Some(rec.seq),
+                    detail,
+                );
+                return Flow::Stop;
+            }
+            return Flow::Gap(rec.seq);
+        }
+        if rec.v != VERSION {
+            let detail = format!("record version {} (this build knows {VERSION})", rec.v);
+            self.fail(
+                f,
+                line.no,
+                line.offset,
+                ProblemKind::BadVersion,
+                Some(rec.seq),
+                detail,
+            );
+            return Flow::Stop;
+        }
+        let canonical = canonical_bytes(&rec);
+        if chain_hash(&rec.prev, &canonical) != rec.hash {
+            self.fail(
+                f,
+                line.no,
+                line.offset,
+                ProblemKind::EditedField,
+                Some(rec.seq),
+                "the record's content does not match its hash: it was edited".into(),
+            );
+            return Flow::Stop;
+        }
+        if rec.prev != self.rep.head {
+            let detail = format!(
+                "prev {} is not the previous record's hash {}",
+                short(&rec.prev),
+                short(&self.rep.head)
+            );
+            self.fail(
+                f,
+                line.no,
+                line.offset,
+                ProblemKind::BadPrev,
+                Some(rec.seq),
+                detail,
+            );
+            return Flow::Stop;
+        }
+        if !is_rendering(line.body, &canonical, &rec.hash) {
+            self.fail(
+                f,
+                line.no,
+                line.offset,
+                ProblemKind::Noncanonical,
+                Some(rec.seq),
+                "the line is not the canonical rendering of its record".into(),
+            );
+            return Flow::Stop;
+        }
+        for (s, h) in rec.checkpoint_covers() {
+            self.covered.push((s, h.to_string(), rec.seq));
+        }
+        self.rep.records += 1;
+        self.rep.last_seq = rec.seq;
+        self.rep.head = rec.hash;
+        self.expected += 1;
+        Flow::Go
+    }
+
+    fn finish(mut self) -> VerifyReport {
+        if self.rep.problem.is_none()
+            && let Some((seq, hash)) = &self.anchor
+        {
+            match self.covered.iter().find(|(s, h, _)| s == seq && h == hash) {
+                Some((_, _, at)) => self.rep.checkpoint_seq = Some(*at),
+                None => {
+                    self.rep.problem = Some(Problem {
+                        seq: 1,
+                        found_seq: Some(seq + 1),
+                        file: String::new(),
+                        line: 0,
+                        offset: 0,
+                        kind: ProblemKind::MissingSegment,
+                        detail: format!(
+                            "the log starts at seq {} but no checkpoint records the removal of \
+                             seq 1..{seq}: segments are missing",
+                            seq + 1
+                        ),
+                    })
+                }
+            }
+        }
+        self.rep
+    }
 }
 
-/// Walks the chain of the log at `path` and reports the first problem. A missing file is
-/// [`Error::NotFound`]; an empty file is an intact chain of no records. The file is read whole.
+/// Whether `line` is `canonical` without its `}`, then `,"hash":"<hash>"}`.
+fn is_rendering(line: &[u8], canonical: &[u8], hash: &str) -> bool {
+    let head = &canonical[..canonical.len() - 1];
+    let Some(rest) = line.strip_prefix(head) else {
+        return false;
+    };
+    let Some(rest) = rest.strip_prefix(b",\"hash\":\"") else {
+        return false;
+    };
+    let Some(rest) = rest.strip_prefix(hash.as_bytes()) else {
+        return false;
+    };
+    // `hash` was parsed from this line, so it needs no escaping iff it is plain hex.
+    rest == b"\"}" && hash.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Walks the chain of the log at `path`: its segments (`<path>.NNNNNN`, in order), then the
+/// file itself, carrying the chain across, and reports the first problem. Reads line by line
+/// (memory does not grow with the log). No file at all is [`Error::NotFound`]; an empty file
+/// is an intact chain of no records.
 pub fn verify(path: &Path) -> Result<VerifyReport> {
-    // Never through a symlink, regular files only, bounded (`fsutil`).
-    let Some(bytes) = crate::fsutil::read(path, crate::fsutil::limits::AUDIT)? else {
+    let segs = super::segments::list(path)?;
+    // Never through a symlink, regular files only (`fsutil`).
+    let active = crate::fsutil::open(path, Access::Read)?;
+    if active.is_none() && segs.is_empty() {
         return Err(Error::NotFound {
             what: "audit log",
             path: path.to_path_buf(),
         });
-    };
-    Ok(verify_bytes(&bytes))
+    }
+    let mut w = Walker::new();
+    let io = |p: &Path, e| Error::io("read", p, e);
+    for s in &segs {
+        let Some(o) = crate::fsutil::open(&s.path, Access::Read)? else {
+            return Err(Error::NotFound {
+                what: "audit segment",
+                path: s.path.clone(),
+            });
+        };
+        w.file(s.name(), Some(s.number), Lines::new(o.file, 0))
+            .map_err(|e| io(&s.path, e))?;
+    }
+    if let Some(o) = active {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        w.file(name, None, Lines::new(o.file, 0))
+            .map_err(|e| io(path, e))?;
+    }
+    Ok(w.finish())
 }
 
-/// [`verify`] on the bytes of a log.
+/// [`verify`] on the bytes of one log file.
 pub fn verify_bytes(bytes: &[u8]) -> VerifyReport {
-    let lines = split_lines(bytes);
-    let parsed: Vec<Option<Record>> = lines
-        .iter()
-        .map(|l| {
-            if l.terminated {
-                parse_line(l.body).ok()
-            } else {
-                None
-            }
-        })
-        .collect();
-    let mut rep = VerifyReport {
-        records: 0,
-        last_seq: 0,
-        head: ZERO_HASH.to_string(),
-        warnings: Vec::new(),
-        problem: None,
-    };
-    let mut expected = 1u64;
-    // (first line index, offset, end offset without the final '\n')
-    let mut damage: Option<(usize, u64, u64)> = None;
-    for (i, line) in lines.iter().enumerate() {
-        let problem = |kind, found_seq, detail: String| Problem {
-            seq: expected,
-            found_seq,
-            line: line.no,
-            offset: line.offset,
-            kind,
-            detail,
-        };
-        let Some(rec) = &parsed[i] else {
-            if !line.terminated {
-                let (first, offset) = damage.map_or((i, line.offset), |(f, o, _)| (f, o));
-                rep.problem = Some(Problem {
-                    line: lines[first].no,
-                    offset,
-                    ..problem(
-                        ProblemKind::TornLine,
-                        None,
-                        format!(
-                            "the log ends in {} bytes without a newline at offset {offset}: \
-                             a torn write, not yet acknowledged by a segment record",
-                            line.offset + line.body.len() as u64 - offset
-                        ),
-                    )
-                });
-                return rep;
-            }
-            let end = line.offset + line.body.len() as u64;
-            damage = Some(match damage {
-                Some((f, o, _)) => (f, o, end),
-                None => (i, line.offset, end),
-            });
-            continue;
-        };
-        if let Some((first, offset, end)) = damage.take() {
-            let bytes_len = end - offset;
-            if rec.segment_damage() == Some((offset, bytes_len)) {
-                rep.warnings.push(Problem {
-                    line: lines[first].no,
-                    offset,
-                    ..problem(
-                        ProblemKind::TornLine,
-                        None,
-                        format!(
-                            "{bytes_len} damaged bytes at offset {offset}, acknowledged by \
-                             the segment record seq {}",
-                            rec.seq
-                        ),
-                    )
-                });
-            } else {
-                rep.problem = Some(Problem {
-                    line: lines[first].no,
-                    offset,
-                    ..problem(
-                        ProblemKind::TornLine,
-                        None,
-                        format!(
-                            "{bytes_len} bytes at offset {offset} are not a record, and no \
-                             segment record acknowledges them"
-                        ),
-                    )
-                });
-                return rep;
-            }
-        } else if rec.stage == Stage::Segment {
-            rep.problem = Some(problem(
-                ProblemKind::BadSegment,
-                Some(rec.seq),
-                "a segment record that follows no damaged bytes".into(),
-            ));
-            return rep;
-        }
-        if rec.seq != expected {
-            let later = parsed[i + 1..].iter().flatten().any(|r| r.seq == expected);
-            let (kind, detail) = if rec.seq < expected {
-                (
-                    ProblemKind::Reorder,
-                    format!(
-                        "found seq {} where seq {expected} belongs: a repeated or moved record",
-                        rec.seq
-                    ),
-                )
-            } else if later {
-                (
-                    ProblemKind::Reorder,
-                    format!(
-                        "found seq {} where seq {expected} belongs; seq {expected} appears later",
-                        rec.seq
-                    ),
-                )
-            } else {
-                (
-                    ProblemKind::Gap,
-                    format!(
-                        "seq {expected}..{} missing: found seq {} next",
-                        rec.seq - 1,
-                        rec.seq
-                    ),
-                )
-            };
-            rep.problem = Some(problem(kind, Some(rec.seq), detail));
-            return rep;
-        }
-        if rec.v != VERSION {
-            rep.problem = Some(problem(
-                ProblemKind::BadVersion,
-                Some(rec.seq),
-                format!("record version {} (this build knows {VERSION})", rec.v),
-            ));
-            return rep;
-        }
-        if compute_hash(rec) != rec.hash {
-            rep.problem = Some(problem(
-                ProblemKind::EditedField,
-                Some(rec.seq),
-                "the record's content does not match its hash: it was edited".into(),
-            ));
-            return rep;
-        }
-        if rec.prev != rep.head {
-            rep.problem = Some(problem(
-                ProblemKind::BadPrev,
-                Some(rec.seq),
-                format!(
-                    "prev {} is not the previous record's hash {}",
-                    short(&rec.prev),
-                    short(&rep.head)
-                ),
-            ));
-            return rep;
-        }
-        if render_line(rec)[..] != bytes[line.offset as usize..][..line.body.len() + 1] {
-            rep.problem = Some(problem(
-                ProblemKind::Noncanonical,
-                Some(rec.seq),
-                "the line is not the canonical rendering of its record".into(),
-            ));
-            return rep;
-        }
-        rep.records += 1;
-        rep.last_seq = rec.seq;
-        rep.head = rec.hash.clone();
-        expected += 1;
-    }
-    if let Some((first, offset, end)) = damage {
-        rep.problem = Some(Problem {
-            seq: expected,
-            found_seq: None,
-            line: lines[first].no,
-            offset,
-            kind: ProblemKind::TornLine,
-            detail: format!(
-                "the log ends in {} bytes at offset {offset} that are not a record, not yet \
-                 acknowledged by a segment record",
-                end - offset
-            ),
-        });
-    }
-    rep
+    let mut w = Walker::new();
+    // Reading from memory cannot fail.
+    let _ = w.file(String::new(), None, Lines::new(bytes, 0));
+    w.finish()
 }
 
 fn short(h: &str) -> &str {
