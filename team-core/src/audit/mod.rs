@@ -561,3 +561,6 @@ pub fn guarded<T>(log: &AuditLog, entry: &Entry, effect: impl FnOnce() -> Result
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod tests_scale;
