@@ -4,6 +4,7 @@
 pub mod generate;
 pub mod hook;
 pub mod pass;
+pub mod prune;
 pub mod query;
 pub mod record;
 pub mod verify;
@@ -19,6 +20,7 @@ pub fn run(cli: Cli) -> Result<i32, AppError> {
         Command::Pass(a) => pass::run(g, a),
         Command::Verify(a) => verify::run(g, a),
         Command::Query(a) => query::run(g, a),
+        Command::Prune(a) => prune::run(g, a),
         Command::Hook(a) => {
             let oracle = crate::oracle::StateOracle {
                 tmux_bin: which::which("tmux").unwrap_or_else(|_| "tmux".into()),

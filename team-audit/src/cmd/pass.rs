@@ -78,7 +78,7 @@ fn entry_for(caller: &str, v: Value) -> Entry {
 }
 
 pub fn run(g: &Global, a: PassArgs) -> Result<i32, AppError> {
-    let log = AuditLog::new(logpath::resolve(g, None, true)?);
+    let log = AuditLog::new(logpath::resolve(g, None, true)?).with_max_size(g.max_size());
     let (tx, rx) = mpsc::sync_channel::<Msg>(MAX_BATCH);
     std::thread::spawn(move || reader(tx));
     let mut out = Out::new();

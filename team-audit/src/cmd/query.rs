@@ -35,12 +35,15 @@ pub struct QueryArgs {
     pub stage: Option<String>,
     #[arg(long, value_name = "ID")]
     pub audit_id: Option<Uuid>,
+    /// Only the last N matching records (read from the end of the log)
+    #[arg(long, value_name = "N")]
+    pub last: Option<usize>,
     /// JSON lines: each record with "type":"record", then {"type":"summary",...}
     #[arg(long)]
     pub json: bool,
 }
 
-fn time_arg(flag: &str, s: &str) -> Result<SystemTime, AppError> {
+pub(crate) fn time_arg(flag: &str, s: &str) -> Result<SystemTime, AppError> {
     if let Ok(t) = humantime::parse_rfc3339_weak(s) {
         return Ok(t);
     }
@@ -104,41 +107,50 @@ pub fn run(g: &Global, a: QueryArgs) -> Result<i32, AppError> {
         audit_id: a.audit_id,
     };
     let path = logpath::resolve(g, None, false)?;
-    let read = audit::read_records(&path)?;
     let mut out = Out::new();
-    let mut matched = 0u64;
     if !a.json {
         out.line(&format!(
             "{:<24} {:>6} {:<20} {:<16} {:<20} {:<8} OUTCOME",
             "TIME", "SEQ", "CALLER", "ACTION", "TARGETS", "STAGE"
         ))?;
     }
-    for r in read.records.iter().filter(|r| filter.matches(r)) {
-        matched += 1;
-        if a.json {
-            let mut v = serde_json::to_value(r)
-                .map_err(|e| AppError::fail(ExitClass::Software, e.to_string()))?;
-            if let Value::Object(m) = &mut v {
-                m.insert("type".into(), json!("record"));
-            }
-            out.json(&v)?;
+    let mut failed: Option<AppError> = None;
+    let st = audit::query(&path, &filter, a.last, |r| {
+        let res = if a.json {
+            serde_json::to_value(r)
+                .map_err(|e| AppError::fail(ExitClass::Software, e.to_string()))
+                .and_then(|mut v| {
+                    if let Value::Object(m) = &mut v {
+                        m.insert("type".into(), json!("record"));
+                    }
+                    out.json(&v)
+                })
         } else {
-            out.line(&row(r))?;
-        }
+            out.line(&row(r))
+        };
+        // Stop reading at the first output error (a closed pipe, say).
+        res.map_err(|e| {
+            failed = Some(e);
+            team_core::Error::Internal("output failed".into())
+        })
+    });
+    if let Some(e) = failed {
+        return Err(e);
     }
+    let st = st?;
     if a.json {
         out.json(&json!({
             "type": "summary",
-            "matched": matched,
-            "records": read.records.len(),
-            "skipped_lines": read.skipped_lines,
+            "matched": st.matched,
+            "records": st.records,
+            "skipped_lines": st.skipped_lines,
         }))?;
     }
     out.flush()?;
-    if read.skipped_lines > 0 {
+    if st.skipped_lines > 0 {
         eprintln!(
             "team-audit: warning: {} lines of {} are not records; run `team-audit verify`",
-            read.skipped_lines,
+            st.skipped_lines,
             path.display()
         );
     }
