@@ -4,11 +4,12 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use std::fs::File;
 use std::io::Read;
 
 use super::canonical::{ZERO_HASH, canonical_bytes, chain_hash, parse_line};
-use super::lines::{Line, Lines, quick_seq_ts};
-use super::{SEGMENT_ACTION, Stage, VERSION};
+use super::lines::{Line, Lines};
+use super::{Record, SEGMENT_ACTION, Stage, VERSION};
 use crate::error::{Error, Result};
 use crate::fsutil::Access;
 
@@ -181,11 +182,11 @@ impl Walker {
 
     /// Walks one file. `number` is the segment number of a segment file, `None` for the active
     /// file (or bytes given directly).
-    fn file<R: Read>(
+    fn file(
         &mut self,
         name: String,
         number: Option<u64>,
-        mut lines: Lines<R>,
+        next: &mut dyn FnMut() -> std::io::Result<Option<(Meta, Checked)>>,
     ) -> std::io::Result<()> {
         if self.rep.problem.is_some() {
             return Ok(());
@@ -215,21 +216,17 @@ impl Walker {
             );
             return Ok(());
         }
-        while let Some(line) = lines.next_line()? {
+        while let Some((line, c)) = next()? {
             let (no, offset) = (line.no, line.offset);
-            match self.line(&mut f, &line) {
+            match self.line(&mut f, &line, c) {
                 Flow::Go => {}
                 Flow::Stop => return Ok(()),
                 Flow::Gap(found) => {
                     // Look further in this file for the expected record.
                     let want = self.expected;
                     let mut later = false;
-                    while let Some(l) = lines.next_line()? {
-                        let seq = match quick_seq_ts(l.body) {
-                            Some((s, _)) => Some(s),
-                            None => parse_line(l.body).ok().map(|r| r.seq),
-                        };
-                        if seq == Some(want) {
+                    while let Some((_, c)) = next()? {
+                        if c.rec.is_some_and(|r| r.seq == want) {
                             later = true;
                             break;
                         }
@@ -290,13 +287,8 @@ impl Walker {
         Ok(())
     }
 
-    fn line(&mut self, f: &mut FileState, line: &Line<'_>) -> Flow {
-        let parsed = if line.terminated && !line.too_long {
-            parse_line(line.body).ok()
-        } else {
-            None
-        };
-        let Some(rec) = parsed else {
+    fn line(&mut self, f: &mut FileState, line: &Meta, c: Checked) -> Flow {
+        let Some(rec) = c.rec else {
             if !line.terminated {
                 let (first, offset) = f.damage.map_or((line.no, line.offset), |(n, o, _)| (n, o));
                 let detail = format!(
@@ -461,8 +453,7 @@ impl Walker {
             );
             return Flow::Stop;
         }
-        let canonical = canonical_bytes(&rec);
-        if chain_hash(&rec.prev, &canonical) != rec.hash {
+        if !c.hash_ok {
             self.fail(
                 f,
                 line.no,
@@ -489,7 +480,7 @@ impl Walker {
             );
             return Flow::Stop;
         }
-        if !is_rendering(line.body, &canonical, &rec.hash) {
+        if !c.canonical_ok {
             self.fail(
                 f,
                 line.no,
@@ -537,6 +528,194 @@ impl Walker {
     }
 }
 
+/// A line's place, without its bytes.
+#[derive(Debug, Clone, Copy)]
+struct Meta {
+    no: u64,
+    offset: u64,
+    len: u64,
+    terminated: bool,
+    too_long: bool,
+}
+
+impl Meta {
+    fn of(l: &Line<'_>) -> Meta {
+        Meta {
+            no: l.no,
+            offset: l.offset,
+            len: l.len,
+            terminated: l.terminated,
+            too_long: l.too_long,
+        }
+    }
+}
+
+/// What can be checked of one line on its own (and so in parallel): the record it holds,
+/// whether its hash matches its content, whether the line is its canonical rendering.
+struct Checked {
+    rec: Option<Record>,
+    hash_ok: bool,
+    canonical_ok: bool,
+}
+
+fn check(meta: &Meta, body: &[u8]) -> Checked {
+    let none = Checked {
+        rec: None,
+        hash_ok: false,
+        canonical_ok: false,
+    };
+    if !meta.terminated || meta.too_long {
+        return none;
+    }
+    let Ok(mut rec) = parse_line(body) else {
+        return none;
+    };
+    let canonical = canonical_bytes(&rec);
+    let hash_ok = chain_hash(&rec.prev, &canonical) == rec.hash;
+    let canonical_ok = hash_ok && is_rendering(body, &canonical, &rec.hash);
+    // The walk needs the chain fields, and the targets of the log's own records only.
+    if rec.stage != Stage::Segment {
+        rec.targets = Vec::new();
+    }
+    rec.argv = Vec::new();
+    rec.owner_evidence = None;
+    Checked {
+        rec: Some(rec),
+        hash_ok,
+        canonical_ok,
+    }
+}
+
+fn sequential_next<R: Read>(lines: &mut Lines<R>) -> std::io::Result<Option<(Meta, Checked)>> {
+    Ok(lines.next_line()?.map(|l| {
+        let m = Meta::of(&l);
+        (m, check(&m, l.body))
+    }))
+}
+
+/// Bytes of lines handed to a checking thread at once.
+const CHUNK: usize = 256 << 10;
+/// Files at least this large are checked by two threads.
+const PARALLEL_MIN: u64 = 4 << 20;
+
+type Checks = std::io::Result<Vec<(Meta, Checked)>>;
+
+/// Walks one file; a large one with a reader thread and two checking threads (parsing and
+/// hashing each line is independent; the chain is then walked in order here). Memory stays
+/// bounded: at most a few chunks are in flight.
+fn walk_file(w: &mut Walker, name: String, number: Option<u64>, file: File) -> std::io::Result<()> {
+    let size = file.metadata()?.len();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if size < PARALLEL_MIN || cores < 2 || FORCE_SEQUENTIAL.with(|f| f.get()) {
+        let mut lines = Lines::new(file, 0);
+        return w.file(name, number, &mut || sequential_next(&mut lines));
+    }
+    walk_parallel(w, name, number, file)
+}
+
+thread_local! {
+    /// Tests compare both ways of walking.
+    static FORCE_SEQUENTIAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn walk_parallel(
+    w: &mut Walker,
+    name: String,
+    number: Option<u64>,
+    file: File,
+) -> std::io::Result<()> {
+    use std::collections::{BTreeMap, VecDeque};
+    use std::sync::mpsc::sync_channel;
+    use std::sync::{Arc, Mutex};
+    std::thread::scope(|s| {
+        let (work_tx, work_rx) = sync_channel::<(u64, Vec<u8>, Vec<(Meta, usize)>)>(2);
+        let work_rx = Arc::new(Mutex::new(work_rx));
+        let (res_tx, res_rx) = sync_channel::<(u64, Checks)>(4);
+        let err_tx = res_tx.clone();
+        s.spawn(move || {
+            let mut lines = Lines::new(file, 0);
+            let mut idx = 0u64;
+            let mut buf = Vec::with_capacity(CHUNK + 4096);
+            let mut metas = Vec::new();
+            loop {
+                match lines.next_line() {
+                    Ok(Some(l)) => {
+                        metas.push((Meta::of(&l), buf.len()));
+                        buf.extend_from_slice(l.body);
+                        if buf.len() < CHUNK {
+                            continue;
+                        }
+                    }
+                    Ok(None) => {
+                        if !metas.is_empty() {
+                            let _ = work_tx.send((idx, buf, metas));
+                        }
+                        return;
+                    }
+                    Err(e) => {
+                        let _ = err_tx.send((idx, Err(e)));
+                        return;
+                    }
+                }
+                let chunk = (idx, std::mem::take(&mut buf), std::mem::take(&mut metas));
+                if work_tx.send(chunk).is_err() {
+                    return;
+                }
+                idx += 1;
+            }
+        });
+        for _ in 0..2 {
+            let rx = Arc::clone(&work_rx);
+            let tx = res_tx.clone();
+            s.spawn(move || {
+                loop {
+                    let job = rx
+                        .lock()
+                        .map_err(|_| ())
+                        .and_then(|r| r.recv().map_err(|_| ()));
+                    let Ok((idx, buf, metas)) = job else { return };
+                    let mut out = Vec::with_capacity(metas.len());
+                    for (i, (m, start)) in metas.iter().enumerate() {
+                        let end = metas.get(i + 1).map_or(buf.len(), |n| n.1);
+                        out.push((*m, check(m, &buf[*start..end])));
+                    }
+                    if tx.send((idx, Ok(out))).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        // Only the threads hold the channels' other ends now, so each side sees the other go.
+        drop(res_tx);
+        drop(work_rx);
+        let mut pending: BTreeMap<u64, Checks> = BTreeMap::new();
+        let mut current: VecDeque<(Meta, Checked)> = VecDeque::new();
+        let mut next_idx = 0u64;
+        let mut next = move || -> std::io::Result<Option<(Meta, Checked)>> {
+            loop {
+                if let Some(x) = current.pop_front() {
+                    return Ok(Some(x));
+                }
+                if let Some(r) = pending.remove(&next_idx) {
+                    next_idx += 1;
+                    current = r?.into();
+                    continue;
+                }
+                match res_rx.recv() {
+                    Ok((i, r)) => {
+                        pending.insert(i, r);
+                    }
+                    Err(_) => return Ok(None),
+                }
+            }
+        };
+        let r = w.file(name, number, &mut next);
+        // Dropping the receiver (with `next`) stops the threads if the walk ended early.
+        drop(next);
+        r
+    })
+}
+
 /// Whether `line` is `canonical` without its `}`, then `,"hash":"<hash>"}`.
 fn is_rendering(line: &[u8], canonical: &[u8], hash: &str) -> bool {
     let head = &canonical[..canonical.len() - 1];
@@ -576,25 +755,33 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
                 path: s.path.clone(),
             });
         };
-        w.file(s.name(), Some(s.number), Lines::new(o.file, 0))
-            .map_err(|e| io(&s.path, e))?;
+        walk_file(&mut w, s.name(), Some(s.number), o.file).map_err(|e| io(&s.path, e))?;
     }
     if let Some(o) = active {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        w.file(name, None, Lines::new(o.file, 0))
-            .map_err(|e| io(path, e))?;
+        walk_file(&mut w, name, None, o.file).map_err(|e| io(path, e))?;
     }
     Ok(w.finish())
+}
+
+/// [`verify`], walking every file in one thread (tests compare it with the parallel walk).
+#[cfg(test)]
+pub(crate) fn verify_sequential(path: &Path) -> Result<VerifyReport> {
+    FORCE_SEQUENTIAL.with(|f| f.set(true));
+    let r = verify(path);
+    FORCE_SEQUENTIAL.with(|f| f.set(false));
+    r
 }
 
 /// [`verify`] on the bytes of one log file.
 pub fn verify_bytes(bytes: &[u8]) -> VerifyReport {
     let mut w = Walker::new();
     // Reading from memory cannot fail.
-    let _ = w.file(String::new(), None, Lines::new(bytes, 0));
+    let mut lines = Lines::new(bytes, 0);
+    let _ = w.file(String::new(), None, &mut || sequential_next(&mut lines));
     w.finish()
 }
 
