@@ -1,6 +1,7 @@
 //! Integration tests: the real binaries against real tmux servers that the tests start.
 
 mod ancestry;
+mod audit_crash;
 mod durable_dirs;
 mod hook_guard;
 mod init_status;
