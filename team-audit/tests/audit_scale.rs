@@ -23,6 +23,34 @@ fn relative_log_path_on_a_new_file_exits_0() {
     c.current_dir(d.path());
     let o = run(c);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // Rotation and prune with the same relative name.
+    for i in 0..12 {
+        let t = format!("%{i}");
+        let mut c = with_log(
+            std::path::Path::new("r.jsonl"),
+            &[
+                "--max-size",
+                "1K",
+                "record",
+                "--caller",
+                "me",
+                "--action",
+                "x",
+                "--target",
+                &t,
+            ],
+        );
+        c.current_dir(d.path());
+        let o = run(c);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+    }
+    assert!(d.path().join("r.jsonl.000001").exists());
+    for args in [&["prune", "--keep", "1"][..], &["verify"]] {
+        let mut c = with_log(std::path::Path::new("r.jsonl"), args);
+        c.current_dir(d.path());
+        let o = run(c);
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+    }
 }
 
 fn json_lines(o: &std::process::Output) -> Vec<serde_json::Value> {

@@ -527,9 +527,13 @@ pub fn rename_noreplace(from: &Path, to: &Path) -> Result<()> {
     let to_name = to
         .file_name()
         .ok_or_else(|| unsafe_path(to, "has no file name"))?;
-    if to.parent().filter(|p| !p.as_os_str().is_empty())
-        != from.parent().filter(|p| !p.as_os_str().is_empty())
-    {
+    let dir_of = |p: &Path| {
+        p.parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf()
+    };
+    if dir_of(to) != dir_of(from) {
         return Err(unsafe_path(to, "is not in the same directory"));
     }
     rustix::fs::renameat_with(
