@@ -58,23 +58,10 @@ pub struct QueryStats {
 
 /// The files of a log in order: its segments, then the active file (when present).
 fn log_files(path: &Path) -> Result<Vec<(PathBuf, std::fs::File)>> {
-    let mut out = Vec::new();
-    for s in segments::list(path)? {
-        // A segment pruned since the listing is simply gone.
-        if let Some(o) = crate::fsutil::open(&s.path, Access::Read)? {
-            out.push((s.path, o.file));
-        }
-    }
-    if let Some(o) = crate::fsutil::open(path, Access::Read)? {
-        out.push((path.to_path_buf(), o.file));
-    }
-    if out.is_empty() {
-        return Err(Error::NotFound {
-            what: "audit log",
-            path: path.to_path_buf(),
-        });
-    }
-    Ok(out)
+    Ok(segments::open_all(path)?
+        .into_iter()
+        .map(|f| (f.path, f.file))
+        .collect())
 }
 
 /// Byte strings every matching record's canonical line contains: `"field":<JSON string>`

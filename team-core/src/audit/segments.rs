@@ -90,3 +90,67 @@ pub fn list(log: &Path) -> Result<Vec<Segment>> {
     out.sort_by_key(|s| s.number);
     Ok(out)
 }
+
+/// One opened file of a log: a segment (`number`) or the active file (`None`).
+pub(crate) struct LogFile {
+    pub number: Option<u64>,
+    pub path: PathBuf,
+    pub file: std::fs::File,
+}
+
+impl LogFile {
+    pub fn name(&self) -> String {
+        self.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+}
+
+/// Opens every file of `log`, oldest first: its segments, then the active file. A consistent
+/// set even while writers rotate and `prune` removes: the active file is opened first, then
+/// the segments are listed; an active file renamed into a segment meanwhile is read once, as
+/// that segment; a segment removed meanwhile (always one of the oldest, after its checkpoint)
+/// is left out. Never through a symlink, regular files only (`fsutil`). No file at all is
+/// [`Error::NotFound`].
+pub(crate) fn open_all(log: &Path) -> Result<Vec<LogFile>> {
+    use crate::fsutil::Access;
+    use std::os::unix::fs::MetadataExt;
+    let active = crate::fsutil::open(log, Access::Read)?;
+    let id = |f: &std::fs::File| f.metadata().map(|m| (m.dev(), m.ino()));
+    let active_id = match &active {
+        Some(o) => Some(id(&o.file).map_err(|e| Error::io("stat", log, e))?),
+        None => None,
+    };
+    let mut out = Vec::new();
+    let mut active_rotated = false;
+    for s in list(log)? {
+        let Some(o) = crate::fsutil::open(&s.path, Access::Read)? else {
+            continue;
+        };
+        if active_id.is_some() && active_id == id(&o.file).ok() {
+            active_rotated = true;
+        }
+        out.push(LogFile {
+            number: Some(s.number),
+            path: s.path,
+            file: o.file,
+        });
+    }
+    if let Some(o) = active
+        && !active_rotated
+    {
+        out.push(LogFile {
+            number: None,
+            path: log.to_path_buf(),
+            file: o.file,
+        });
+    }
+    if out.is_empty() {
+        return Err(Error::NotFound {
+            what: "audit log",
+            path: log.to_path_buf(),
+        });
+    }
+    Ok(out)
+}

@@ -11,7 +11,6 @@ use super::canonical::{ZERO_HASH, canonical_bytes, chain_hash, parse_line};
 use super::lines::{Line, Lines};
 use super::{Record, SEGMENT_ACTION, Stage, VERSION};
 use crate::error::{Error, Result};
-use crate::fsutil::Access;
 
 /// What is wrong at a point of the chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -737,32 +736,11 @@ fn is_rendering(line: &[u8], canonical: &[u8], hash: &str) -> bool {
 /// (memory does not grow with the log). No file at all is [`Error::NotFound`]; an empty file
 /// is an intact chain of no records.
 pub fn verify(path: &Path) -> Result<VerifyReport> {
-    let segs = super::segments::list(path)?;
-    // Never through a symlink, regular files only (`fsutil`).
-    let active = crate::fsutil::open(path, Access::Read)?;
-    if active.is_none() && segs.is_empty() {
-        return Err(Error::NotFound {
-            what: "audit log",
-            path: path.to_path_buf(),
-        });
-    }
+    let files = super::segments::open_all(path)?;
     let mut w = Walker::new();
-    let io = |p: &Path, e| Error::io("read", p, e);
-    for s in &segs {
-        let Some(o) = crate::fsutil::open(&s.path, Access::Read)? else {
-            return Err(Error::NotFound {
-                what: "audit segment",
-                path: s.path.clone(),
-            });
-        };
-        walk_file(&mut w, s.name(), Some(s.number), o.file).map_err(|e| io(&s.path, e))?;
-    }
-    if let Some(o) = active {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        walk_file(&mut w, name, None, o.file).map_err(|e| io(path, e))?;
+    for f in files {
+        let name = f.name();
+        walk_file(&mut w, name, f.number, f.file).map_err(|e| Error::io("read", &f.path, e))?;
     }
     Ok(w.finish())
 }
