@@ -29,6 +29,7 @@
 //! provably moved on.
 
 pub mod canonical;
+mod fast;
 mod head;
 mod lines;
 mod prune;

@@ -7,7 +7,7 @@ use serde::Serialize;
 use std::fs::File;
 use std::io::Read;
 
-use super::canonical::{ZERO_HASH, canonical_bytes, chain_hash, parse_line};
+use super::canonical::{ZERO_HASH, chain_hash, parse_line};
 use super::lines::{Line, Lines};
 use super::{Record, SEGMENT_ACTION, Stage, VERSION};
 use crate::error::{Error, Result};
@@ -566,20 +566,40 @@ fn check(meta: &Meta, body: &[u8]) -> Checked {
     if !meta.terminated || meta.too_long {
         return none;
     }
-    let Ok(mut rec) = parse_line(body) else {
+    let Some(r) = super::fast::parse_ref(body) else {
         return none;
     };
-    let canonical = canonical_bytes(&rec);
-    let hash_ok = chain_hash(&rec.prev, &canonical) == rec.hash;
-    let canonical_ok = hash_ok && is_rendering(body, &canonical, &rec.hash);
-    // The walk needs the chain fields, and the targets of the log's own records only.
-    if rec.stage != Stage::Segment {
-        rec.targets = Vec::new();
-    }
-    rec.argv = Vec::new();
-    rec.owner_evidence = None;
+    let canonical = super::fast::canonical_bytes_ref(&r, body.len());
+    let hash_ok = chain_hash(&r.prev, &canonical) == r.hash;
+    let canonical_ok = hash_ok && is_rendering(body, &canonical, &r.hash);
+    // The walk needs the chain fields, and all of the log's own records (stage `segment`).
+    let rec = if r.stage == Stage::Segment {
+        parse_line(body).ok()
+    } else {
+        Some(Record {
+            v: r.v,
+            seq: r.seq,
+            ts: String::new(),
+            audit_id: r.audit_id,
+            stage: r.stage,
+            caller: String::new(),
+            caller_pid: r.caller_pid,
+            action: r.action.into_owned(),
+            argv: Vec::new(),
+            endpoint: None,
+            targets: Vec::new(),
+            workspace: None,
+            team: None,
+            generation: None,
+            owner_evidence: None,
+            reason: None,
+            outcome: None,
+            prev: r.prev.into_owned(),
+            hash: r.hash.into_owned(),
+        })
+    };
     Checked {
-        rec: Some(rec),
+        rec,
         hash_ok,
         canonical_ok,
     }
