@@ -38,6 +38,11 @@ pub struct Global {
     pub workspace: Option<PathBuf>,
     #[command(flatten)]
     pub common: team_cli::CommonFlags,
+    /// Writers (record, pass, hook) rotate the log into numbered segments (<log>.000001, ...)
+    /// when an append would take it past SIZE: bytes, or with K/M/G (KiB/MiB/GiB); 0 never
+    /// rotates [default: 256MiB]
+    #[arg(long, global = true, env = "TEAM_AUDIT_MAX_SIZE", value_name = "SIZE", value_parser = parse_size)]
+    pub max_size: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -50,6 +55,8 @@ pub enum Command {
     Verify(cmd::verify::VerifyArgs),
     /// Show records filtered by time, team, action, target, caller, stage
     Query(cmd::query::QueryArgs),
+    /// Remove old segments (--keep N or --before T) after recording a checkpoint of them
+    Prune(cmd::prune::PruneArgs),
     /// Agent hook (PreToolUse/PostToolUse): record destructive tmux commands; with --guard,
     /// allow only read-only tmux and proven `tmux -S <team socket> kill-pane -t %N`
     Hook(cmd::hook::HookArgs),
@@ -67,6 +74,8 @@ Examples:
   team-reap scan --json | team-audit pass | team-reap kill --from -
   team-audit verify || echo \"audit log damaged\"
   team-audit query --since 1h --action kill-pane --json
+  team-audit query --last 100
+  team-audit prune --keep 10
   hook (settings.json, PreToolUse and PostToolUse, matcher Bash): team-audit hook --guard
 
 Log path: --audit-log, else $TEAM_AUDIT_LOG, else <--state-dir|$TEAM_STATE_DIR>/audit.jsonl,
@@ -80,6 +89,31 @@ else <workspace>/.team/audit.jsonl.
 }
 
 pub use team_cli::generate::GenerateArgs;
+impl Global {
+    /// The size at which writers rotate the log (`--max-size` / `TEAM_AUDIT_MAX_SIZE`).
+    pub fn max_size(&self) -> u64 {
+        self.max_size.unwrap_or(team_core::audit::DEFAULT_MAX_SIZE)
+    }
+}
+
+/// A size: bytes, or a number with K, M, G (also KiB, MiB, GiB; powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (bytes, or a number with K, M or G)"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" | "kb" => 10,
+        "m" | "mib" | "mb" => 20,
+        "g" | "gib" | "gb" => 30,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (K, M or G)")),
+    };
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("{s:?} is too large"))
+}
 
 /// The man pages' ENVIRONMENT, FILES and extra EXIT STATUS sections.
 pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {

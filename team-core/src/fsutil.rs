@@ -637,6 +637,41 @@ pub fn create_private_dir(dir: &Path) -> Result<()> {
         .map_err(|e| Error::io("create directory", dir, e))
 }
 
+/// Renames `from` to `to` in the same directory, outside any state root, never over an
+/// existing file (`RENAME_NOREPLACE`), then fsyncs the directory. Neither name is followed if
+/// it is a symlink (a rename never follows its last components). For the audit log's segments.
+pub fn rename_noreplace(from: &Path, to: &Path) -> Result<()> {
+    let (dir, from_name) = plain_parent(from)?;
+    let to_name = to
+        .file_name()
+        .ok_or_else(|| unsafe_path(to, "has no file name"))?;
+    let dir_of = |p: &Path| {
+        p.parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf()
+    };
+    if dir_of(to) != dir_of(from) {
+        return Err(unsafe_path(to, "is not in the same directory"));
+    }
+    rustix::fs::renameat_with(
+        &dir.fd,
+        from_name,
+        &dir.fd,
+        to_name,
+        rustix::fs::RenameFlags::NOREPLACE,
+    )
+    .map_err(|e| Error::io("rename to", to, errno_io(e)))?;
+    dir.sync()
+}
+
+/// Removes a file outside any state root (the file itself is not followed: an unlink never
+/// is) and fsyncs its directory. Absent is success.
+pub fn remove(path: &Path) -> Result<()> {
+    let (dir, name) = plain_parent(path)?;
+    remove_in(&dir, name)
+}
+
 /// The current wall-clock time as RFC 3339 with milliseconds, UTC.
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()

@@ -289,8 +289,221 @@ fn audit(b: &mut Bench) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// One reaper-like pipeline line of about 400 bytes (a record of about 700).
+fn big_line(i: usize, teams: usize) -> String {
+    format!(
+        "{{\"type\":\"pane\",\"action\":\"kill-pane\",\"team\":\"team-{}\",\"endpoint\":\"/tmp/tmux-1000/team-0123456789ab\",\"generation\":{},\"pane_id\":\"%{i}\",\"pane_pid\":{},\"session_id\":\"${}\",\"window_id\":\"@{}\",\"server_pid\":4242,\"server_start\":1700000000,\"owner\":\"6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f\",\"worker\":\"worker-{}\",\"incarnation\":\"00000000-0000-4000-8000-{i:012}\",\"verdict\":\"orphan\",\"reason\":\"team state gone\"}}\n",
+        i % teams,
+        i / 7,
+        100_000 + i,
+        i % 97,
+        i % 991,
+        i % 64
+    )
+}
+
+/// Wall time of `c`, failing unless it exits 0. Its stdout goes to a pipe that is read, not
+/// to /dev/null: GNU grep stops at the first match when its output is /dev/null.
+fn time_ms(c: &mut Command) -> anyhow::Result<f64> {
+    let t = Instant::now();
+    let o = c.stdout(Stdio::piped()).stderr(Stdio::inherit()).output()?;
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    if !o.status.success() {
+        bail!("{c:?} exited {}", o.status);
+    }
+    Ok(ms)
+}
+
+/// Peak resident memory of `c` in MiB: GNU time's `%M` (from `wait4`), else polling the
+/// child's `/proc/<pid>/status` `VmHWM` (a high-water mark) until it exits.
+fn peak_rss_mib(c: &mut Command) -> anyhow::Result<f64> {
+    if Path::new("/usr/bin/time").exists() {
+        let out = std::env::temp_dir().join(format!("xtask-rss-{}", std::process::id()));
+        let mut t = Command::new("/usr/bin/time");
+        t.arg("-f")
+            .arg("%M")
+            .arg("-o")
+            .arg(&out)
+            .arg(c.get_program());
+        t.args(c.get_args());
+        for (k, v) in c.get_envs() {
+            match v {
+                Some(v) => t.env(k, v),
+                None => t.env_remove(k),
+            };
+        }
+        let st = t.stdout(Stdio::null()).status()?;
+        let kib: f64 = std::fs::read_to_string(&out)
+            .ok()
+            .and_then(|s| s.lines().last().and_then(|l| l.trim().parse().ok()))
+            .context("GNU time wrote no %M")?;
+        let _ = std::fs::remove_file(&out);
+        if !st.success() {
+            bail!("{c:?} exited {st}");
+        }
+        return Ok(kib / 1024.0);
+    }
+    let mut child = c.stdout(Stdio::null()).spawn()?;
+    let status = format!("/proc/{}/status", child.id());
+    let mut kib = 0f64;
+    loop {
+        if let Ok(s) = std::fs::read_to_string(&status)
+            && let Some(v) = s
+                .lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+        {
+            kib = kib.max(v);
+        }
+        if let Some(st) = child.try_wait()? {
+            if !st.success() {
+                bail!("{c:?} exited {st}");
+            }
+            return Ok(kib / 1024.0);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The audit log at scale (issue 15): a log of 1M records (50k with `--quick`) written by
+/// `team-audit pass`, then `verify` against `sha256sum` of the file, `query --team` against
+/// `grep -c`, and `query --last 100` against `tail -n 100`.
+fn audit_scale(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
+    let n: usize = if quick { 50_000 } else { 1_000_000 };
+    let teams = 20;
+    let log = b.dir.join("audit-big.jsonl");
+    let t = Instant::now();
+    let mut c = b
+        .tool("team-audit")
+        .arg("--log")
+        .arg(&log)
+        .args(["--max-size", "0", "pass", "--caller", "team-reap"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let mut stdin = c.stdin.take().context("stdin")?;
+    let feeder = std::thread::spawn(move || -> std::io::Result<()> {
+        let mut buf = String::with_capacity(1 << 20);
+        for i in 0..n {
+            buf.push_str(&big_line(i, teams));
+            if buf.len() >= (1 << 20) - 512 {
+                stdin.write_all(buf.as_bytes())?;
+                buf.clear();
+            }
+        }
+        stdin.write_all(buf.as_bytes())
+    });
+    if !c.wait()?.success() {
+        bail!("team-audit pass (generating the big log) failed");
+    }
+    feeder
+        .join()
+        .map_err(|_| anyhow::anyhow!("feeder panicked"))??;
+    let gen_s = t.elapsed().as_secs_f64();
+    let bytes = std::fs::metadata(&log)?.len();
+    println!(
+        "audit log: {n} records, {:.0} MiB, written by pass in {gen_s:.1} s",
+        bytes as f64 / (1 << 20) as f64
+    );
+    let label = if quick { "50k" } else { "1M" };
+    let runs = if quick { 5 } else { 3 };
+    let bin = b.bin.clone();
+    let tool = |args: &[&str]| {
+        let mut c = crate::util::tool(&bin, "team-audit", None);
+        c.arg("--log").arg(&log).args(args);
+        c
+    };
+    // Warm the page cache, so both sides read from memory.
+    time_ms(Command::new("cat").arg(&log))?;
+
+    let mut sha = Vec::new();
+    let mut ver = Vec::new();
+    for _ in 0..runs {
+        sha.push(time_ms(Command::new("sha256sum").arg(&log))?);
+        ver.push(time_ms(&mut tool(&["verify"]))?);
+    }
+    let (sha, ver) = (median(sha), median(ver));
+    b.figure(
+        &format!("audit: verify, {label} records"),
+        ver,
+        "ms",
+        "sha256sum ms",
+        sha,
+        Some(("<= 1.5x".into(), ver <= 1.5 * sha)),
+    );
+    let rss = peak_rss_mib(&mut tool(&["verify"]))?;
+    b.figure(
+        &format!("audit: verify peak memory, {label} records"),
+        rss,
+        "MiB",
+        "target MiB",
+        64.0,
+        Some(("<= 64 MiB".into(), rss <= 64.0)),
+    );
+
+    let needle = "\"team\":\"team-7\"";
+    let mut grep = Vec::new();
+    let mut q = Vec::new();
+    for _ in 0..runs {
+        grep.push(time_ms(
+            Command::new("grep").args(["-c", needle]).arg(&log),
+        )?);
+        q.push(time_ms(&mut tool(&["query", "--team", "team-7"]))?);
+    }
+    let (grep, q) = (median(grep), median(q));
+    b.figure(
+        &format!("audit: query --team (1 in {teams}), {label} records"),
+        q,
+        "ms",
+        "grep -c ms",
+        grep,
+        Some(("<= 2x".into(), q <= 2.0 * grep)),
+    );
+    let qrss = peak_rss_mib(&mut tool(&["query", "--team", "team-7"]))?;
+    b.figure(
+        &format!("audit: query --team peak memory, {label} records"),
+        qrss,
+        "MiB",
+        "target MiB",
+        64.0,
+        Some(("<= 64 MiB".into(), qrss <= 64.0)),
+    );
+
+    let tail = median_ms(9, || {
+        time_ms(Command::new("tail").args(["-n", "100"]).arg(&log)).map(|_| ())
+    })?;
+    let last = median_ms(9, || {
+        time_ms(&mut tool(&["query", "--last", "100"])).map(|_| ())
+    })?;
+    b.figure(
+        &format!("audit: query --last 100, {label} records"),
+        last,
+        "ms",
+        "tail -n 100 ms",
+        tail,
+        Some(("<= 50 ms".into(), last <= 50.0)),
+    );
+    let since = median_ms(9, || {
+        time_ms(&mut tool(&["query", "--since", "1s"])).map(|_| ())
+    })?;
+    b.figure(
+        &format!("audit: query --since 1s (nothing that recent), {label} records"),
+        since,
+        "ms",
+        "tail -n 100 ms",
+        tail,
+        None,
+    );
+    let _ = std::fs::remove_file(&log);
+    Ok(())
+}
+
 pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
-    let only = |g: &str| args.is_empty() || args.iter().any(|a| a == g);
+    let quick = args.iter().any(|a| a == "--quick");
+    let groups: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
+    let only = |g: &str| groups.is_empty() || groups.iter().any(|a| *a == g);
     let bin = crate::util::build_bins(root, true, false)?;
     let out = root.join("target/bench");
     let dir = out.join(format!("run-{}", std::process::id()));
@@ -311,6 +524,7 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         }
         if only("audit") {
             audit(&mut b)?;
+            audit_scale(&mut b, quick)?;
         }
         if only("reap") {
             reap(&mut b)?;

@@ -289,7 +289,11 @@ fn malformed(g: &Global, a: &HookArgs, ws: Option<&Path>, why: String) -> i32 {
     };
     match log_for(g, ws) {
         Ok(Some(p)) => {
-            if let Err(e) = AuditLog::new(p).append(Stage::Intent, None, &entry) {
+            if let Err(e) =
+                AuditLog::new(p)
+                    .with_max_size(g.max_size())
+                    .append(Stage::Intent, None, &entry)
+            {
                 eprintln!("team-audit: warning: cannot record the malformed payload: {e}");
             }
         }
@@ -465,6 +469,7 @@ pub fn run(g: &Global, a: HookArgs, oracle: &dyn MembershipOracle) -> Result<i32
     if !items.is_empty() {
         let recorded = match log_for(g, workspace.as_deref()) {
             Ok(Some(p)) => AuditLog::new(p)
+                .with_max_size(g.max_size())
                 .append_batch(&items)
                 .map(|_| ())
                 .map_err(|e| e.to_string()),
@@ -569,7 +574,10 @@ fn post(
     if items.is_empty() {
         return 0;
     }
-    if let Err(e) = AuditLog::new(path).append_batch(&items) {
+    if let Err(e) = AuditLog::new(path)
+        .with_max_size(g.max_size())
+        .append_batch(&items)
+    {
         eprintln!("team-audit: warning: cannot record the outcome: {e}");
     }
     0

@@ -3,6 +3,7 @@
 
 pub mod hook;
 pub mod pass;
+pub mod prune;
 pub mod query;
 pub mod record;
 pub mod verify;
@@ -18,6 +19,7 @@ pub fn run(cli: Cli) -> Result<i32, AppError> {
         Command::Pass(a) => pass::run(g, a),
         Command::Verify(a) => verify::run(g, a),
         Command::Query(a) => query::run(g, a),
+        Command::Prune(a) => prune::run(g, a),
         Command::Hook(a) => {
             let oracle = crate::oracle::StateOracle {
                 tmux_bin: team_cli::env::tmux_bin(),

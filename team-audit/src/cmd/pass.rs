@@ -102,7 +102,7 @@ fn entry_for(caller: &str, v: Value) -> Option<Entry> {
 }
 
 pub fn run(g: &Global, a: PassArgs) -> Result<i32, AppError> {
-    let log = AuditLog::new(logpath::resolve(g, None, true)?);
+    let log = AuditLog::new(logpath::resolve(g, None, true)?).with_max_size(g.max_size());
     let (tx, rx) = mpsc::sync_channel::<Msg>(MAX_BATCH);
     std::thread::spawn(move || reader(tx));
     let mut out = Out::new(g.common.json);

@@ -39,15 +39,16 @@ pub struct QueryArgs {
     /// The operation (scale_down, shutdown, reconcile, rollback, reap)
     #[arg(long)]
     pub op: Option<String>,
-    /// Show only the last N matching records
-    #[arg(long, value_name = "N")]
+    /// Show only the last N matching records (read from the end of the log, so this is fast
+    /// on a log of any size)
+    #[arg(long, visible_alias = "last", value_name = "N")]
     pub limit: Option<usize>,
     /// Keep running and show matching records as they are appended (no summary line)
     #[arg(long, short = 'f')]
     pub follow: bool,
 }
 
-fn time_arg(flag: &str, s: &str) -> Result<SystemTime, AppError> {
+pub(crate) fn time_arg(flag: &str, s: &str) -> Result<SystemTime, AppError> {
     if let Ok(t) = humantime::parse_rfc3339_weak(s) {
         return Ok(t);
     }
@@ -166,30 +167,46 @@ pub fn run(g: &Global, a: QueryArgs) -> Result<i32, AppError> {
         audit_id: a.audit_id,
     };
     let path = logpath::resolve(g, None, false)?;
-    let read = audit::read_records(&path)?;
     let mut out = Out::new(g.common.json);
     out.line(&header())?;
-    let matching: Vec<&Record> = read.records.iter().filter(|r| filter.matches(r)).collect();
-    let matched = matching.len();
-    let skip = a.limit.map_or(0, |n| matched.saturating_sub(n));
-    for r in &matching[skip..] {
-        print(&mut out, g.common.json, r)?;
+    let json_mode = g.common.json;
+    // Streams with bounded memory; `--limit N` reads from the end of the log.
+    let mut failed: Option<AppError> = None;
+    let mut shown = 0u64;
+    let mut last_seq: Option<u64> = None;
+    let st = audit::query(&path, &filter, a.limit, |r| {
+        shown += 1;
+        last_seq = Some(last_seq.map_or(r.seq, |l| l.max(r.seq)));
+        // Stop reading at the first output error (a closed pipe, say).
+        print(&mut out, json_mode, r).map_err(|e| {
+            failed = Some(e);
+            team_core::Error::Internal("output failed".into())
+        })
+    });
+    if let Some(e) = failed {
+        return Err(e);
     }
+    let st = st?;
     out.flush()?;
-    if read.skipped_lines > 0 {
+    if st.skipped_lines > 0 {
         crate::error::warn(
             false,
             &format!(
                 "{} lines of {} are not records; run `team-audit verify`",
-                read.skipped_lines,
+                st.skipped_lines,
                 path.display()
             ),
         );
     }
     if a.follow {
-        // Poll for records appended after the last one shown (by seq); ends when stdout closes
+        // Poll for records appended after the last one seen (by seq); ends when stdout closes
         // (a closed pipe is a quiet exit) or the process is interrupted. No summary line.
-        let mut last = read.records.last().map(|r| r.seq);
+        let all = Filter::default();
+        let mut last = None;
+        audit::query(&path, &all, Some(1), |r| {
+            last = Some(r.seq);
+            Ok(())
+        })?;
         let mut size = std::fs::metadata(&path).map(|m| m.len()).ok();
         loop {
             std::thread::sleep(FOLLOW_POLL);
@@ -198,27 +215,33 @@ pub fn run(g: &Global, a: QueryArgs) -> Result<i32, AppError> {
                 continue;
             }
             size = now;
-            let read = audit::read_records(&path)?;
             let after = last;
-            for r in read
-                .records
-                .iter()
-                .filter(|r| after.is_none_or(|l| r.seq > l))
-            {
-                if filter.matches(r) {
-                    print(&mut out, g.common.json, r)?;
+            let mut failed: Option<AppError> = None;
+            audit::query(&path, &all, None, |r| {
+                if after.is_some_and(|l| r.seq <= l) {
+                    return Ok(());
                 }
                 last = Some(r.seq);
+                if filter.matches(r) {
+                    print(&mut out, json_mode, r).map_err(|e| {
+                        failed = Some(e);
+                        team_core::Error::Internal("output failed".into())
+                    })?;
+                }
+                Ok(())
+            })?;
+            if let Some(e) = failed {
+                return Err(e);
             }
             out.flush()?;
         }
     }
     out.record(&json!({
         "type": "summary",
-        "matched": matched,
-        "shown": matched - skip,
-        "records": read.records.len(),
-        "skipped_lines": read.skipped_lines,
+        "matched": st.matched,
+        "shown": shown,
+        "records": st.records,
+        "skipped_lines": st.skipped_lines,
     }))?;
     out.flush()?;
     Ok(0)

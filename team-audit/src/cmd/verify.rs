@@ -14,8 +14,13 @@ use crate::out::Out;
 pub struct VerifyArgs {}
 
 fn human(p: &Problem) -> String {
+    let file = if p.file.is_empty() {
+        String::new()
+    } else {
+        format!(" in {}", p.file)
+    };
     format!(
-        "seq {} ({}) at line {}, offset {}: {}",
+        "seq {} ({}){file} at line {}, offset {}: {}",
         p.seq,
         p.kind.as_str(),
         p.line,
@@ -49,6 +54,9 @@ pub fn run(g: &Global, _a: VerifyArgs) -> Result<i32, AppError> {
             "last_seq": rep.last_seq,
             "head": rep.head,
             "warnings": rep.warnings.len(),
+            "segments": rep.segments,
+            "first_seq": rep.first_seq,
+            "checkpoint_seq": rep.checkpoint_seq,
         }))?;
     } else {
         for w in &rep.warnings {
@@ -56,10 +64,25 @@ pub fn run(g: &Global, _a: VerifyArgs) -> Result<i32, AppError> {
         }
         match &rep.problem {
             Some(p) => out.line(&format!("BROKEN at {}", human(p)))?,
-            None => out.line(&format!(
-                "ok: {} records, last seq {}, head {}",
-                rep.records, rep.last_seq, rep.head
-            ))?,
+            None => {
+                let mut l = format!(
+                    "ok: {} records, last seq {}, head {}",
+                    rep.records, rep.last_seq, rep.head
+                );
+                if rep.segments > 0 {
+                    l.push_str(&format!(
+                        ", {} segment file(s) before the active one",
+                        rep.segments
+                    ));
+                }
+                if let Some(cp) = rep.checkpoint_seq {
+                    l.push_str(&format!(
+                        "; starts at seq {} (earlier segments removed, checkpoint seq {cp})",
+                        rep.first_seq
+                    ));
+                }
+                out.line(&l)?
+            }
         }
     }
     out.flush()?;

@@ -28,6 +28,8 @@
 //! `,"hash":"<hash>"}`, followed by `\n`. `verify` also checks that a stored line is exactly
 //! this rendering, so even whitespace edits are caught (`noncanonical`).
 
+use std::io::Write as _;
+
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -64,12 +66,18 @@ pub(crate) fn write_value(out: &mut Vec<u8>, v: &Value) {
             out.push(b']');
         }
         Value::String(s) => write_str(out, s),
-        other => out.extend_from_slice(other.to_string().as_bytes()),
+        // null, booleans and numbers: serde_json's compact form, as `Value`'s Display.
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
     }
 }
 
+/// A JSON string with serde_json's escaping (the same bytes as `Value::String`'s Display),
+/// written without an intermediate allocation.
 fn write_str(out: &mut Vec<u8>, s: &str) {
-    out.extend_from_slice(Value::String(s.to_string()).to_string().as_bytes());
+    // Writing into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
 }
 
 fn write_opt_str(out: &mut Vec<u8>, s: &Option<String>) {
@@ -92,19 +100,24 @@ pub fn canonical_bytes(r: &Record) -> Vec<u8> {
     };
     out.push(b'{');
     key(&mut out, "v", true);
-    out.extend_from_slice(r.v.to_string().as_bytes());
+    let _ = write!(out, "{}", r.v);
     key(&mut out, "seq", false);
-    out.extend_from_slice(r.seq.to_string().as_bytes());
+    let _ = write!(out, "{}", r.seq);
     key(&mut out, "ts", false);
     write_str(&mut out, &r.ts);
     key(&mut out, "audit_id", false);
-    write_str(&mut out, &r.audit_id.hyphenated().to_string());
+    write_str(
+        &mut out,
+        r.audit_id
+            .hyphenated()
+            .encode_lower(&mut uuid::Uuid::encode_buffer()),
+    );
     key(&mut out, "stage", false);
     write_str(&mut out, r.stage.as_str());
     key(&mut out, "caller", false);
     write_str(&mut out, &r.caller);
     key(&mut out, "caller_pid", false);
-    out.extend_from_slice(r.caller_pid.to_string().as_bytes());
+    let _ = write!(out, "{}", r.caller_pid);
     key(&mut out, "action", false);
     write_str(&mut out, &r.action);
     if let Some(op) = &r.op {
@@ -137,7 +150,9 @@ pub fn canonical_bytes(r: &Record) -> Vec<u8> {
     write_opt_str(&mut out, &r.team);
     key(&mut out, "generation", false);
     match r.generation {
-        Some(g) => out.extend_from_slice(g.to_string().as_bytes()),
+        Some(g) => {
+            let _ = write!(out, "{g}");
+        }
         None => out.extend_from_slice(b"null"),
     }
     key(&mut out, "owner_evidence", false);

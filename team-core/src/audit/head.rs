@@ -3,6 +3,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
+use super::Record;
 use super::canonical::{ZERO_HASH, parse_line};
 
 /// First window read back from the end of the log; doubled until a whole record is found.
@@ -11,7 +12,7 @@ pub(crate) const HEAD_WINDOW: u64 = 64 * 1024;
 pub(crate) const HEAD_WINDOW_MAX: u64 = 64 * 1024 * 1024;
 
 /// The head of the chain and what follows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Head {
     /// `seq` of the last whole, parsable record (0 if none).
     pub seq: u64,
@@ -21,6 +22,8 @@ pub(crate) struct Head {
     pub size: u64,
     /// Bytes after the last good record that are not a whole record.
     pub damage: Option<Damage>,
+    /// The last good record itself.
+    pub last: Option<Record>,
 }
 
 /// A damaged region: `bytes` bytes starting at `offset`, not counting the `\n` that ends it
@@ -42,6 +45,7 @@ pub(crate) fn read_head(file: &File, size: u64) -> std::io::Result<Head> {
             hash: ZERO_HASH.into(),
             size,
             damage: None,
+            last: None,
         });
     }
     let mut window = HEAD_WINDOW;
@@ -59,6 +63,7 @@ pub(crate) fn read_head(file: &File, size: u64) -> std::io::Result<Head> {
                 hash: ZERO_HASH.into(),
                 size,
                 damage: Some(damage_from(0, &buf, size)),
+                last: None,
             });
         }
         if window >= HEAD_WINDOW_MAX {
@@ -100,9 +105,10 @@ fn scan(buf: &[u8], start: u64, size: u64) -> Option<Head> {
             let damage = (good_end < size).then(|| damage_from(good_end, &buf[end..], size));
             return Some(Head {
                 seq: r.seq,
-                hash: r.hash,
+                hash: r.hash.clone(),
                 size,
                 damage,
+                last: Some(r),
             });
         }
         if line_start == 0 {

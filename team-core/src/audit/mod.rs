@@ -29,12 +29,17 @@
 //! provably moved on.
 
 pub mod canonical;
+mod fast;
 mod head;
+mod lines;
+mod prune;
 mod query;
+pub mod segments;
 mod verify;
 
 use std::fs::File;
 use std::io::Write;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -46,14 +51,24 @@ use crate::fsutil::Access;
 
 pub use canonical::ZERO_HASH;
 pub use head::Damage;
-pub use query::{Filter, ReadOutcome, read_records};
-pub use verify::{Problem, ProblemKind, VerifyReport, verify};
+pub use lines::MAX_LINE;
+pub use prune::{PruneReport, RemovedSegment, Retention, prune};
+pub use query::{Filter, QueryStats, ReadOutcome, query, read_records};
+pub use verify::{Problem, ProblemKind, VerifyReport, verify, verify_bytes};
 
 /// The record format version this build writes and understands.
 pub const VERSION: u32 = 1;
 
-/// The action of a segment record.
+/// The action of a segment record that acknowledges a torn tail.
 pub const SEGMENT_ACTION: &str = "audit.segment";
+/// The action of the first record of a segment file that continues an earlier one.
+pub const SEGMENT_START_ACTION: &str = "audit.segment_start";
+/// The action of the last record of a segment file.
+pub const SEGMENT_END_ACTION: &str = "audit.segment_end";
+/// The action of a checkpoint: the heads of segments removed by `prune`.
+pub const CHECKPOINT_ACTION: &str = "audit.checkpoint";
+/// The size past which writers rotate the active file into a segment, unless told otherwise.
+pub const DEFAULT_MAX_SIZE: u64 = 256 << 20;
 
 /// The stage of a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -164,6 +179,44 @@ impl Record {
         ))
     }
 
+    fn log_target(&self, action: &str) -> Option<&Value> {
+        if self.stage != Stage::Segment || self.action != action {
+            return None;
+        }
+        match self.targets.as_slice() {
+            [t] => Some(t),
+            _ => None,
+        }
+    }
+
+    /// For a `segment_start` record: `(previous segment number, its last seq, its last hash)`.
+    pub fn segment_start(&self) -> Option<(u64, u64, &str)> {
+        let t = self.log_target(SEGMENT_START_ACTION)?;
+        Some((
+            t.get("previous_segment")?.as_u64()?,
+            t.get("last_seq")?.as_u64()?,
+            t.get("last_hash")?.as_str()?,
+        ))
+    }
+
+    /// For a `segment_end` record: the number of the segment it closes.
+    pub fn segment_end(&self) -> Option<u64> {
+        self.log_target(SEGMENT_END_ACTION)?
+            .get("segment")?
+            .as_u64()
+    }
+
+    /// For a checkpoint record: `(last_seq, last_hash)` of every removed segment it names.
+    pub fn checkpoint_covers(&self) -> Vec<(u64, &str)> {
+        if self.stage != Stage::Segment || self.action != CHECKPOINT_ACTION {
+            return Vec::new();
+        }
+        self.targets
+            .iter()
+            .filter_map(|t| Some((t.get("last_seq")?.as_u64()?, t.get("last_hash")?.as_str()?)))
+            .collect()
+    }
+
     fn build(seq: u64, stage: Stage, audit_id: Uuid, e: &Entry, prev: String) -> Record {
         let mut r = Record {
             v: VERSION,
@@ -196,17 +249,37 @@ impl Record {
 #[derive(Debug, Clone)]
 pub struct AuditLog {
     path: PathBuf,
+    max_size: u64,
 }
 
 impl AuditLog {
-    /// A log at `path` (created, with its parent directory as 0700, on first append).
+    /// A log at `path` (created, with its parent directory as 0700, on first append),
+    /// rotating at [`DEFAULT_MAX_SIZE`].
     pub fn new(path: PathBuf) -> Self {
-        AuditLog { path }
+        AuditLog {
+            path,
+            max_size: DEFAULT_MAX_SIZE,
+        }
+    }
+
+    /// Rotates the active file into a segment when an append would take it past `bytes`
+    /// (`0`: never). A single batch larger than that still goes into one file.
+    pub fn with_max_size(mut self, bytes: u64) -> Self {
+        self.max_size = bytes;
+        self
     }
 
     /// The log's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The directory the log is in: the parent of a bare file name (`r.jsonl`) is `.`.
+    fn dir(&self) -> &Path {
+        match self.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        }
     }
 
     fn audit_err(&self, what: &str, e: impl std::fmt::Display) -> Error {
@@ -225,7 +298,8 @@ impl AuditLog {
     }
 
     /// Appends several records under one lock with one write and one `fdatasync` (group
-    /// commit). All of them are durable when this returns `Ok`; on `Err` none is reported
+    /// commit), rotating the active file first when they would take it past the maximum size
+    /// (see [`segments`]). All of them are durable when this returns `Ok`; on `Err` none is reported
     /// written (a partial write is cut back off, or left as a torn tail the next writer marks).
     pub fn append_batch(&self, items: &[(Stage, Option<Uuid>, Entry)]) -> Result<Vec<Record>> {
         for (stage, id, _) in items {
@@ -247,51 +321,147 @@ impl AuditLog {
         if items.is_empty() {
             return Ok(Vec::new());
         }
-        crate::failpoint::hit("audit.append").map_err(|e| self.audit_err("append", e))?;
-        let (file, created) = self.open()?;
-        file.lock().map_err(|e| self.audit_err("lock", e))?;
-        let size = file
-            .metadata()
-            .map_err(|e| self.audit_err("stat", e))?
-            .len();
-        let head = head::read_head(&file, size).map_err(|e| self.audit_err("read head", e))?;
+        self.write_records(items)
+    }
 
-        let mut buf = Vec::new();
-        let mut seq = head.seq;
-        let mut prev = head.hash.clone();
-        if let Some(d) = head.damage {
-            if !d.terminated {
-                buf.push(b'\n');
+    /// Appends records the log writes itself (checkpoints), under the same lock and chain.
+    pub(crate) fn append_own(&self, entry: &Entry) -> Result<Record> {
+        let mut v = self.write_records(&[(Stage::Segment, None, entry.clone())])?;
+        v.pop()
+            .ok_or_else(|| Error::Internal("append returned no record".into()))
+    }
+
+    fn write_records(&self, items: &[(Stage, Option<Uuid>, Entry)]) -> Result<Vec<Record>> {
+        crate::failpoint::hit("audit.append").map_err(|e| self.audit_err("append", e))?;
+        // A rotation by another writer between our open and our lock makes us start over;
+        // each round either appends or rotates, so this ends.
+        for _ in 0..64 {
+            let (file, created) = self.open()?;
+            file.lock().map_err(|e| self.audit_err("lock", e))?;
+            if !self.still_named(&file)? {
+                continue;
             }
-            seq += 1;
+            let size = file
+                .metadata()
+                .map_err(|e| self.audit_err("stat", e))?
+                .len();
+            let head = head::read_head(&file, size).map_err(|e| self.audit_err("read head", e))?;
+            if let Some(n) = head.last.as_ref().and_then(Record::segment_end) {
+                // A rotation was interrupted after its segment_end: finish it.
+                self.rename_to_segment(n)?;
+                continue;
+            }
+            let mut buf = Vec::new();
+            let mut seq = head.seq;
+            let mut prev = head.hash.clone();
             let caller = items[0].2.caller.clone();
-            let seg = Entry {
-                caller,
-                action: SEGMENT_ACTION.into(),
-                targets: vec![serde_json::json!({
-                    "damage_offset": d.offset,
-                    "damage_bytes": d.bytes,
-                })],
-                reason: Some(format!(
-                    "torn tail: {} bytes at offset {} after seq {} are not a whole record; \
-                     a new segment starts here",
-                    d.bytes, d.offset, head.seq
-                )),
-                ..Entry::default()
-            };
-            let r = Record::build(seq, Stage::Segment, Uuid::new_v4(), &seg, prev);
-            buf.extend_from_slice(&canonical::render_line(&r));
-            prev = r.hash;
+            if size == 0
+                && let Some(last) = segments::list(&self.path)?.pop()
+            {
+                // A new active file continues the newest segment.
+                let o = crate::fsutil::open(&last.path, Access::Read)?.ok_or_else(|| {
+                    self.audit_err("open", format!("{} vanished", last.path.display()))
+                })?;
+                let len = o
+                    .file
+                    .metadata()
+                    .map_err(|e| self.audit_err("stat", e))?
+                    .len();
+                let h =
+                    head::read_head(&o.file, len).map_err(|e| self.audit_err("read head", e))?;
+                seq = h.seq + 1;
+                let start = Entry {
+                    caller: caller.clone(),
+                    action: SEGMENT_START_ACTION.into(),
+                    targets: vec![serde_json::json!({
+                        "previous_segment": last.number,
+                        "last_seq": h.seq,
+                        "last_hash": h.hash,
+                    })],
+                    reason: Some(format!(
+                        "continues segment {:06} after seq {}",
+                        last.number, h.seq
+                    )),
+                    ..Entry::default()
+                };
+                let r = Record::build(seq, Stage::Segment, Uuid::new_v4(), &start, h.hash);
+                buf.extend_from_slice(&canonical::render_line(&r));
+                prev = r.hash;
+            }
+            if let Some(d) = head.damage {
+                if !d.terminated {
+                    buf.push(b'\n');
+                }
+                seq += 1;
+                let seg = Entry {
+                    caller: caller.clone(),
+                    action: SEGMENT_ACTION.into(),
+                    targets: vec![serde_json::json!({
+                        "damage_offset": d.offset,
+                        "damage_bytes": d.bytes,
+                    })],
+                    reason: Some(format!(
+                        "torn tail: {} bytes at offset {} after seq {} are not a whole record; \
+                         a new segment starts here",
+                        d.bytes, d.offset, head.seq
+                    )),
+                    ..Entry::default()
+                };
+                let r = Record::build(seq, Stage::Segment, Uuid::new_v4(), &seg, prev);
+                buf.extend_from_slice(&canonical::render_line(&r));
+                prev = r.hash;
+            }
+            let mark = (buf.len(), seq, prev.clone());
+            let mut out = Vec::with_capacity(items.len());
+            for (stage, id, entry) in items {
+                seq += 1;
+                let r = Record::build(seq, *stage, id.unwrap_or_else(Uuid::new_v4), entry, prev);
+                let line = canonical::render_line(&r);
+                if line.len() > MAX_LINE + 1 {
+                    return Err(Error::Usage(format!(
+                        "a record of {} bytes is longer than the log's limit of {MAX_LINE} bytes",
+                        line.len()
+                    )));
+                }
+                buf.extend_from_slice(&line);
+                prev = r.hash.clone();
+                out.push(r);
+            }
+            if self.max_size > 0 && size > 0 && size + buf.len() as u64 > self.max_size {
+                // Close this file: keep the prefix (a damage acknowledgement), add the
+                // segment_end, make it durable, rename it, and start over on a new file.
+                let (keep, seq, prev) = mark;
+                buf.truncate(keep);
+                let number = self.active_number(&file)?;
+                let end = Entry {
+                    caller,
+                    action: SEGMENT_END_ACTION.into(),
+                    targets: vec![serde_json::json!({ "segment": number })],
+                    reason: Some(format!(
+                        "the active file reached {size} bytes (maximum {}); it becomes segment {number:06}",
+                        self.max_size
+                    )),
+                    ..Entry::default()
+                };
+                let r = Record::build(seq + 1, Stage::Segment, Uuid::new_v4(), &end, prev);
+                buf.extend_from_slice(&canonical::render_line(&r));
+                self.write_durably(&file, size, &buf, created)?;
+                crate::failpoint::hit("audit.rotate").map_err(|e| self.audit_err("rotate", e))?;
+                self.rename_to_segment(number)?;
+                continue;
+            }
+            self.write_durably(&file, size, &buf, created)?;
+            return Ok(out);
         }
-        let mut out = Vec::with_capacity(items.len());
-        for (stage, id, entry) in items {
-            seq += 1;
-            let r = Record::build(seq, *stage, id.unwrap_or_else(Uuid::new_v4), entry, prev);
-            buf.extend_from_slice(&canonical::render_line(&r));
-            prev = r.hash.clone();
-            out.push(r);
-        }
-        if let Err(e) = (&file).write_all(&buf) {
+        Err(self.audit_err(
+            "append",
+            "the log kept being rotated under this writer (64 rounds)",
+        ))
+    }
+
+    /// One `write_all` and `fdatasync` (and the directory's fsync for a new file).
+    fn write_durably(&self, file: &File, size: u64, buf: &[u8], created: bool) -> Result<()> {
+        if let Err(e) = (&*file).write_all(buf) {
             // Cut a partial write back off while we still hold the lock; if even that fails,
             // the next writer finds a torn tail and marks it.
             let _ = file.set_len(size);
@@ -300,10 +470,42 @@ impl AuditLog {
         crate::failpoint::hit("audit.before_sync").map_err(|e| self.audit_err("append", e))?;
         file.sync_data()
             .map_err(|e| self.audit_err("fdatasync", e))?;
-        if created && let Some(dir) = self.path.parent() {
-            crate::fsutil::sync_dir(dir).map_err(|e| self.audit_err("fsync directory", e))?;
+        if created {
+            crate::fsutil::sync_dir(self.dir())
+                .map_err(|e| self.audit_err("fsync directory", e))?;
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// Whether the locked `file` is still the one at the log's path (not renamed into a
+    /// segment by a writer that held the lock before us).
+    fn still_named(&self, file: &File) -> Result<bool> {
+        let ours = file.metadata().map_err(|e| self.audit_err("stat", e))?;
+        match std::fs::symlink_metadata(&self.path) {
+            Ok(m) => Ok(m.dev() == ours.dev() && m.ino() == ours.ino()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(self.audit_err("stat", e)),
+        }
+    }
+
+    /// The segment number the active file gets when it is closed: one more than the segment
+    /// its first record continues, or 1.
+    fn active_number(&self, file: &File) -> Result<u64> {
+        let mut lines = lines::Lines::new(lines::At::new(file, 0), 0);
+        let first = lines
+            .next_line()
+            .map_err(|e| self.audit_err("read", e))?
+            .and_then(|l| canonical::parse_line(l.body).ok());
+        Ok(first
+            .as_ref()
+            .and_then(Record::segment_start)
+            .map_or(1, |(k, _, _)| k + 1))
+    }
+
+    /// Renames the active file to segment `n` (never over an existing file) durably.
+    fn rename_to_segment(&self, n: u64) -> Result<()> {
+        let to = segments::segment_path(&self.path, n);
+        crate::fsutil::rename_noreplace(&self.path, &to).map_err(|e| self.audit_err("rotate", e))
     }
 
     /// Opens the log for appending, creating it (and its parent, 0700) if missing. Returns
@@ -370,3 +572,6 @@ pub fn guarded<T>(log: &AuditLog, entry: &Entry, effect: impl FnOnce() -> Result
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod tests_scale;
