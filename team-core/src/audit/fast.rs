@@ -305,12 +305,13 @@ mod tests {
             ev in proptest::option::of(arb_json()),
             team in proptest::option::of(any::<String>()),
             generation in proptest::option::of(any::<u64>()),
+            op in proptest::option::of(any::<String>()),
         ) {
             let mut r = Record::build(
                 7,
                 Stage::Intent,
                 Uuid::new_v4(),
-                &Entry { caller, argv, targets, owner_evidence: ev, team, generation, ..Entry::default() },
+                &Entry { caller, argv, targets, owner_evidence: ev, team, generation, op, ..Entry::default() },
                 "0".repeat(64),
             );
             r.hash = compute_hash(&r);
