@@ -522,14 +522,21 @@ fn post(
             return 0;
         }
     };
-    let records = match team_core::audit::read_records(&path) {
-        Ok(r) => r.records,
-        Err(e) => {
-            eprintln!("team-audit: warning: cannot read the audit log: {e}");
-            return 0;
-        }
-    };
     let caller = format!("hook:{session}");
+    // This session's latest records only, read from the end of the log (across rotated
+    // segments): the intent was written just before the tool ran.
+    let mut records = Vec::new();
+    let filter = team_core::audit::Filter {
+        caller: Some(caller.clone()),
+        ..Default::default()
+    };
+    if let Err(e) = team_core::audit::query(&path, &filter, Some(POST_LOOKBACK), |r| {
+        records.push(r.clone());
+        Ok(())
+    }) {
+        eprintln!("team-audit: warning: cannot read the audit log: {e}");
+        return 0;
+    }
     let done: std::collections::HashSet<_> = records
         .iter()
         .filter(|r| matches!(r.stage, Stage::Complete | Stage::Failed))
@@ -582,6 +589,9 @@ fn post(
     }
     0
 }
+
+/// How many of a hook session's latest records a `PostToolUse` looks through for its intent.
+const POST_LOOKBACK: usize = 4096;
 
 #[cfg(test)]
 mod tests {
