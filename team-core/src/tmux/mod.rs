@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 pub use capture::Screen;
-pub use snapshot::{PaneRow, Snapshot, Tags};
+pub use snapshot::{Geometry, PaneRow, Snapshot, Tags};
 pub use txn::{Guard, Txn, TxnOutcome};
 
 static INVOCATIONS: AtomicU64 = AtomicU64::new(0);
