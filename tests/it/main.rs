@@ -27,6 +27,7 @@ mod scale_big;
 mod scale_down;
 mod scale_gaps;
 mod scale_up;
+mod socket_cleanup;
 mod symlinks;
 mod tasks;
 mod tidy;

@@ -7,6 +7,7 @@
 pub mod capture;
 pub mod quote;
 pub mod snapshot;
+pub mod socket;
 pub mod txn;
 
 use std::path::{Path, PathBuf};
