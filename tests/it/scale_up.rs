@@ -647,7 +647,10 @@ fn up_8_into_a_small_session_opens_windows() {
     let lines = json_lines(&r.stdout);
     assert_eq!(lines.len(), 9);
     assert_eq!(
-        lines[..8].iter().filter(|l| l["new_window"] == true).count(),
+        lines[..8]
+            .iter()
+            .filter(|l| l["new_window"] == true)
+            .count(),
         4,
         "{}",
         r.stdout

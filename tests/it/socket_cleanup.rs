@@ -48,7 +48,13 @@ fn shutdown_of_the_last_team_removes_the_socket_file() {
     assert_code(
         &sb.run(
             "team-scale",
-            &["init", "a", "--private", "--worker-cmd", "exec sleep 100000"],
+            &[
+                "init",
+                "a",
+                "--private",
+                "--worker-cmd",
+                "exec sleep 100000",
+            ],
         ),
         0,
     );

@@ -451,10 +451,7 @@ fn shutdown_after_intent(
     } else {
         let listing = t.tmux.list();
         if let crate::tmux::Listing::Panes(snap) = &listing {
-            shared_server = snap
-                .rows
-                .iter()
-                .any(|r| r.session_id != team.session.id);
+            shared_server = snap.rows.iter().any(|r| r.session_id != team.session.id);
         }
         match view::prove_leader(&team, &listing) {
             PaneProof::Gone(_) => rep.leader = "gone".into(),

@@ -1600,8 +1600,14 @@ mod tests {
         // A column: every pane, the source's included, keeps at least 5 rows.
         for h in 1..200 {
             let n = stack_fit(40, h);
-            assert!(n == 0 || stack_cells(h, n).iter().all(|&c| c >= MIN_PANE.1), "{h}");
-            assert!(n == 0 || (n as u32 + 1) * (MIN_PANE.1 + 1) <= h + 1, "{h}: {n}");
+            assert!(
+                n == 0 || stack_cells(h, n).iter().all(|&c| c >= MIN_PANE.1),
+                "{h}"
+            );
+            assert!(
+                n == 0 || (n as u32 + 1) * (MIN_PANE.1 + 1) <= h + 1,
+                "{h}: {n}"
+            );
         }
         assert_eq!(stack_fit(19, 100), 0);
         assert_eq!(stack_fit(40, 24), 3);

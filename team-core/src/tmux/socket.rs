@@ -159,7 +159,9 @@ fn tmux_start_lock(lock_path: &Path, deadline: Instant) -> Result<Option<std::fs
             Ok(()) if same_file(&f, lock_path) => return Ok(Some(f)),
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {}
-            Err(std::fs::TryLockError::Error(e)) => return Err(io("lock tmux's start lock", lock_path, e)),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(io("lock tmux's start lock", lock_path, e));
+            }
         }
         if Instant::now() >= deadline {
             return Ok(None);
