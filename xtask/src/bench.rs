@@ -977,7 +977,9 @@ fn layout(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
         let t0 = Instant::now();
         let (_, peak_kib) = run_with_peak(c)?;
         let ms = t0.elapsed().as_secs_f64() * 1000.0;
-        let out = t.server().tmux(&[
+        // One handle: a `Server` kills its server when dropped.
+        let s = t.server();
+        let out = s.tmux(&[
             "list-panes",
             "-a",
             "-F",
@@ -997,7 +999,6 @@ fn layout(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
             windows.insert(f[3].to_string());
         }
         anyhow::ensure!(workers == n, "{workers} worker panes, not {n}");
-        let s = t.server();
         let (floor, _) = bare_splits(&s, "floor", n as usize)?;
         b.figure(
             &format!("layout: up {n} in {size} ({} windows)", windows.len()),
