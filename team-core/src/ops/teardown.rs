@@ -620,9 +620,7 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
     // 5. Confirm with a fresh snapshot, unless every kill's receipt came back: a receipt proves
     //    the guarded `kill-pane` ran on exactly the proven pane, which tmux removes at once
     //    (remain-on-exit keeps a pane whose process exits, never one that is killed).
-    let all_done = kill_out
-        .iter()
-        .all(|o| matches!(o, TxnOutcome::Done(_)));
+    let all_done = kill_out.iter().all(|o| matches!(o, TxnOutcome::Done(_)));
     if !txns.is_empty() && !all_done {
         listing = confirm_listing(t.tmux, team.leader.pane.server_pid);
     }

@@ -336,7 +336,7 @@ fn tiled_fit(w: u32, h: u32) -> usize {
 fn split_cells(h: u32, pct: Option<u8>) -> (u32, u32) {
     let new = match pct {
         Some(p) => (h * u32::from(p) / 100).clamp(1, h.saturating_sub(2).max(1)),
-        None => (h + 1) / 2 - 1,
+        None => h.div_ceil(2).saturating_sub(1),
     };
     (h.saturating_sub(new + 1), new)
 }
