@@ -633,9 +633,10 @@ impl Team {
             .output()?;
         if !o.status.success() {
             bail!(
-                "team-scale {args:?} exited {}: {}",
+                "team-scale {args:?} exited {}: {}{}",
                 o.status,
-                String::from_utf8_lossy(&o.stderr)
+                String::from_utf8_lossy(&o.stderr),
+                String::from_utf8_lossy(&o.stdout)
             );
         }
         Ok(String::from_utf8_lossy(&o.stdout)
