@@ -163,8 +163,8 @@ pub struct InitArgs {
     /// (always so outside tmux).
     #[arg(long)]
     pub private: bool,
-    /// The most workers the team may have.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
+    /// The most workers the team may have (1 to 1024).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub max_workers: u32,
     /// The command each worker runs (through `sh -c`). Its program must be on PATH.
     #[arg(long, default_value = "exec \"${SHELL:-/bin/sh}\"")]

@@ -641,15 +641,25 @@ fn unprovable_source_is_refused_before_anything_is_made() {
 #[test]
 fn up_8_into_a_small_session_opens_windows() {
     let fx = Fx::new();
-    fx.init(&["--max-workers", "16", "--size", "80x24"]);
+    // 80x24 holds 4 workers of at least 20x5 beside the leader, 12 in a window of their own.
+    fx.init(&["--max-workers", "18", "--size", "80x24"]);
     let r = fx.ok(&["up", "demo", "8", "--ready-timeout", "0", "--json"]);
     let lines = json_lines(&r.stdout);
     assert_eq!(lines.len(), 9);
+    assert_eq!(
+        lines[..8]
+            .iter()
+            .filter(|l| l["new_window"] == true)
+            .count(),
+        4,
+        "{}",
+        r.stdout
+    );
     assert_membership_matches(&fx);
-    let r = fx.ok(&["up", "demo", "8", "--ready-timeout", "0", "--json"]);
+    let r = fx.ok(&["up", "demo", "10", "--ready-timeout", "0", "--json"]);
     let lines = json_lines(&r.stdout);
     assert!(
-        lines[..8].iter().any(|l| l["new_window"] == true),
+        lines[..10].iter().any(|l| l["new_window"] == true),
         "the full window continued in a new one: {}",
         r.stdout
     );

@@ -517,7 +517,13 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     println!("machine: {machine}");
     let result = (|| -> anyhow::Result<()> {
         if only("scale") {
-            scale(&mut b)?;
+            scale(&mut b, quick)?;
+        }
+        if only("readers") {
+            readers(&mut b, quick)?;
+        }
+        if only("layout") {
+            layout(&mut b, quick)?;
         }
         if only("deliver") {
             delivery(&mut b, root)?;
@@ -792,6 +798,10 @@ struct Team {
 
 impl Team {
     fn new(b: &Bench, tag: &str, max: u32) -> anyhow::Result<Team> {
+        Team::sized(b, tag, max, "250x80")
+    }
+
+    fn sized(b: &Bench, tag: &str, max: u32, size: &str) -> anyhow::Result<Team> {
         let base = b.dir.join(tag);
         let ws = base.join("ws");
         let tt = base.join("tt");
@@ -814,7 +824,7 @@ impl Team {
                 "--worker-cmd",
                 "exec sleep 100000",
                 "--size",
-                "250x80",
+                size,
                 "--json",
             ],
         )?;
@@ -835,9 +845,10 @@ impl Team {
             .output()?;
         if !o.status.success() {
             bail!(
-                "team-scale {args:?} exited {}: {}",
+                "team-scale {args:?} exited {}: {}{}",
                 o.status,
-                String::from_utf8_lossy(&o.stderr)
+                String::from_utf8_lossy(&o.stderr),
+                String::from_utf8_lossy(&o.stdout)
             );
         }
         Ok(String::from_utf8_lossy(&o.stdout)
@@ -874,12 +885,9 @@ fn bare_splits(s: &Server, session: &str, n: usize) -> anyhow::Result<(f64, Vec<
         "80",
         "exec sleep 100000",
     ])?;
-    let mut args: Vec<String> = Vec::new();
-    for i in 0..n {
-        if i > 0 {
-            args.push(";".into());
-        }
-        args.extend(
+    // In as few invocations as tmux takes (one message is at most 16 KiB), as `up` must.
+    let cmds: Vec<Vec<String>> = (0..n)
+        .map(|_| {
             [
                 "split-window",
                 "-t",
@@ -894,26 +902,32 @@ fn bare_splits(s: &Server, session: &str, n: usize) -> anyhow::Result<(f64, Vec<
                 &format!("={session}:"),
                 "tiled",
             ]
-            .map(String::from),
-        );
-    }
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            .map(String::from)
+            .to_vec()
+        })
+        .collect();
     let t = Instant::now();
-    let out = s.tmux(&refs)?;
+    let out = s.batch(&cmds)?;
     let ms = t.elapsed().as_secs_f64() * 1000.0;
     Ok((ms, out.lines().map(String::from).collect()))
 }
 
 /// `team-scale up 1` and `up 8` next to bare splits; `down 1` and `down 8 --force` next to
 /// bare kills.
-fn scale(b: &mut Bench) -> anyhow::Result<()> {
-    // up 1 and up 8: a fresh team each run, readiness waiting off.
-    for (n, runs) in [(1usize, 5usize), (8, 3)] {
+fn scale(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
+    // up 1, 8, 64: a fresh team each run, readiness waiting off (`--ready-timeout 0`: the
+    // delivery step is a readiness wait, measured by the `deliver` group).
+    let ups: &[(usize, usize)] = if quick {
+        &[(1, 3), (8, 1)]
+    } else {
+        &[(1, 7), (8, 5), (64, 3)]
+    };
+    for &(n, runs) in ups {
         let mut ups = Vec::new();
         let mut floors = Vec::new();
         let mut inv = Vec::new();
         for r in 0..runs {
-            let t = Team::new(b, &format!("up{n}-{r}"), 16)?;
+            let t = Team::new(b, &format!("up{n}-{r}"), 128)?;
             let s = t.server();
             let (floor, _) = bare_splits(&s, "floor", n)?;
             floors.push(floor);
@@ -933,7 +947,8 @@ fn scale(b: &mut Bench) -> anyhow::Result<()> {
             inv.push(summary_invocations(&lines) / n as f64);
         }
         let (up, floor, per) = (median(ups), median(floors), median(inv));
-        let target = (n == 8).then(|| ("<= 2.5x".to_string(), up <= 2.5 * floor));
+        let max = if n == 1 { 2.0 } else { 1.5 };
+        let target = Some((format!("<= {max}x"), up <= max * floor));
         b.figure(
             &format!("scale: up {n} (readiness off)"),
             up,
@@ -951,19 +966,25 @@ fn scale(b: &mut Bench) -> anyhow::Result<()> {
             Some(("<= 3".into(), per <= 3.0)),
         );
     }
-    // down 1 and down 8 --force: workers exit on SIGTERM.
-    for (n, force, runs) in [(1usize, false, 3usize), (8, true, 3)] {
+    // down 1, down 8 and 63 --force: workers exit on SIGTERM.
+    let downs: &[(usize, bool, usize)] = if quick {
+        &[(1, false, 3), (8, true, 1)]
+    } else {
+        &[(1, false, 7), (8, true, 5), (63, true, 3)]
+    };
+    for &(n, force, runs) in downs {
         let mut downs = Vec::new();
         let mut floors = Vec::new();
         let mut inv = Vec::new();
         for r in 0..runs {
-            let t = Team::new(b, &format!("down{n}-{r}"), 16)?;
+            let t = Team::new(b, &format!("down{n}-{r}"), 128)?;
             t.run(
                 b,
                 &["up", "bench", &(n + 1).to_string(), "--ready-timeout", "0"],
             )?;
-            // A worker that never reported is busy for `down`: they report idle, as agents do.
-            for i in 1..=n + 1 {
+            // A worker that never reported is busy for `down`: they report idle, as agents do
+            // (`--force` takes them anyway).
+            for i in (1..=n + 1).filter(|_| !force) {
                 t.run(
                     b,
                     &[
@@ -1007,7 +1028,8 @@ fn scale(b: &mut Bench) -> anyhow::Result<()> {
         } else {
             format!("scale: down {n}")
         };
-        let target = force.then(|| ("<= 3x".to_string(), down <= 3.0 * floor));
+        let max = if n == 1 { 2.5 } else { 1.5 };
+        let target = Some((format!("<= {max}x"), down <= max * floor));
         b.figure(
             &name,
             down,
@@ -1023,6 +1045,231 @@ fn scale(b: &mut Bench) -> anyhow::Result<()> {
             "target",
             3.0,
             Some(("<= 3".into(), per <= 3.0)),
+        );
+    }
+    Ok(())
+}
+
+/// Runs `team-scale args` in `t` and returns how long it took and its exit code.
+fn timed(b: &Bench, t: &Team, args: &[&str]) -> anyhow::Result<(f64, Option<i32>)> {
+    let t0 = Instant::now();
+    let o = crate::util::tool(&b.bin, "team-scale", Some(&t.tt))
+        .args(args)
+        .current_dir(&t.ws)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()?;
+    Ok((t0.elapsed().as_secs_f64() * 1000.0, o.code()))
+}
+
+/// `up 1` + `down 1` pairs: the median time of each.
+fn up_down_pairs(b: &Bench, t: &Team, runs: usize) -> anyhow::Result<(f64, f64)> {
+    let (mut ups, mut downs) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let (ms, code) = timed(b, t, &["up", "bench", "1", "--ready-timeout", "0"])?;
+        anyhow::ensure!(code == Some(0), "up 1 exited {code:?}");
+        ups.push(ms);
+        let (ms, code) = timed(b, t, &["down", "bench", "1", "--force", "--grace", "3s"])?;
+        anyhow::ensure!(code == Some(0), "down 1 exited {code:?}");
+        downs.push(ms);
+    }
+    Ok((median(ups), median(downs)))
+}
+
+/// Readers never block writers: `up 1`/`down 1` alone, then under 20 concurrent `status`
+/// loops (`--wait 0s`: a reader that had to wait for a lock would exit 75).
+fn readers(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
+    let (loops, runs) = if quick { (4, 3) } else { (20, 9) };
+    let t = Team::new(b, "readers", 64)?;
+    t.run(b, &["up", "bench", "4", "--ready-timeout", "0"])?;
+    let (up_alone, down_alone) = up_down_pairs(b, &t, runs)?;
+    // The same number of loops of a process that reads nothing (`team-scale --version`): what
+    // 20 busy processes on this machine cost a writer with no lock involved at all.
+    let (cpu_up, cpu_down, _, _) = under_loops(b, &t, loops, runs, &["--version"])?;
+    let (up, down, reads, busy) = under_loops(
+        b,
+        &t,
+        loops,
+        runs,
+        &["status", "bench", "--wait", "0s", "--json"],
+    )?;
+    for (what, v, alone, cpu) in [
+        ("up 1", up, up_alone, cpu_up),
+        ("down 1", down, down_alone, cpu_down),
+    ] {
+        b.figure(
+            &format!("readers: {what} under {loops} status loops"),
+            v,
+            "ms",
+            &format!("{what} alone ms"),
+            alone,
+            Some(("<= 1.3x".into(), v <= 1.3 * alone)),
+        );
+        b.figure(
+            &format!("readers: {what} under {loops} status loops, vs --version loops"),
+            v,
+            "ms",
+            &format!("{what} under {loops} --version loops ms"),
+            cpu,
+            Some(("<= 1.3x".into(), v <= 1.3 * cpu)),
+        );
+    }
+    b.figure(
+        &format!("readers: status exits 75 (--wait 0s), of {reads}"),
+        busy as f64,
+        "reads",
+        "target",
+        0.0,
+        Some(("0".into(), busy == 0 && reads > 0)),
+    );
+    Ok(())
+}
+
+/// `up 1`/`down 1` pairs while `loops` threads run `team-scale <args>` back to back: the
+/// median times, how many loop runs there were, and how many exited 75.
+fn under_loops(
+    b: &Bench,
+    t: &Team,
+    loops: usize,
+    runs: usize,
+    args: &[&str],
+) -> anyhow::Result<(f64, f64, u64, u64)> {
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|sc| -> anyhow::Result<(f64, f64, u64, u64)> {
+        let handles: Vec<_> = (0..loops)
+            .map(|_| {
+                let stop = &stop;
+                sc.spawn(move || {
+                    let (mut n, mut busy) = (0u64, 0u64);
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let code = crate::util::tool(&b.bin, "team-scale", Some(&t.tt))
+                            .args(args)
+                            .current_dir(&t.ws)
+                            .stdout(Stdio::null())
+                            .stderr(Stdio::null())
+                            .status()
+                            .ok()
+                            .and_then(|s| s.code());
+                        n += 1;
+                        if code == Some(75) {
+                            busy += 1;
+                        }
+                    }
+                    (n, busy)
+                })
+            })
+            .collect();
+        // Let the loops get going.
+        std::thread::sleep(Duration::from_millis(300));
+        let res = up_down_pairs(b, t, runs);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (mut reads, mut busy) = (0, 0);
+        for h in handles {
+            let (n, k) = h.join().expect("a loop panicked");
+            reads += n;
+            busy += k;
+        }
+        let (up, down) = res?;
+        Ok((up, down, reads, busy))
+    })
+}
+
+/// Peak resident memory (VmHWM, KiB) of a child, polled until it exits.
+fn run_with_peak(mut c: Command) -> anyhow::Result<(std::process::ExitStatus, u64)> {
+    let mut child = c.stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
+    let status_path = format!("/proc/{}/status", child.id());
+    let mut peak = 0u64;
+    let status = loop {
+        if let Ok(text) = std::fs::read_to_string(&status_path)
+            && let Some(kb) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        {
+            peak = peak.max(kb);
+        }
+        if let Some(st) = child.try_wait()? {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    if !status.success() {
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            use std::io::Read;
+            let _ = e.read_to_string(&mut err);
+        }
+        bail!("exited {status}: {err}");
+    }
+    Ok((status, peak))
+}
+
+/// `up 256` in an 80x24 and a 200x50 session: time, memory, and the smallest worker pane
+/// (every one must be at least 20x5 cells).
+fn layout(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
+    let n: u32 = if quick { 32 } else { 256 };
+    for size in ["80x24", "200x50"] {
+        let t = Team::sized(b, &format!("layout-{size}"), n, size)?;
+        let mut c = crate::util::tool(&b.bin, "team-scale", Some(&t.tt));
+        c.args(["up", "bench", &n.to_string(), "--ready-timeout", "0"])
+            .current_dir(&t.ws);
+        let t0 = Instant::now();
+        let (_, peak_kib) = run_with_peak(c)?;
+        let ms = t0.elapsed().as_secs_f64() * 1000.0;
+        // One handle: a `Server` kills its server when dropped.
+        let s = t.server();
+        let out = s.tmux(&[
+            "list-panes",
+            "-a",
+            "-F",
+            "#{@team_worker}\t#{pane_width}\t#{pane_height}\t#{window_id}",
+        ])?;
+        let mut workers = 0;
+        let (mut min_w, mut min_h) = (u32::MAX, u32::MAX);
+        let mut windows = std::collections::BTreeSet::new();
+        for l in out.lines() {
+            let f: Vec<&str> = l.split('\t').collect();
+            if f.len() != 4 || f[0].is_empty() {
+                continue;
+            }
+            workers += 1;
+            min_w = min_w.min(f[1].parse()?);
+            min_h = min_h.min(f[2].parse()?);
+            windows.insert(f[3].to_string());
+        }
+        anyhow::ensure!(workers == n, "{workers} worker panes, not {n}");
+        let (floor, _) = bare_splits(&s, "floor", n as usize)?;
+        b.figure(
+            &format!("layout: up {n} in {size} ({} windows)", windows.len()),
+            ms,
+            "ms",
+            &format!("bare {n} splits ms"),
+            floor,
+            None,
+        );
+        b.figure(
+            &format!("layout: smallest worker pane in {size}, width"),
+            f64::from(min_w),
+            "cells",
+            "target",
+            20.0,
+            Some((">= 20".into(), min_w >= 20)),
+        );
+        b.figure(
+            &format!("layout: smallest worker pane in {size}, height"),
+            f64::from(min_h),
+            "cells",
+            "target",
+            5.0,
+            Some((">= 5".into(), min_h >= 5)),
+        );
+        b.figure(
+            &format!("layout: up {n} in {size}, peak memory"),
+            peak_kib as f64 / 1024.0,
+            "MiB",
+            "-",
+            0.0,
+            None,
         );
     }
     Ok(())

@@ -404,6 +404,8 @@ pub struct ShutdownReport {
     pub leader: String,
     pub leader_reason: Option<String>,
     pub stopped: bool,
+    /// What became of the private socket file (a private team whose leader is gone only).
+    pub socket: Option<crate::tmux::socket::SocketRemoval>,
 }
 
 /// `team-scale shutdown`.
@@ -441,10 +443,16 @@ fn shutdown_after_intent(
         return Ok(rep);
     }
     let team = store.load()?;
+    // Whether another session lives on the server: then it outlives this team, and its socket
+    // stays without waiting for it to go.
+    let mut shared_server = false;
     if !team.leader.created_by_tools {
         rep.leader = "adopted".into();
     } else {
         let listing = t.tmux.list();
+        if let crate::tmux::Listing::Panes(snap) = &listing {
+            shared_server = snap.rows.iter().any(|r| r.session_id != team.session.id);
+        }
         match view::prove_leader(&team, &listing) {
             PaneProof::Gone(_) => rep.leader = "gone".into(),
             PaneProof::Mismatch(r) | PaneProof::Unverifiable(r) => {
@@ -474,6 +482,16 @@ fn shutdown_after_intent(
         Ok(())
     })?;
     rep.stopped = true;
+    // The private socket file, once its server is gone (it exits with its last session).
+    if team.private_server && matches!(rep.leader.as_str(), "killed" | "gone") {
+        rep.socket = Some(if shared_server {
+            crate::tmux::socket::SocketRemoval::Kept("other sessions live on its server".into())
+        } else {
+            // The team is stopped already: a failure here is reported, not an error.
+            crate::tmux::socket::remove_if_dead(&team.endpoint, Duration::from_secs(2))
+                .unwrap_or_else(|e| crate::tmux::socket::SocketRemoval::Kept(e.to_string()))
+        });
+    }
     store.append_event(&team, "stopped", json!({"leader": rep.leader}))?;
     Ok(rep)
 }

@@ -617,15 +617,22 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
     };
     (t.fail)("down.killed")?;
 
-    // 5. Confirm with a fresh snapshot.
-    if !txns.is_empty() {
+    // 5. Confirm with a fresh snapshot, unless every kill's receipt came back: a receipt proves
+    //    the guarded `kill-pane` ran on exactly the proven pane, which tmux removes at once
+    //    (remain-on-exit keeps a pane whose process exits, never one that is killed).
+    let all_done = kill_out.iter().all(|o| matches!(o, TxnOutcome::Done(_)));
+    if !txns.is_empty() && !all_done {
         listing = confirm_listing(t.tmux, team.leader.pane.server_pid);
     }
     let mut outcome_items = Vec::new();
     for p in plans.iter_mut() {
         if let Some(k) = p.kill {
-            let confirm = view::prove_worker(&team, &p.worker, &listing)
-                .unwrap_or_else(|| PaneProof::Gone(String::new()));
+            let confirm = if all_done {
+                PaneProof::Gone("killed: the receipt came back".into())
+            } else {
+                view::prove_worker(&team, &p.worker, &listing)
+                    .unwrap_or_else(|| PaneProof::Gone(String::new()))
+            };
             match (&kill_out[k], confirm) {
                 (_, PaneProof::Gone(_)) => {
                     p.report.pane = if matches!(kill_out[k], TxnOutcome::Done(_)) {

@@ -275,6 +275,107 @@ struct Source {
     label: String,
     /// Members passed over because they could not be proven live.
     skipped: Option<String>,
+    /// How new panes are laid out from it, and how many more fit.
+    place: Place,
+    /// How many worker panes a new window of the team's session holds (estimated from the
+    /// session's windows: tmux gives a session's new windows one size).
+    window_fits: usize,
+}
+
+/// The smallest worker pane `up` makes, in cells (width, height). A window that cannot hold
+/// another pane this big continues in a new window.
+pub const MIN_PANE: (u32, u32) = (20, 5);
+
+/// How a run of new panes is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// A column beside the leader (`-h 50%`), divided evenly top to bottom.
+    LeaderColumn,
+    /// A column of workers: the source pane is split evenly top to bottom.
+    Stack,
+    /// A window of workers only: every split is followed by `select-layout tiled`.
+    Tiled,
+}
+
+/// Where the next new panes go, and how many of at least [`MIN_PANE`] still fit there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Place {
+    layout: Layout,
+    fits: usize,
+}
+
+/// tmux's grid for `n` tiled panes (`layout_set_tiled`): (rows, columns).
+fn tiled_grid(n: u32) -> (u32, u32) {
+    let (mut rows, mut cols) = (1, 1);
+    while rows * cols < n {
+        rows += 1;
+        if rows * cols < n {
+            cols += 1;
+        }
+    }
+    (rows, cols)
+}
+
+/// How many panes of at least [`MIN_PANE`] a `w`x`h` window holds when tiled.
+fn tiled_fit(w: u32, h: u32) -> usize {
+    let mut n = 0u32;
+    loop {
+        let (rows, cols) = tiled_grid(n + 1);
+        if rows > h || cols > w {
+            return n as usize;
+        }
+        let (pw, ph) = ((w - (cols - 1)) / cols, (h - (rows - 1)) / rows);
+        if pw < MIN_PANE.0 || ph < MIN_PANE.1 || n >= 4096 {
+            return n as usize;
+        }
+        n += 1;
+    }
+}
+
+/// What tmux makes of `split-window -l pct%` on a pane `h` cells long: (old pane, new pane).
+fn split_cells(h: u32, pct: Option<u8>) -> (u32, u32) {
+    let new = match pct {
+        Some(p) => (h * u32::from(p) / 100).clamp(1, h.saturating_sub(2).max(1)),
+        None => h.div_ceil(2).saturating_sub(1),
+    };
+    (h.saturating_sub(new + 1), new)
+}
+
+/// The heights a pane `h` cells tall ends with when `n` new panes are split off it in a chain
+/// (the source, then each new one, with [`share`]s): the source's first, then each new pane's.
+fn stack_cells(h: u32, n: usize) -> Vec<u32> {
+    let mut out = Vec::with_capacity(n + 1);
+    let mut cur = h;
+    for k in 0..n {
+        let (old, new) = split_cells(cur, share(n - k, n - k + 1));
+        out.push(old);
+        cur = new;
+    }
+    out.push(cur);
+    out
+}
+
+/// How many new panes a stack of height `h` and width `w` takes with every pane (the source
+/// included) at least [`MIN_PANE`].
+fn stack_fit(w: u32, h: u32) -> usize {
+    if w < MIN_PANE.0 {
+        return 0;
+    }
+    let mut n = 0;
+    while n < 4096 && stack_cells(h, n + 1).iter().all(|&c| c >= MIN_PANE.1) {
+        n += 1;
+    }
+    n
+}
+
+/// How many new panes fit in the column a split of the leader (`-h 50%`) opens.
+fn leader_column_fit(g: crate::tmux::Geometry) -> usize {
+    let (_, col) = split_cells(g.pane_width, Some(50));
+    if col < MIN_PANE.0 || g.pane_height < MIN_PANE.1 {
+        return 0;
+    }
+    // The column is one pane of the leader's height, which the chain then divides.
+    1 + stack_fit(col, g.pane_height)
 }
 
 /// Adds workers. See the module docs for the steps.
@@ -687,6 +788,19 @@ fn prove_source(team: &Team, tmux: &Tmux) -> Result<Source> {
     members.sort_by_key(|w| std::cmp::Reverse(w.index));
     let mut skipped: Vec<String> = Vec::new();
     let mut candidates: Vec<Source> = Vec::new();
+    // tmux gives a session's new windows one size (the session's): any window of the team's
+    // session tells it.
+    let window_fits = match &listing {
+        Listing::Panes(snap) => snap
+            .rows
+            .iter()
+            .filter(|r| r.session_id == team.session.id)
+            .filter_map(|r| snap.geometry(&r.pane_id))
+            .map(|g| tiled_fit(g.window_width, g.window_height))
+            .max()
+            .unwrap_or(0),
+        _ => 0,
+    };
     for w in members {
         let Some(inc) = w.pane.clone() else {
             skipped.push(format!("{} (no pane recorded)", w.name));
@@ -696,6 +810,8 @@ fn prove_source(team: &Team, tmux: &Tmux) -> Result<Source> {
             .unwrap_or_else(|| PaneProof::Unverifiable(format!("worker {} has no pane", w.name)));
         match proof {
             PaneProof::Live(_) => candidates.push(Source {
+                place: member_place(team, &listing, &inc),
+                window_fits,
                 inc,
                 tags: view::worker_tags(team, w),
                 is_leader: false,
@@ -717,7 +833,16 @@ fn prove_source(team: &Team, tmux: &Tmux) -> Result<Source> {
         is_leader: true,
         label: "the leader".to_string(),
         skipped: None,
+        window_fits,
+        place: Place {
+            layout: Layout::LeaderColumn,
+            fits: listing_geometry(&listing, &team.leader.pane.pane_id)
+                .map_or(0, leader_column_fit),
+        },
     };
+    // The member with the most room first (the largest pane of a column, or the window of
+    // workers with the most room left), the last made among equals.
+    candidates.sort_by_key(|c| std::cmp::Reverse(c.place.fits));
     let mut why_not = Vec::new();
     for c in candidates.into_iter().chain(std::iter::once(leader)) {
         if c.is_leader {
@@ -763,6 +888,56 @@ fn prove_source(team: &Team, tmux: &Tmux) -> Result<Source> {
         "no split source can be proven ({}); nothing was created",
         all.join("; ")
     )))
+}
+
+fn listing_geometry(listing: &Listing, pane_id: &str) -> Option<crate::tmux::Geometry> {
+    match listing {
+        Listing::Panes(snap) => snap.geometry(pane_id),
+        _ => None,
+    }
+}
+
+/// Where new panes split from the member pane `inc` go. In a window that holds this team's
+/// workers and nothing else (one `up` opened), the window is re-tiled; elsewhere (beside the
+/// leader, or among panes that are not ours) the member's pane is divided as a column, and no
+/// other pane moves.
+fn member_place(team: &Team, listing: &Listing, inc: &PaneIncarnation) -> Place {
+    let Listing::Panes(snap) = listing else {
+        return Place {
+            layout: Layout::Stack,
+            fits: 0,
+        };
+    };
+    let Some(g) = snap.geometry(&inc.pane_id) else {
+        return Place {
+            layout: Layout::Stack,
+            fits: 0,
+        };
+    };
+    let owner = team.owner_id.to_string();
+    let in_window: Vec<_> = snap
+        .rows
+        .iter()
+        .filter(|r| r.window_id == inc.window_id)
+        .collect();
+    let workers_only = snap.malformed.is_empty()
+        && in_window.iter().all(|r| {
+            r.tags.pane_tagged()
+                && r.tags.owner == owner
+                && !r.tags.worker.is_empty()
+                && r.tags.role.is_empty()
+        });
+    if workers_only {
+        Place {
+            layout: Layout::Tiled,
+            fits: tiled_fit(g.window_width, g.window_height).saturating_sub(in_window.len()),
+        }
+    } else {
+        Place {
+            layout: Layout::Stack,
+            fits: stack_fit(g.pane_width, g.pane_height),
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1132,10 +1307,25 @@ fn spawn_panes(
 ) -> Result<Vec<String>> {
     let mut remaining: Vec<usize> = (0..plans.len()).collect();
     let mut from: Option<Source> = Some(source.clone());
+    let mut place = source.place;
     let mut windows = Vec::new();
     while !remaining.is_empty() {
-        let l = remaining.len();
+        if from.is_some() && place.fits == 0 {
+            // No room for another pane of at least MIN_PANE here: a new window.
+            from = None;
+            place = Place {
+                layout: Layout::Tiled,
+                fits: source.window_fits,
+            };
+        }
         let new_window = from.is_none();
+        if new_window && place.fits == 0 && team.session.created_by_tools {
+            return Err(Error::Refused(format!(
+                "the windows of team {}'s session {} are too small for a worker pane of at least {}x{} cells; make the session larger (init --size)",
+                team.name, team.session.name, MIN_PANE.0, MIN_PANE.1
+            )));
+        }
+        let l = remaining.len().min(place.fits);
         let guard = match &from {
             Some(s) => {
                 let tags: Vec<(&str, &str)> =
@@ -1145,8 +1335,8 @@ fn spawn_panes(
             None => {
                 if !team.session.created_by_tools {
                     return Err(Error::Refused(format!(
-                        "no space for another pane next to {}, and team {}'s session {} was adopted, so up does not open windows in it; enlarge the window, or use a private team (init --private)",
-                        source.label, team.name, team.session.name
+                        "no space for another pane of at least {}x{} cells next to {}, and team {}'s session {} was adopted, so up does not open windows in it; enlarge the window, or use a private team (init --private)",
+                        MIN_PANE.0, MIN_PANE.1, source.label, team.name, team.session.name
                     )));
                 }
                 Guard::session(
@@ -1158,14 +1348,15 @@ fn spawn_panes(
             }
         };
         // Even shares: a leader keeps half its width and the new column is divided evenly; a
-        // worker source keeps one share of its pane; a new window is divided evenly.
+        // worker source in a column keeps one share of its pane; a window of workers only is
+        // re-tiled after each split.
+        let tile = place.layout == Layout::Tiled;
         let mut sizes = Vec::with_capacity(l);
         let mut panes = Vec::with_capacity(l);
-        for (k, &i) in remaining.iter().enumerate() {
-            let (horizontal, size) = match (k, &from) {
-                (0, Some(s)) if s.is_leader => (true, Some(50)),
-                (0, Some(_)) => (false, share(l, l + 1)),
-                (0, None) => (false, None),
+        for (k, &i) in remaining[..l].iter().enumerate() {
+            let (horizontal, size) = match (k, place.layout) {
+                (_, Layout::Tiled) => (false, None),
+                (0, Layout::LeaderColumn) => (true, Some(50)),
                 _ => (false, share(l - k, l - k + 1)),
             };
             sizes.push(size);
@@ -1192,6 +1383,7 @@ fn spawn_panes(
                 &sizes[..m],
                 refocus,
                 true,
+                tile,
             )?;
             if m == 1 || txn.argv_bytes() <= crate::tmux::txn::MAX_ARGV_BYTES {
                 break txn;
@@ -1228,7 +1420,21 @@ fn spawn_panes(
                             is_leader: false,
                             label: format!("new worker {}", p.name),
                             skipped: None,
+                            place,
+                            window_fits: source.window_fits,
                         });
+                        // The last pane made holds the shares of the rest of this run (a
+                        // column), or the window has `fits - m` places left (tiled).
+                        place = match place.layout {
+                            Layout::Tiled => Place {
+                                layout: Layout::Tiled,
+                                fits: place.fits - m,
+                            },
+                            _ => Place {
+                                layout: Layout::Stack,
+                                fits: l - m,
+                            },
+                        };
                     }
                     continue;
                 }
@@ -1296,6 +1502,10 @@ fn spawn_panes(
         let _ = last_made;
         // The window is full: continue in a new window of the team's session.
         from = None;
+        place = Place {
+            layout: Layout::Tiled,
+            fits: source.window_fits,
+        };
     }
     windows.sort();
     windows.dedup();
@@ -1413,6 +1623,43 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok[0].blocked_by, vec![TaskRef::Id(3), TaskRef::New(2)]);
+    }
+
+    #[test]
+    fn layouts_keep_every_pane_at_least_the_minimum() {
+        // tmux's tiled grid, and how many 20x5 panes a window holds.
+        assert_eq!(tiled_grid(12), (4, 3));
+        assert_eq!(tiled_fit(80, 24), 12);
+        assert_eq!(tiled_fit(200, 50), 64);
+        assert_eq!(tiled_fit(19, 50), 0);
+        for (w, h) in [(80, 24), (200, 50), (41, 11), (300, 100)] {
+            let n = tiled_fit(w, h) as u32;
+            let (rows, cols) = tiled_grid(n);
+            assert!((w - (cols - 1)) / cols >= MIN_PANE.0 && (h - (rows - 1)) / rows >= MIN_PANE.1);
+        }
+        // A column: every pane, the source's included, keeps at least 5 rows.
+        for h in 1..200 {
+            let n = stack_fit(40, h);
+            assert!(
+                n == 0 || stack_cells(h, n).iter().all(|&c| c >= MIN_PANE.1),
+                "{h}"
+            );
+            assert!(
+                n == 0 || (n as u32 + 1) * (MIN_PANE.1 + 1) <= h + 1,
+                "{h}: {n}"
+            );
+        }
+        assert_eq!(stack_fit(19, 100), 0);
+        assert_eq!(stack_fit(40, 24), 3);
+        let g = |w, h| crate::tmux::Geometry {
+            pane_width: w,
+            pane_height: h,
+            window_width: w,
+            window_height: h,
+        };
+        assert_eq!(leader_column_fit(g(80, 24)), 4);
+        assert_eq!(leader_column_fit(g(200, 50)), 8);
+        assert_eq!(leader_column_fit(g(39, 50)), 0);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 pub mod capture;
 pub mod quote;
 pub mod snapshot;
+pub mod socket;
 pub mod txn;
 
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 pub use capture::Screen;
-pub use snapshot::{PaneRow, Snapshot, Tags};
+pub use snapshot::{Geometry, PaneRow, Snapshot, Tags};
 pub use txn::{Guard, Txn, TxnOutcome};
 
 static INVOCATIONS: AtomicU64 = AtomicU64::new(0);

@@ -75,6 +75,18 @@ pub struct Malformed {
 pub struct Snapshot {
     pub rows: Vec<PaneRow>,
     pub malformed: Vec<Malformed>,
+    /// Each well-formed pane's size and its window's, by pane id (for layout decisions only:
+    /// geometry is never part of a proof).
+    pub geometry: std::collections::HashMap<String, Geometry>,
+}
+
+/// A pane's size and its window's, in cells.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Geometry {
+    pub pane_width: u32,
+    pub pane_height: u32,
+    pub window_width: u32,
+    pub window_height: u32,
 }
 
 const FIELDS: &[&str] = &[
@@ -94,6 +106,10 @@ const FIELDS: &[&str] = &[
     "@team_op",
     "@team_session_owner",
     "session_name",
+    "pane_width",
+    "pane_height",
+    "window_width",
+    "window_height",
 ];
 
 /// The `-F` format for a snapshot framed by `nonce`.
@@ -121,7 +137,10 @@ impl Snapshot {
                 continue;
             }
             match parse_line(line, nonce) {
-                Ok(row) => s.rows.push(row),
+                Ok((row, geo)) => {
+                    s.geometry.insert(row.pane_id.clone(), geo);
+                    s.rows.push(row);
+                }
                 Err(m) => s.malformed.push(m),
             }
         }
@@ -132,6 +151,7 @@ impl Snapshot {
             .filter_map(|m| m.pane_id.clone())
             .collect();
         s.rows.retain(|r| !bad.contains(&r.pane_id));
+        s.geometry.retain(|p, _| !bad.contains(p));
         let mut seen = std::collections::HashSet::new();
         let mut dup = Vec::new();
         for r in &s.rows {
@@ -141,6 +161,7 @@ impl Snapshot {
         }
         if !dup.is_empty() {
             s.rows.retain(|r| !dup.contains(&r.pane_id));
+            s.geometry.retain(|p, _| !dup.contains(p));
             for d in dup {
                 s.malformed.push(Malformed {
                     pane_id: Some(d),
@@ -163,13 +184,18 @@ impl Snapshot {
             .any(|m| m.pane_id.as_deref() == Some(pane_id))
     }
 
+    /// The size of `pane_id` and of its window, when it was listed.
+    pub fn geometry(&self, pane_id: &str) -> Option<Geometry> {
+        self.geometry.get(pane_id).copied()
+    }
+
     /// The server identity, when any pane was listed.
     pub fn server(&self) -> Option<(u32, u64)> {
         self.rows.first().map(|r| (r.server_pid, r.server_start))
     }
 }
 
-fn parse_line(line: &str, nonce: &str) -> Result<PaneRow, Malformed> {
+fn parse_line(line: &str, nonce: &str) -> Result<(PaneRow, Geometry), Malformed> {
     let parts: Vec<&str> = line.split('\t').collect();
     let pane_id = parts
         .get(1)
@@ -203,7 +229,16 @@ fn parse_line(line: &str, nonce: &str) -> Result<PaneRow, Malformed> {
     };
     let server_pid = u32::try_from(num(f[5], "pid")?).map_err(|_| bad("pid too large"))?;
     let server_start = num(f[6], "start_time")?;
-    Ok(PaneRow {
+    let cells = |i: usize, what: &str| -> Result<u32, Malformed> {
+        u32::try_from(num(f[i], what)?).map_err(|_| bad(&format!("{what} too large")))
+    };
+    let geo = Geometry {
+        pane_width: cells(16, "pane_width")?,
+        pane_height: cells(17, "pane_height")?,
+        window_width: cells(18, "window_width")?,
+        window_height: cells(19, "window_height")?,
+    };
+    let row = PaneRow {
         pane_id: f[0].to_string(),
         pane_pid,
         dead,
@@ -222,7 +257,8 @@ fn parse_line(line: &str, nonce: &str) -> Result<PaneRow, Malformed> {
             session_owner: f[14].to_string(),
         },
         session_name: f[15].to_string(),
-    })
+    };
+    Ok((row, geo))
 }
 
 #[cfg(test)]
@@ -254,6 +290,10 @@ mod tests {
             "",
             "sown",
             "team-demo",
+            "80",
+            "24",
+            "160",
+            "48",
         ])
     }
 
@@ -267,13 +307,19 @@ mod tests {
         assert_eq!(r.tags.incarnation, "inc");
         assert_eq!(r.tags.session_owner, "sown");
         assert!(r.tags.pane_tagged());
+        let g = s.geometry("%3").unwrap();
+        assert_eq!(
+            (g.pane_width, g.pane_height, g.window_width, g.window_height),
+            (80, 24, 160, 48)
+        );
     }
 
     #[test]
     fn refuses_malformed_lines() {
         // A tag with a newline: the first piece names the pane, which becomes unverifiable.
         let forged = line(&[
-            "%4", "1", "0", "$1", "@2", "900", "1", "own", "w\n", "", "", "", "", "", "", "s",
+            "%4", "1", "0", "$1", "@2", "900", "1", "own", "w\n", "", "", "", "", "", "", "s", "1",
+            "1", "1", "1",
         ]);
         let s = Snapshot::parse(&forged, N);
         assert!(s.rows.is_empty());
@@ -314,7 +360,7 @@ mod tests {
         #[test]
         fn a_tag_value_cannot_forge_another_pane(v in "[ -~\t\n]{0,40}") {
             // Whatever a tag holds, the listing yields at most the real pane, never another.
-            let l = line(&["%1", "1", "0", "$1", "@1", "9", "9", &v, "", "", "", "", "", "", "", "s"]);
+            let l = line(&["%1", "1", "0", "$1", "@1", "9", "9", &v, "", "", "", "", "", "", "", "s", "1", "1", "1", "1"]);
             let s = Snapshot::parse(&l, N);
             prop_assert!(s.rows.iter().all(|r| r.pane_id == "%1"));
         }

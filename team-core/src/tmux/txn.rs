@@ -263,6 +263,10 @@ impl Txn {
     /// `sizes[i]` is the new pane's share of the pane it splits, in percent (`-l N%`). With
     /// `remain_on_exit`, each new pane keeps its screen after its process exits.
     ///
+    /// With `tile`, every split is followed by `select-layout tiled` on the current window, so
+    /// the window's panes stay an even grid (only for windows that hold the team's workers
+    /// alone: the split source's window, or a new one).
+    ///
     /// If tmux refuses a split midway (`no space for new pane`), the rest of the chain does not
     /// run and no receipt comes back: the outcome is `Unknown`, and the caller finds the panes
     /// that were made by their tags. Focus: with `refocus_guard`, the guarded pane is selected
@@ -274,6 +278,7 @@ impl Txn {
         sizes: &[Option<u8>],
         refocus_guard: bool,
         remain_on_exit: bool,
+        tile: bool,
     ) -> Result<Txn> {
         if panes.is_empty() {
             return Err(Error::Internal("an empty spawn chain".into()));
@@ -312,6 +317,10 @@ impl Txn {
             // pane (dead, with its last screen and exit status) for the readiness wait to read.
             if remain_on_exit {
                 cmds.push("set-option -p remain-on-exit on".into());
+            }
+            // Re-tiled at once, so the next split of the (now current) new pane has room.
+            if tile && !(i == 0 && new_window) {
+                cmds.push("select-layout tiled".into());
             }
         }
         if new_window {

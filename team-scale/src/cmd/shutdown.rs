@@ -33,6 +33,9 @@ pub fn run(ctx: &Ctx, a: ShutdownArgs) -> CliResult<i32> {
             .map(|r| format!(" ({r})"))
             .unwrap_or_default();
         out.line(&format!("leader pane: {}{why}", rep.leader))?;
+        if let Some(team_core::tmux::socket::SocketRemoval::Kept(why)) = &rep.socket {
+            out.line(&format!("private socket kept ({why})"))?;
+        }
         out.line(&if rep.stopped {
             format!("team {team} stopped")
         } else {
@@ -44,6 +47,7 @@ pub fn run(ctx: &Ctx, a: ShutdownArgs) -> CliResult<i32> {
         "stopped": rep.stopped, "already_stopped": rep.already_stopped,
         "leader": rep.leader, "leader_reason": rep.leader_reason,
         "tasks_returned": rep.tasks_returned,
+        "socket": rep.socket.as_ref().map(|s| s.word()),
     }))?;
     out.flush()?;
     Ok(if partial { 3 } else { 0 })
