@@ -261,7 +261,7 @@ struct Plan {
 
 /// A task being made.
 #[derive(Debug, Clone)]
-struct PlannedTask {
+pub(crate) struct PlannedTask {
     spec: TaskSpec,
     owner: Option<WorkerName>,
 }
@@ -463,7 +463,7 @@ fn check_capacity(team: &Team, n: u64) -> Result<()> {
     Ok(())
 }
 
-fn validate_tasks(
+pub(crate) fn validate_tasks(
     team: &Team,
     specs: &[TaskSpec],
     new_names: &[WorkerName],
@@ -539,7 +539,7 @@ fn validate_tasks(
     Ok(out)
 }
 
-fn build_tasks(planned: &[PlannedTask], first_id: u64, now: &str) -> Vec<Task> {
+pub(crate) fn build_tasks(planned: &[PlannedTask], first_id: u64, now: &str) -> Vec<Task> {
     planned
         .iter()
         .enumerate()
@@ -1013,34 +1013,7 @@ fn inbox_text(team: &Team, req: &UpRequest, p: &Plan, tasks: &[Task]) -> String 
         req.role.as_ref().map_or("worker", |r| r.as_str()),
         p.cwd.display()
     );
-    let task_line = |t: &Task| {
-        let mut l = format!("- #{}: {}\n", t.id, t.subject);
-        for d in t.description.lines() {
-            l.push_str(&format!("  {d}\n"));
-        }
-        if !t.blocked_by.is_empty() {
-            let b: Vec<String> = t.blocked_by.iter().map(|b| format!("#{b}")).collect();
-            l.push_str(&format!("  (blocked by {})\n", b.join(", ")));
-        }
-        l
-    };
-    let mine: Vec<&Task> = tasks
-        .iter()
-        .filter(|t| t.owner.as_ref() == Some(&p.name))
-        .collect();
-    if mine.is_empty() {
-        s.push_str("(none assigned)\n");
-    }
-    for t in mine {
-        s.push_str(&task_line(t));
-    }
-    let open: Vec<&Task> = tasks.iter().filter(|t| t.owner.is_none()).collect();
-    if !open.is_empty() {
-        s.push_str("\n## Open tasks (no owner yet)\n\n");
-        for t in open {
-            s.push_str(&task_line(t));
-        }
-    }
+    s.push_str(&super::board::tasks_section(&p.name, tasks));
     s
 }
 
