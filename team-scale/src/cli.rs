@@ -13,6 +13,10 @@ const AFTER_HELP: &str = concat!(
     "  team-scale down demo 2 --drain-timeout 10s\n",
     "  team-scale down demo --worker worker-3 --force\n",
     "  team-scale worker-status --state idle   # inside a worker pane\n",
+    "  team-scale task list demo\n",
+    "  echo '[{\"subject\":\"fix the build\",\"owner\":\"worker-1\"}]' | team-scale task add demo -\n",
+    "  team-scale task assign demo 3 worker-2\n",
+    "  team-scale send demo worker-1 'run the tests again'\n",
     "  team-scale reconcile demo\n",
     "  team-scale shutdown demo\n",
     "\n"
@@ -65,8 +69,12 @@ pub enum Command {
     Down(DownArgs),
     /// Report a worker's state (idle, busy, done); reads TEAM_NAME/TEAM_WORKER/TEAM_INCARNATION.
     WorkerStatus(WorkerStatusArgs),
-    /// Claim a task, or mark it done or failed, as a worker (refused for a removed worker).
+    /// The task board: list, show, add, assign (the leader); claim, done, fail (a worker).
     Task(TaskArgs),
+    /// Type a message to one worker's agent, with proof (refused for a pane not proven ours).
+    Send(SendArgs),
+    /// Type a message to every active worker's agent, with proof.
+    Broadcast(BroadcastArgs),
     /// Finish what crashed operations left: journal, drains, pending reservations, removing workers.
     Reconcile(ReconcileArgs),
     /// Remove every worker, then the leader pane and session if the tools created them.
@@ -120,6 +128,10 @@ pub struct DownArgs {
     /// How long processes get between SIGTERM and SIGKILL.
     #[arg(long, default_value = "3s", value_parser = humantime::parse_duration, value_name = "DUR")]
     pub grace: std::time::Duration,
+    /// With `policy --reassign auto`: how long to wait for an idle worker's agent to take the
+    /// notice of a returned task.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub ready_timeout: std::time::Duration,
 }
 
 #[derive(Debug, Args)]
@@ -207,7 +219,7 @@ pub struct StatusArgs {
 pub struct UpArgs {
     /// The team name.
     pub team: String,
-    /// How many workers to add.
+    /// How many workers to add (0 with --tasks: only add tasks for existing members).
     #[arg(default_value_t = 1)]
     pub n: u32,
     /// The role of the new workers ([a-z0-9][a-z0-9_-]{0,39}).
@@ -236,6 +248,13 @@ pub struct PolicyArgs {
     /// are always reported, never killed.
     #[arg(long, value_parser = ["kill", "report"])]
     pub residue: Option<String>,
+    /// What happens to tasks `down` returns: offered to idle workers (auto) or left for the
+    /// leader to assign (manual, the default).
+    #[arg(long, value_parser = ["auto", "manual"])]
+    pub reassign: Option<String>,
+    /// The most workers the team may have (1-64; refused below its current member count).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub max_workers: Option<u32>,
 }
 
 pub use team_cli::generate::GenerateArgs;
@@ -302,11 +321,97 @@ pub struct WorkerArgs {
 
 #[derive(Debug, Args)]
 pub struct TaskArgs {
-    /// claim (pending to in_progress), done (to completed) or fail (to failed).
-    #[arg(value_parser = ["claim", "done", "fail"])]
-    pub action: String,
+    #[command(subcommand)]
+    pub cmd: TaskCmd,
+}
+
+/// The task board: a worker's claim/done/fail, the leader's list/show/add/assign.
+#[derive(Debug, Subcommand)]
+pub enum TaskCmd {
+    /// As a worker: claim a pending task (to in_progress).
+    Claim(WorkerTaskArgs),
+    /// As a worker: mark your task done (to completed).
+    Done(WorkerTaskArgs),
+    /// As a worker: mark your task failed.
+    Fail(WorkerTaskArgs),
+    /// List a team's tasks: id, subject, status, owner, blocked_by, updated.
+    List(TeamArg),
+    /// Show one task whole.
+    Show(TaskShowArgs),
+    /// Add tasks (the JSON of `up --tasks`, from a FILE or - for stdin); an owner must be a
+    /// member, and is told through proven delivery.
+    Add(TaskAddArgs),
+    /// Give a task to a member (pending, or returned by a removed worker); the member is told.
+    Assign(TaskAssignArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerTaskArgs {
     /// The task id.
     pub id: u64,
     #[command(flatten)]
     pub who: WorkerArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TeamArg {
+    /// The team name.
+    pub team: String,
+}
+
+#[derive(Debug, Args)]
+pub struct TaskShowArgs {
+    /// The team name.
+    pub team: String,
+    /// The task id.
+    pub id: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct TaskAddArgs {
+    /// The team name.
+    pub team: String,
+    /// A JSON array of {subject, description?, owner?, role?, blocked_by?} (a FILE, or -).
+    #[arg(value_name = "FILE|-")]
+    pub file: PathBuf,
+    /// How long to wait for an owner's agent to be ready for the notice (0: do not tell).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub ready_timeout: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct TaskAssignArgs {
+    /// The team name.
+    pub team: String,
+    /// The task id.
+    pub id: u64,
+    /// The member to give it to.
+    pub worker: String,
+    /// How long to wait for its agent to be ready for the notice (0: do not tell).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub ready_timeout: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// The team name.
+    pub team: String,
+    /// The worker.
+    pub worker: String,
+    /// The message (printable text, one line or several).
+    pub text: String,
+    /// How long to wait for the agent to be ready to take it.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub ready_timeout: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct BroadcastArgs {
+    /// The team name.
+    pub team: String,
+    /// The message.
+    pub text: String,
+    /// How long to wait for the agents to be ready to take it.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub ready_timeout: std::time::Duration,
 }

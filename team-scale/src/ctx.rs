@@ -79,6 +79,25 @@ impl Ctx {
         team_core::audit::AuditLog::new(self.audit_log.clone())
     }
 
+    /// What an operation works with, for `caller` (`team-scale send`, ...).
+    pub fn env<'a>(
+        &self,
+        store: &'a Store,
+        audit: &'a team_core::audit::AuditLog,
+        caller: &str,
+    ) -> Result<team_core::ops::Env<'a>> {
+        Ok(team_core::ops::Env {
+            store,
+            audit,
+            tmux_bin: self.tmux_bin.clone(),
+            tmux_config: self.tmux_config.clone(),
+            caller: caller.into(),
+            progress: &team_cli::out::progress,
+            supervisor: std::env::current_exe()
+                .map_err(|e| Error::io("find", "the team-scale binary", e))?,
+        })
+    }
+
     pub fn tmux(&self, endpoint: impl Into<PathBuf>) -> Tmux {
         Tmux::new(&self.tmux_bin, endpoint).with_config(self.tmux_config.clone())
     }

@@ -78,6 +78,7 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
         trigger: a.trigger.clone(),
         scaling: !a.no_scaling,
         residue: Default::default(),
+        reassign: Default::default(),
         agent: Some(agent.clone()),
     };
     let store = ctx.store(&team);

@@ -5,6 +5,7 @@ mod init;
 mod list;
 mod policy;
 mod reconcile;
+mod send;
 mod shutdown;
 mod status;
 mod supervise;
@@ -36,6 +37,8 @@ pub fn run(cli: Cli) -> CliResult<i32> {
         Command::WorkerStatus(a) => worker_status::run(&ctx, a),
         Command::Task(a) => task::run(&ctx, a),
         Command::Up(a) => up::run(&ctx, a),
+        Command::Send(a) => send::send(&ctx, a),
+        Command::Broadcast(a) => send::broadcast(&ctx, a),
         Command::Policy(a) => policy::run(&ctx, a),
         Command::Generate(a) => team_cli::generate::run::<Cli>(&a, &crate::cli::MAN),
         Command::Supervise(_) => unreachable!("handled above"),

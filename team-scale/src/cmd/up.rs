@@ -16,8 +16,11 @@ use crate::out::Out;
 pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
     // Validate the arguments and the task input before anything else.
     let team = TeamName::new(&a.team)?;
-    if a.n == 0 {
-        return Err(Error::Usage("N must be at least 1".into()).into());
+    if a.n == 0 && a.tasks.is_none() {
+        return Err(Error::Usage(
+            "N must be at least 1 (`up TEAM 0 --tasks FILE` adds tasks for existing members, as `task add` does)".into(),
+        )
+        .into());
     }
     let role = a.role.as_deref().map(RoleName::new).transpose()?;
     let tasks = match &a.tasks {
@@ -40,6 +43,10 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
             parse_tasks(&b)?
         }
     };
+    if a.n == 0 {
+        // Tasks only: the same as `task add`.
+        return super::task::add_specs(ctx, &team, &tasks, a.ready_timeout);
+    }
     let store = ctx.store(&team);
     let audit = ctx.audit();
     let env = Env {
