@@ -75,6 +75,10 @@ pub enum Command {
     Send(SendArgs),
     /// Type a message to every active worker's agent, with proof.
     Broadcast(BroadcastArgs),
+    /// Show a worker's last screen lines (from a pane proven ours only).
+    Peek(PeekArgs),
+    /// Attach to the team's session on its server (prints the command when not on a terminal).
+    Attach(TeamArg),
     /// Finish what crashed operations left: journal, drains, pending reservations, removing workers.
     Reconcile(ReconcileArgs),
     /// Remove every worker, then the leader pane and session if the tools created them.
@@ -213,6 +217,26 @@ pub struct InitArgs {
 pub struct StatusArgs {
     /// The team name.
     pub team: String,
+    /// Redraw a compact live view on the terminal until Ctrl-C (one listing per refresh).
+    #[arg(long)]
+    pub watch: bool,
+    /// How often --watch redraws.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub interval: std::time::Duration,
+    /// human (default), or tmux: one short line for a tmux status bar (see the README).
+    #[arg(long, value_parser = ["human", "tmux"], default_value = "human")]
+    pub format: String,
+}
+
+#[derive(Debug, Args)]
+pub struct PeekArgs {
+    /// The team name.
+    pub team: String,
+    /// The worker.
+    pub worker: String,
+    /// How many of the last lines to show.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub lines: u16,
 }
 
 #[derive(Debug, Args)]

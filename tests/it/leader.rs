@@ -188,6 +188,67 @@ fn task_board_reaches_the_owners_inbox_and_screen_and_returned_tasks_are_offered
     assert!(inbox.contains("- #2: review"), "{inbox}");
     assert_code(&t.run(&["task", "assign", "demo", "2", "worker-7"]), 1);
 
+    // Seeing: status shows each worker's task and note; the watch and tmux views.
+    let inc2 = t.worker("worker-2")["incarnation"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_code(
+        &t.run(&[
+            "worker-status",
+            "demo",
+            "--worker",
+            "worker-2",
+            "--incarnation",
+            &inc2,
+            "--state",
+            "busy",
+            "--note",
+            "reading the spec",
+        ]),
+        0,
+    );
+    let o = t.run(&["status", "demo"]);
+    assert_code(&o, 0);
+    let st = text(&o);
+    let line2 = st
+        .lines()
+        .find(|l| l.trim_start().starts_with("worker-2"))
+        .unwrap();
+    assert!(
+        line2.contains("#2 review [pending]") && line2.contains("note: reading the spec"),
+        "{st}"
+    );
+    let w2 = t.worker("worker-2");
+    assert_eq!(w2["task"]["id"], 2, "{w2}");
+    assert_eq!(w2["note"], "reading the spec");
+    let o = t.run(&["status", "demo", "--format", "tmux"]);
+    assert_code(&o, 0);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "demo: 2w 1b 0i t0/2"
+    );
+    let o = t.run(&["status", "demo", "--watch"]);
+    assert_code(&o, 0);
+    assert!(text(&o).contains("only on a terminal"), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout)
+            .matches("team demo")
+            .count(),
+        1
+    );
+    assert!(text(&o).contains("#1 write the parser"), "{}", text(&o));
+    let o = t.run(&["attach", "demo"]);
+    assert_code(&o, 0);
+    let cmd = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        cmd.contains(&format!(
+            "-S {} attach-session -t '$",
+            t.sb.private_sock().display()
+        )),
+        "{cmd}"
+    );
+
     // worker-2 claims task 2 (its blocker is not done: refused), then is removed; with
     // `--reassign auto` the returned task goes to idle worker-1, which is told.
     let inc1 = t.worker("worker-1")["incarnation"]
@@ -248,6 +309,13 @@ fn send_reaches_the_agent_and_a_respawned_pane_gets_nothing() {
 
     let o = t.run(&["send", "demo", "worker-1", "run the tests again", "--json"]);
     assert_code(&o, 0);
+    let o = t.run(&["peek", "demo", "worker-1", "--lines", "4"]);
+    assert_code(&o, 0);
+    let screen = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        screen.contains("fake>") && screen.lines().count() <= 4,
+        "{screen}"
+    );
     assert!(t.received("worker-1").contains("run the tests again"));
     assert!(!t.received("worker-2").contains("run the tests again"));
     let o = t.run(&["broadcast", "demo", "stand up in five"]);
@@ -296,6 +364,11 @@ fn send_reaches_the_agent_and_a_respawned_pane_gets_nothing() {
     );
     let o = t.run(&["broadcast", "demo", "delete everything"]);
     assert_code(&o, 1);
+    // Nor is the respawned pane's screen shown as worker-1's.
+    let o = t.run(&["peek", "demo", "worker-1"]);
+    assert_code(&o, 1);
+    assert!(text(&o).contains("not proven ours"), "{}", text(&o));
+    assert!(o.stdout.is_empty());
     assert!(t.received("worker-2").contains("delete everything"));
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(

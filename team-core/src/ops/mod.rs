@@ -7,6 +7,7 @@ pub mod deliver;
 pub mod down;
 pub mod kill;
 pub mod message;
+pub mod peek;
 pub mod pending;
 pub mod reconcile;
 pub mod resources;

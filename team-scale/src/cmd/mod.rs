@@ -1,8 +1,10 @@
 //! One file per subcommand.
 
+mod attach;
 mod down;
 mod init;
 mod list;
+mod peek;
 mod policy;
 mod reconcile;
 mod send;
@@ -11,6 +13,7 @@ mod status;
 mod supervise;
 mod task;
 mod up;
+mod watch;
 mod worker_status;
 
 use crate::cli::{Cli, Command};
@@ -38,6 +41,8 @@ pub fn run(cli: Cli) -> CliResult<i32> {
         Command::Task(a) => task::run(&ctx, a),
         Command::Up(a) => up::run(&ctx, a),
         Command::Send(a) => send::send(&ctx, a),
+        Command::Peek(a) => peek::run(&ctx, a),
+        Command::Attach(a) => attach::run(&ctx, a),
         Command::Broadcast(a) => send::broadcast(&ctx, a),
         Command::Policy(a) => policy::run(&ctx, a),
         Command::Generate(a) => team_cli::generate::run::<Cli>(&a, &crate::cli::MAN),
