@@ -79,6 +79,9 @@ pub enum Command {
     Peek(PeekArgs),
     /// Attach to the team's session on its server (prints the command when not on a terminal).
     Attach(TeamArg),
+    /// Drop a removing worker whose pane is no longer ours (respawned by hand), leaving the
+    /// pane alone.
+    Forget(ForgetArgs),
     /// Finish what crashed operations left: journal, drains, pending reservations, removing workers.
     Reconcile(ReconcileArgs),
     /// Remove every worker, then the leader pane and session if the tools created them.
@@ -226,6 +229,18 @@ pub struct StatusArgs {
     /// human (default), or tmux: one short line for a tmux status bar (see the README).
     #[arg(long, value_parser = ["human", "tmux"], default_value = "human")]
     pub format: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ForgetArgs {
+    /// The team name.
+    pub team: String,
+    /// The removing worker to let go of.
+    #[arg(long, value_name = "NAME")]
+    pub worker: String,
+    /// Do not ask (needed when stdin is not a terminal).
+    #[arg(long)]
+    pub yes: bool,
 }
 
 #[derive(Debug, Args)]

@@ -418,3 +418,83 @@ fn policy_max_workers_is_refused_below_the_members() {
     assert_code(&o, 1);
     assert!(String::from_utf8_lossy(&o.stderr).contains("max_workers 2"));
 }
+
+#[test]
+fn forget_drops_a_respawned_removing_worker_and_leaves_its_pane_alone() {
+    let sb = Sandbox::new();
+    let run = |args: &[&str]| sb.run("team-scale", args);
+    assert_code(
+        &run(&[
+            "init",
+            "demo",
+            "--private",
+            "--worker-cmd",
+            "exec sleep 100000",
+        ]),
+        0,
+    );
+    assert_code(&run(&["up", "demo", "2", "--ready-timeout", "0"]), 0);
+    let worker = |w: &str| {
+        json_lines(&run(&["status", "demo", "--json"]).stdout)
+            .into_iter()
+            .find(|l| l["type"] == "worker" && l["worker"] == w)
+            .unwrap_or(Value::Null)
+    };
+    let pane = worker("worker-1")["pane_id"].as_str().unwrap().to_string();
+    let sock = sb.private_sock();
+    // The user respawns worker-1's pane with a program of their own.
+    let o = tests::tmux_at(
+        &sock,
+        &["respawn-pane", "-k", "-t", &pane, "exec sleep 99999"],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let pid = |p: &str| {
+        let o = tests::tmux_at(&sock, &["display-message", "-p", "-t", p, "#{pane_pid}"]);
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let user_pid = pid(&pane);
+    assert!(!user_pid.is_empty());
+
+    // Forgetting an active worker, or without confirmation, is refused.
+    assert_code(
+        &run(&["forget", "demo", "--worker", "worker-2", "--yes"]),
+        1,
+    );
+    assert_code(
+        &run(&["forget", "demo", "--worker", "worker-1", "--yes"]),
+        1,
+    );
+    // down cannot prove the pane: worker-1 stays removing, and status says what to do.
+    assert_code(
+        &run(&["down", "demo", "--worker", "worker-1", "--force"]),
+        3,
+    );
+    assert_eq!(worker("worker-1")["lifecycle"], "removing");
+    assert_eq!(worker("worker-1")["forgettable"], true);
+    let st = String::from_utf8_lossy(&run(&["status", "demo"]).stdout).to_string();
+    assert!(
+        st.contains("team-scale forget demo --worker worker-1"),
+        "{st}"
+    );
+    let o = run(&["forget", "demo", "--worker", "worker-1"]);
+    assert_code(&o, 1);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--yes"));
+    assert_eq!(worker("worker-1")["lifecycle"], "removing");
+
+    let o = run(&["forget", "demo", "--worker", "worker-1", "--yes", "--json"]);
+    assert_code(&o, 0);
+    assert_eq!(worker("worker-1"), Value::Null);
+    assert_eq!(worker("worker-2")["lifecycle"], "active");
+    // The pane is the user's, untouched: same process.
+    assert_eq!(pid(&pane), user_pid);
+    assert_code(&run(&["reconcile", "demo"]), 0);
+    assert_eq!(pid(&pane), user_pid);
+    let log = std::fs::read_to_string(sb.ws.join(".team/audit.jsonl")).unwrap();
+    let forget: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("\"op\":\"forget\""))
+        .collect();
+    assert_eq!(forget.len(), 2, "{log}");
+    assert!(forget[0].contains("\"intent\"") && forget[1].contains("\"complete\""));
+    assert_audit_pairs(&sb.ws.join(".team/audit.jsonl"));
+}

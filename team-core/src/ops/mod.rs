@@ -5,6 +5,7 @@
 pub mod board;
 pub mod deliver;
 pub mod down;
+pub mod forget;
 pub mod kill;
 pub mod message;
 pub mod peek;

@@ -2,6 +2,7 @@
 
 mod attach;
 mod down;
+mod forget;
 mod init;
 mod list;
 mod peek;
@@ -42,6 +43,7 @@ pub fn run(cli: Cli) -> CliResult<i32> {
         Command::Up(a) => up::run(&ctx, a),
         Command::Send(a) => send::send(&ctx, a),
         Command::Peek(a) => peek::run(&ctx, a),
+        Command::Forget(a) => forget::run(&ctx, a),
         Command::Attach(a) => attach::run(&ctx, a),
         Command::Broadcast(a) => send::broadcast(&ctx, a),
         Command::Policy(a) => policy::run(&ctx, a),
