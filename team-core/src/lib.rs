@@ -24,5 +24,6 @@ pub mod store;
 pub mod supervisor;
 pub mod tmux;
 pub mod view;
+pub mod workspace;
 
 pub use error::{Error, ExitClass, Result};

@@ -39,7 +39,8 @@ pub struct Cli {
 /// Options every subcommand takes.
 #[derive(Debug, Args)]
 pub struct Global {
-    /// The workspace (default: the current directory).
+    /// The workspace (default: the nearest directory, from the current one up to a
+    /// file-system boundary or $HOME, that holds a .team; else the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     /// Where team state lives (default: <workspace>/.team).
@@ -214,6 +215,11 @@ pub struct InitArgs {
     /// Size of a private session, WIDTHxHEIGHT.
     #[arg(long, default_value = "200x50")]
     pub size: String,
+    /// Make the current directory a workspace of its own even though a directory above it
+    /// already is one (without it, init refuses there: every command run here would use the
+    /// workspace above).
+    #[arg(long)]
+    pub here: bool,
 }
 
 #[derive(Debug, Args)]

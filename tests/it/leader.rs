@@ -498,3 +498,82 @@ fn forget_drops_a_respawned_removing_worker_and_leaves_its_pane_alone() {
     assert!(forget[0].contains("\"intent\"") && forget[1].contains("\"complete\""));
     assert_audit_pairs(&sb.ws.join(".team/audit.jsonl"));
 }
+
+#[test]
+fn commands_in_a_subdirectory_find_the_team_and_init_there_asks_for_here() {
+    let sb = Sandbox::new();
+    assert_code(
+        &sb.run(
+            "team-scale",
+            &[
+                "init",
+                "demo",
+                "--private",
+                "--worker-cmd",
+                "exec sleep 100000",
+            ],
+        ),
+        0,
+    );
+    assert_code(
+        &sb.run("team-scale", &["up", "demo", "1", "--ready-timeout", "0"]),
+        0,
+    );
+    let deep = sb.ws.join("src/deep");
+    std::fs::create_dir_all(&deep).unwrap();
+    let in_deep =
+        |bin: &str, args: &[&str]| sb.cmd(bin).current_dir(&deep).args(args).output().unwrap();
+
+    let o = in_deep("team-scale", &["status", "demo", "--json"]);
+    assert_code(&o, 0);
+    assert!(
+        json_lines(&o.stdout)
+            .iter()
+            .any(|l| l["worker"] == "worker-1")
+    );
+    assert_code(&in_deep("team-scale", &["list"]), 0);
+    // team-audit looks for the log of the workspace above too (none yet: nothing destructive).
+    let o = in_deep("team-audit", &["verify"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("{}/.team/audit.jsonl", sb.ws.display())),
+        "{err}"
+    );
+
+    // $HOME is a ceiling: nothing above it is looked at.
+    let o = sb
+        .cmd("team-scale")
+        .current_dir(&deep)
+        .env("HOME", sb.ws.join("src"))
+        .args(["status", "demo"])
+        .output()
+        .unwrap();
+    assert_code(&o, 66);
+
+    // init below a workspace: refused (no second .team, no second server) unless --here.
+    let socks = sb.sockets().len();
+    let o = in_deep("team-scale", &["init", "other", "--private"]);
+    assert_code(&o, 1);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--here"),
+        "{o:?}"
+    );
+    assert!(!deep.join(".team").exists());
+    assert_eq!(sb.sockets().len(), socks);
+    let o = in_deep(
+        "team-scale",
+        &[
+            "init",
+            "other",
+            "--private",
+            "--here",
+            "--worker-cmd",
+            "exec sleep 100000",
+        ],
+    );
+    assert_code(&o, 0);
+    assert!(deep.join(".team/teams/other/team.json").exists());
+    // From now on deep is its own workspace.
+    assert_code(&in_deep("team-scale", &["status", "demo"]), 66);
+    assert_code(&in_deep("team-scale", &["status", "other"]), 0);
+}

@@ -30,7 +30,8 @@ pub fn run(cli: Cli) -> CliResult<i32> {
         Command::Supervise(a) => return supervise::run(a),
         other => other,
     };
-    let ctx = Ctx::from_env(&cli.global)?;
+    let here = matches!(&cmd, Command::Init(a) if a.here);
+    let ctx = Ctx::from_env(&cli.global, here)?;
     match cmd {
         Command::Init(a) => init::run(&ctx, a),
         Command::Status(a) => status::run(&ctx, a),
