@@ -11,6 +11,7 @@ pub mod error;
 pub mod failpoint;
 pub mod fsutil;
 pub mod git;
+pub mod interrupt;
 pub mod journal;
 pub mod lock;
 pub mod model;

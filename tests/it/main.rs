@@ -14,6 +14,7 @@ mod core_process;
 mod durable_dirs;
 mod hook_guard;
 mod init_status;
+mod interrupts;
 mod leader;
 mod locks;
 mod progress;

@@ -376,6 +376,8 @@ pub fn up(env: &Env, req: &UpRequest) -> Result<UpReport> {
     let expected_task = team.next_task_id;
     let ntasks = planned_tasks.len() as u64;
     let now = fsutil::now_rfc3339();
+    // Nothing is reserved yet: an interrupt here leaves nothing behind.
+    crate::interrupt::check("up.validate")?;
     let (team, ()) = env.store.transact("up.reserve", |t, _| {
         if t.next_worker_index != expected_index || t.next_task_id != expected_task {
             return Err(Error::Refused(
@@ -739,18 +741,18 @@ fn build(
     made: &mut Vec<(WorkerName, PaneIncarnation)>,
     _warnings: &mut Vec<String>,
 ) -> Result<(Team, Vec<AddedWorker>)> {
-    failpoint::hit("up.reserved")?;
+    step("up.reserved")?;
 
     // Prepare.
     for p in plans {
         prepare(env, team, req, p, tasks, profile)?;
     }
-    failpoint::hit("up.prepared")?;
+    step("up.prepared")?;
 
     // Panes.
     let start = |p: &Plan| start_command(env, team, op, p);
     let windows = spawn_panes(team, tmux, source, op, plans, &start, made)?;
-    failpoint::hit("up.split")?;
+    step("up.split")?;
 
     // Record the incarnations (still pending).
     for (_, inc) in made.iter_mut() {
@@ -773,7 +775,7 @@ fn build(
         }
         Ok(())
     })?;
-    failpoint::hit("up.tagged")?;
+    step("up.tagged")?;
 
     // Delivery of the first prompt, to every new worker at once.
     if !req.ready_timeout.is_zero() {
@@ -783,7 +785,7 @@ fn build(
             incs.len()
         ));
     }
-    failpoint::hit("up.ready")?;
+    step("up.ready")?;
     let deliveries: Vec<Option<Delivery>> = if req.ready_timeout.is_zero() {
         vec![None; plans.len()]
     } else {
@@ -797,6 +799,8 @@ fn build(
             .map(Some)
             .collect()
     };
+    // An interrupt during the wait: the whole scale-up rolls back.
+    crate::interrupt::check("up.deliver")?;
     let failed: Vec<String> = plans
         .iter()
         .zip(&deliveries)
@@ -835,10 +839,10 @@ fn build(
             workers,
         });
     }
-    failpoint::hit("up.triggered")?;
+    step("up.triggered")?;
 
     // Commit.
-    failpoint::hit("up.commit")?;
+    step("up.commit")?;
     let (team, ()) = env.store.transact("up.commit", |t, changes| {
         for (p, inc) in plans.iter().zip(&incs) {
             let w = own_pending(t, p, op)?;
@@ -889,6 +893,13 @@ fn build(
         }),
     );
     Ok((team, added))
+}
+
+/// A step boundary before the commit: a fail point, and where an interrupt stops the
+/// operation (which then rolls back like any failure).
+fn step(name: &str) -> Result<()> {
+    failpoint::hit(name)?;
+    crate::interrupt::check(name)
 }
 
 /// The pending record of `p` made by this op, mutably.
