@@ -330,6 +330,10 @@ pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
             "the -f file of servers the tools start (default: tmux's own)",
         ),
         ("SHELL", "the default leader and worker command"),
+        (
+            "HOME",
+            "the search for the workspace's .team stops there (and at a file-system boundary)",
+        ),
         ("RUST_LOG", "log filter for stderr (overrides -v)"),
     ],
     files: &[
@@ -347,7 +351,10 @@ pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
             "the private tmux socket of a workspace",
         ),
     ],
-    extra_status: &[],
+    extra_status: &[(
+        "130",
+        "up, down, shutdown or reconcile was interrupted (SIGINT, SIGTERM): the uncommitted step was rolled back, a committed one finished; a second signal exits at once",
+    )],
 };
 
 /// Who reports: a worker, named by flags or by the environment of its pane.
