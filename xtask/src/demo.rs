@@ -153,6 +153,27 @@ fn script(d: &Demo) -> anyhow::Result<()> {
         0,
     )?;
 
+    println!("\n# The leader's task board, messages and views (no state file read):");
+    d.step("team-scale", &["task", "list", "demo"], 0)?;
+    let more = r#"[{"subject":"document the parser","owner":"worker-1"}]"#;
+    d.step_with_input("team-scale", &["task", "add", "demo", "-"], more, 0)?;
+    d.step(
+        "team-scale",
+        &["task", "assign", "demo", "2", "worker-2"],
+        0,
+    )?;
+    d.step(
+        "team-scale",
+        &["send", "demo", "worker-1", "please also run the tests"],
+        0,
+    )?;
+    d.step(
+        "team-scale",
+        &["peek", "demo", "worker-1", "--lines", "4"],
+        0,
+    )?;
+    d.step("team-scale", &["status", "demo", "--format", "tmux"], 0)?;
+
     println!(
         "\n# Scale down by one: the idle worker with the highest index goes, its tasks return to pending:"
     );
