@@ -289,6 +289,18 @@ fn task_board_reaches_the_owners_inbox_and_screen_and_returned_tasks_are_offered
     );
     assert_code(&o, 0);
     assert_eq!(t.tasks().len(), 3);
+    // `up` with a task for an existing member: its inbox and its agent too.
+    let o = t.run_in(
+        &["up", "demo", "1", "--ready-timeout", "20s", "--tasks", "-"],
+        r#"[{"subject":"pair with the new one","owner":"worker-1"}]"#,
+    );
+    assert_code(&o, 0);
+    assert!(
+        t.received("worker-1").contains("New task for you: #4."),
+        "{}",
+        t.received("worker-1")
+    );
+    assert!(t.inbox("worker-1").contains("- #4: pair with the new one"));
     assert!(t.events().contains("\"tasks_added\""));
     assert!(t.events().contains("\"task_assigned\""));
     assert!(assert_audit_pairs(&t.sb.ws.join(".team/audit.jsonl")) > 0);

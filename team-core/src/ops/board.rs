@@ -222,6 +222,38 @@ pub fn add(env: &Env, specs: &[TaskSpec], argv: &[String], timeout: Duration) ->
     Ok(AddReport { tasks, notices })
 }
 
+/// Brings the inboxes of the existing members that own some of `tasks` (made by `up --tasks`,
+/// whose commit writes only the new workers' inboxes) up to date, and tells those members.
+pub fn tell_existing_owners(
+    env: &Env,
+    tasks: &[Task],
+    argv: &[String],
+    timeout: Duration,
+) -> Result<Vec<(WorkerName, Sent)>> {
+    let mut given: BTreeMap<WorkerName, Vec<u64>> = BTreeMap::new();
+    for t in tasks {
+        if let Some(o) = &t.owner {
+            given.entry(o.clone()).or_default().push(t.id);
+        }
+    }
+    if given.is_empty() {
+        return Ok(Vec::new());
+    }
+    let store = env.store;
+    let (team, ()) = store.transact("task.inbox", |t, changes| {
+        let all = store.tasks()?;
+        given.retain(|w, _| active(t, w));
+        for w in given.keys() {
+            stage_inbox(store, t, w, &all, changes)?;
+        }
+        Ok(())
+    })?;
+    if timeout.is_zero() {
+        return Ok(Vec::new());
+    }
+    Ok(notify(env, &team, &given, argv, timeout))
+}
+
 /// What `task assign` did.
 #[derive(Debug)]
 pub struct AssignReport {

@@ -94,6 +94,28 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
         eprintln!("team-scale: warning: {w}");
     }
     let mut out = Out::new(ctx.json);
+    // Tasks for members that existed before this call: their inboxes and their agents.
+    let existing: Vec<team_core::model::Task> = report
+        .tasks
+        .iter()
+        .filter(|t| {
+            t.owner
+                .as_ref()
+                .is_some_and(|o| !report.added.iter().any(|a| &a.name == o))
+        })
+        .cloned()
+        .collect();
+    let told = if existing.is_empty() {
+        true
+    } else {
+        let notices = team_core::ops::board::tell_existing_owners(
+            &env,
+            &existing,
+            &req.argv,
+            a.ready_timeout,
+        )?;
+        super::task::print_notices(&mut out, &notices, "new tasks")?
+    };
     for w in &report.added {
         out.record(&json!({
             "type": "worker",
@@ -164,6 +186,7 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
         "warnings": report.warnings,
         "agent": report.agent,
         "tmux_invocations": team_core::tmux::invocations(),
+        "owners_told": told,
     }))?;
     out.line(&format!(
         "team {team}: {} added ({} members of max {}), {} tasks created, op {}",
@@ -177,5 +200,11 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
         report.op_id
     ))?;
     out.flush()?;
+    if !told {
+        team_cli::error::warn(
+            false,
+            "a member given a task was not told (see above); `team-scale send` tells it again",
+        );
+    }
     Ok(0)
 }
