@@ -16,12 +16,24 @@ pub fn cwd() -> Result<PathBuf, AppError> {
 }
 
 /// The workspace: `--workspace`, else `fallback` (the payload's cwd for `hook`), else the
-/// current directory. Always absolute.
+/// nearest directory from the current one up (to a file-system boundary or `$HOME`) that holds
+/// a `.team`, as `team-scale` finds it, else the current directory. Always absolute.
 pub fn workspace(g: &Global, fallback: Option<&Path>) -> Result<PathBuf, AppError> {
     let ws = match (&g.workspace, fallback) {
         (Some(w), _) => w.clone(),
         (None, Some(f)) => f.to_path_buf(),
-        (None, None) => cwd()?,
+        (None, None) => {
+            let cwd = cwd()?;
+            let home = std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from)
+                .map(|h| h.canonicalize().unwrap_or(h));
+            let real = cwd.canonicalize().unwrap_or_else(|_| cwd.clone());
+            match g.state_dir {
+                None => team_core::workspace::find(&real, home.as_deref()).unwrap_or(cwd),
+                Some(_) => cwd,
+            }
+        }
     };
     Ok(if ws.is_absolute() {
         ws

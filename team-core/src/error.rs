@@ -212,6 +212,11 @@ pub enum Error {
     #[error("fail point {0} fired")]
     FailPoint(String),
 
+    /// The binary asked the operation to stop (SIGINT/SIGTERM, see `crate::interrupt`); what
+    /// was in progress was rolled back. The binary exits 130.
+    #[error("interrupted at {0}; the step in progress was rolled back")]
+    Interrupted(String),
+
     /// A bug: a condition that should be impossible.
     #[error("internal error: {0}")]
     Internal(String),
@@ -255,7 +260,7 @@ impl Error {
             Error::TmuxProtocol(_) | Error::Internal(_) | Error::FailPoint(_) => {
                 ExitClass::Software
             }
-            Error::Busy { .. } | Error::TimedOut(_) => ExitClass::TempFail,
+            Error::Busy { .. } | Error::TimedOut(_) | Error::Interrupted(_) => ExitClass::TempFail,
             Error::NonLocalFs { .. } => ExitClass::CantCreate,
             Error::Audit { .. } => ExitClass::IoErr,
             Error::Io { source, .. } | Error::Process { source, .. } => match source.kind() {

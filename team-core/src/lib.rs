@@ -11,6 +11,7 @@ pub mod error;
 pub mod failpoint;
 pub mod fsutil;
 pub mod git;
+pub mod interrupt;
 pub mod journal;
 pub mod lock;
 pub mod model;
@@ -24,5 +25,6 @@ pub mod store;
 pub mod supervisor;
 pub mod tmux;
 pub mod view;
+pub mod workspace;
 
 pub use error::{Error, ExitClass, Result};

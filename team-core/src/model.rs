@@ -131,6 +131,34 @@ pub struct Settings {
     /// ones (listening) are never signalled, whatever this says.
     #[serde(default)]
     pub residue: ResiduePolicy,
+    /// What happens to the tasks `down` returns to `pending`: offered to idle workers
+    /// (`auto`) or left for the leader (`manual`, the default; not written then, so older
+    /// builds still read the file).
+    #[serde(default, skip_serializing_if = "ReassignPolicy::is_manual")]
+    pub reassign: ReassignPolicy,
+}
+
+/// What happens to tasks returned by `down`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReassignPolicy {
+    /// Left pending for the leader to assign.
+    #[default]
+    Manual,
+    /// Offered to the remaining idle workers.
+    Auto,
+}
+
+impl ReassignPolicy {
+    pub fn is_manual(&self) -> bool {
+        *self == ReassignPolicy::Manual
+    }
+    pub fn word(self) -> &'static str {
+        match self {
+            ReassignPolicy::Manual => "manual",
+            ReassignPolicy::Auto => "auto",
+        }
+    }
 }
 
 /// What happens to a worker's detached residue.

@@ -38,6 +38,13 @@ impl Changes {
             Some(model::to_file_bytes(s)),
         );
     }
+    /// Writes a worker's inbox (`workers/<worker>/inbox.md`).
+    pub fn put_inbox(&mut self, w: &WorkerName, text: &str) {
+        self.files.insert(
+            format!("workers/{w}/inbox.md"),
+            Some(text.as_bytes().to_vec()),
+        );
+    }
     /// Deletes a worker's status file.
     pub fn delete_status(&mut self, w: &WorkerName) {
         self.files.insert(format!("workers/{w}/status.json"), None);

@@ -13,6 +13,10 @@ const AFTER_HELP: &str = concat!(
     "  team-scale down demo 2 --drain-timeout 10s\n",
     "  team-scale down demo --worker worker-3 --force\n",
     "  team-scale worker-status --state idle   # inside a worker pane\n",
+    "  team-scale task list demo\n",
+    "  echo '[{\"subject\":\"fix the build\",\"owner\":\"worker-1\"}]' | team-scale task add demo -\n",
+    "  team-scale task assign demo 3 worker-2\n",
+    "  team-scale send demo worker-1 'run the tests again'\n",
     "  team-scale reconcile demo\n",
     "  team-scale shutdown demo\n",
     "\n"
@@ -35,7 +39,8 @@ pub struct Cli {
 /// Options every subcommand takes.
 #[derive(Debug, Args)]
 pub struct Global {
-    /// The workspace (default: the current directory).
+    /// The workspace (default: the nearest directory, from the current one up to a
+    /// file-system boundary or $HOME, that holds a .team; else the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     /// Where team state lives (default: <workspace>/.team).
@@ -65,8 +70,19 @@ pub enum Command {
     Down(DownArgs),
     /// Report a worker's state (idle, busy, done); reads TEAM_NAME/TEAM_WORKER/TEAM_INCARNATION.
     WorkerStatus(WorkerStatusArgs),
-    /// Claim a task, or mark it done or failed, as a worker (refused for a removed worker).
+    /// The task board: list, show, add, assign (the leader); claim, done, fail (a worker).
     Task(TaskArgs),
+    /// Type a message to one worker's agent, with proof (refused for a pane not proven ours).
+    Send(SendArgs),
+    /// Type a message to every active worker's agent, with proof.
+    Broadcast(BroadcastArgs),
+    /// Show a worker's last screen lines (from a pane proven ours only).
+    Peek(PeekArgs),
+    /// Attach to the team's session on its server (prints the command when not on a terminal).
+    Attach(TeamArg),
+    /// Drop a removing worker whose pane is no longer ours (respawned by hand), leaving the
+    /// pane alone.
+    Forget(ForgetArgs),
     /// Finish what crashed operations left: journal, drains, pending reservations, removing workers.
     Reconcile(ReconcileArgs),
     /// Remove every worker, then the leader pane and session if the tools created them.
@@ -120,6 +136,10 @@ pub struct DownArgs {
     /// How long processes get between SIGTERM and SIGKILL.
     #[arg(long, default_value = "3s", value_parser = humantime::parse_duration, value_name = "DUR")]
     pub grace: std::time::Duration,
+    /// With `policy --reassign auto`: how long to wait for an idle worker's agent to take the
+    /// notice of a returned task.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub ready_timeout: std::time::Duration,
 }
 
 #[derive(Debug, Args)]
@@ -195,19 +215,56 @@ pub struct InitArgs {
     /// Size of a private session, WIDTHxHEIGHT.
     #[arg(long, default_value = "200x50")]
     pub size: String,
+    /// Make the current directory a workspace of its own even though a directory above it
+    /// already is one (without it, init refuses there: every command run here would use the
+    /// workspace above).
+    #[arg(long)]
+    pub here: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The team name.
     pub team: String,
+    /// Redraw a compact live view on the terminal until Ctrl-C (one listing per refresh).
+    #[arg(long)]
+    pub watch: bool,
+    /// How often --watch redraws.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub interval: std::time::Duration,
+    /// human (default), or tmux: one short line for a tmux status bar (see the README).
+    #[arg(long, value_parser = ["human", "tmux"], default_value = "human")]
+    pub format: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ForgetArgs {
+    /// The team name.
+    pub team: String,
+    /// The removing worker to let go of.
+    #[arg(long, value_name = "NAME")]
+    pub worker: String,
+    /// Do not ask (needed when stdin is not a terminal).
+    #[arg(long)]
+    pub yes: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PeekArgs {
+    /// The team name.
+    pub team: String,
+    /// The worker.
+    pub worker: String,
+    /// How many of the last lines to show.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub lines: u16,
 }
 
 #[derive(Debug, Args)]
 pub struct UpArgs {
     /// The team name.
     pub team: String,
-    /// How many workers to add.
+    /// How many workers to add (0 with --tasks: only add tasks for existing members).
     #[arg(default_value_t = 1)]
     pub n: u32,
     /// The role of the new workers ([a-z0-9][a-z0-9_-]{0,39}).
@@ -236,6 +293,13 @@ pub struct PolicyArgs {
     /// are always reported, never killed.
     #[arg(long, value_parser = ["kill", "report"])]
     pub residue: Option<String>,
+    /// What happens to tasks `down` returns: offered to idle workers (auto) or left for the
+    /// leader to assign (manual, the default).
+    #[arg(long, value_parser = ["auto", "manual"])]
+    pub reassign: Option<String>,
+    /// The most workers the team may have (1-64; refused below its current member count).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub max_workers: Option<u32>,
 }
 
 pub use team_cli::generate::GenerateArgs;
@@ -266,6 +330,10 @@ pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
             "the -f file of servers the tools start (default: tmux's own)",
         ),
         ("SHELL", "the default leader and worker command"),
+        (
+            "HOME",
+            "the search for the workspace's .team stops there (and at a file-system boundary)",
+        ),
         ("RUST_LOG", "log filter for stderr (overrides -v)"),
     ],
     files: &[
@@ -283,7 +351,10 @@ pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
             "the private tmux socket of a workspace",
         ),
     ],
-    extra_status: &[],
+    extra_status: &[(
+        "130",
+        "up, down, shutdown or reconcile was interrupted (SIGINT, SIGTERM): the uncommitted step was rolled back, a committed one finished; a second signal exits at once",
+    )],
 };
 
 /// Who reports: a worker, named by flags or by the environment of its pane.
@@ -302,11 +373,97 @@ pub struct WorkerArgs {
 
 #[derive(Debug, Args)]
 pub struct TaskArgs {
-    /// claim (pending to in_progress), done (to completed) or fail (to failed).
-    #[arg(value_parser = ["claim", "done", "fail"])]
-    pub action: String,
+    #[command(subcommand)]
+    pub cmd: TaskCmd,
+}
+
+/// The task board: a worker's claim/done/fail, the leader's list/show/add/assign.
+#[derive(Debug, Subcommand)]
+pub enum TaskCmd {
+    /// As a worker: claim a pending task (to in_progress).
+    Claim(WorkerTaskArgs),
+    /// As a worker: mark your task done (to completed).
+    Done(WorkerTaskArgs),
+    /// As a worker: mark your task failed.
+    Fail(WorkerTaskArgs),
+    /// List a team's tasks: id, subject, status, owner, blocked_by, updated.
+    List(TeamArg),
+    /// Show one task whole.
+    Show(TaskShowArgs),
+    /// Add tasks (the JSON of `up --tasks`, from a FILE or - for stdin); an owner must be a
+    /// member, and is told through proven delivery.
+    Add(TaskAddArgs),
+    /// Give a task to a member (pending, or returned by a removed worker); the member is told.
+    Assign(TaskAssignArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerTaskArgs {
     /// The task id.
     pub id: u64,
     #[command(flatten)]
     pub who: WorkerArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TeamArg {
+    /// The team name.
+    pub team: String,
+}
+
+#[derive(Debug, Args)]
+pub struct TaskShowArgs {
+    /// The team name.
+    pub team: String,
+    /// The task id.
+    pub id: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct TaskAddArgs {
+    /// The team name.
+    pub team: String,
+    /// A JSON array of {subject, description?, owner?, role?, blocked_by?} (a FILE, or -).
+    #[arg(value_name = "FILE|-")]
+    pub file: PathBuf,
+    /// How long to wait for an owner's agent to be ready for the notice (0: do not tell).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub ready_timeout: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct TaskAssignArgs {
+    /// The team name.
+    pub team: String,
+    /// The task id.
+    pub id: u64,
+    /// The member to give it to.
+    pub worker: String,
+    /// How long to wait for its agent to be ready for the notice (0: do not tell).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub ready_timeout: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// The team name.
+    pub team: String,
+    /// The worker.
+    pub worker: String,
+    /// The message (printable text, one line or several).
+    pub text: String,
+    /// How long to wait for the agent to be ready to take it.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub ready_timeout: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct BroadcastArgs {
+    /// The team name.
+    pub team: String,
+    /// The message.
+    pub text: String,
+    /// How long to wait for the agents to be ready to take it.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub ready_timeout: std::time::Duration,
 }

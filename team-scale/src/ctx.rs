@@ -30,14 +30,34 @@ pub struct Ctx {
     pub audit_log: PathBuf,
     /// `TEAM_SCALING=0` (or `off`/`false`/`no`): the operator's kill switch for up/down.
     pub scaling_env_off: bool,
+    /// The workspace was found in an ancestor of the current directory (no `--workspace`),
+    /// which `init` refuses without `--here`.
+    pub found_above: Option<PathBuf>,
 }
 
 impl Ctx {
-    pub fn from_env(g: &Global) -> Result<Ctx> {
+    /// `here`: the current directory is the workspace, whatever is above it (`init --here`).
+    pub fn from_env(g: &Global, here: bool) -> Result<Ctx> {
+        let mut found_above = None;
         let ws = match &g.workspace {
             Some(w) => w.clone(),
             None => {
-                std::env::current_dir().map_err(|e| Error::io("read", "current directory", e))?
+                let cwd = std::env::current_dir()
+                    .map_err(|e| Error::io("read", "current directory", e))?;
+                // Like git: the nearest ancestor with a `.team`, up to a file-system boundary
+                // and $HOME. An explicit state dir names the state, not the workspace.
+                let cwd = cwd.canonicalize().unwrap_or(cwd);
+                let home = std::env::var_os("HOME")
+                    .filter(|h| !h.is_empty())
+                    .map(PathBuf::from)
+                    .map(|h| h.canonicalize().unwrap_or(h));
+                match team_core::workspace::find(&cwd, home.as_deref()) {
+                    Some(found) if g.state_dir.is_none() && found != cwd => {
+                        found_above = Some(found.clone());
+                        if here { cwd } else { found }
+                    }
+                    _ => cwd,
+                }
             }
         };
         let workspace = ws
@@ -54,6 +74,7 @@ impl Ctx {
             )
         });
         Ok(Ctx {
+            found_above,
             audit_log,
             scaling_env_off,
             workspace,
@@ -77,6 +98,25 @@ impl Ctx {
 
     pub fn audit(&self) -> team_core::audit::AuditLog {
         team_core::audit::AuditLog::new(self.audit_log.clone())
+    }
+
+    /// What an operation works with, for `caller` (`team-scale send`, ...).
+    pub fn env<'a>(
+        &self,
+        store: &'a Store,
+        audit: &'a team_core::audit::AuditLog,
+        caller: &str,
+    ) -> Result<team_core::ops::Env<'a>> {
+        Ok(team_core::ops::Env {
+            store,
+            audit,
+            tmux_bin: self.tmux_bin.clone(),
+            tmux_config: self.tmux_config.clone(),
+            caller: caller.into(),
+            progress: &team_cli::out::progress,
+            supervisor: std::env::current_exe()
+                .map_err(|e| Error::io("find", "the team-scale binary", e))?,
+        })
     }
 
     pub fn tmux(&self, endpoint: impl Into<PathBuf>) -> Tmux {

@@ -216,6 +216,7 @@ impl Fx {
                 trigger: None,
                 scaling: true,
                 residue: Default::default(),
+                reassign: Default::default(),
                 agent: None,
             },
             next_worker_index: 1,

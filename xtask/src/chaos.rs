@@ -3,7 +3,8 @@
 //! On a private tmux server: one team (`max_workers 6`) whose workers report status from their
 //! panes, a second team, and untagged "user" panes. For S seconds, several loops run random
 //! `team-scale up` / `down` / `down --force` / `reconcile`, `team-reap` every few seconds, and a
-//! killer SIGKILLs a random one of our running tool processes (our own children, by pid). At
+//! killer sends SIGKILL or SIGINT (Ctrl-C) to a random one of our running tool processes (our
+//! own unreaped children, by pid). At
 //! the end: `reconcile`, one `team-reap`, then every invariant is checked and printed. Exits
 //! non-zero on any violation, naming the seed to replay.
 
@@ -597,10 +598,23 @@ fn chaos(w: Arc<World>, seconds: u64, seed: u64, by: &mut Bystanders) -> anyhow:
                     }
                 };
                 if let Some(child) = victim {
-                    // Our own child, not yet reaped (reaping happens under the same lock).
+                    // Our own child, not yet reaped (reaping happens under the same lock), so
+                    // its pid is still its own.
                     let mut c = child.lock().unwrap();
                     let pid = c.id();
-                    if c.kill().is_ok() {
+                    if rng.below(2) == 0 {
+                        // Ctrl-C: the tool rolls back or finishes its step, then exits 130.
+                        let sent = Command::new("kill")
+                            .args(["-INT", &pid.to_string()])
+                            .status()
+                            .is_ok_and(|s| s.success());
+                        if sent {
+                            w.log
+                                .lock()
+                                .unwrap()
+                                .push(format!("killer: SIGINT pid {pid}"));
+                        }
+                    } else if c.kill().is_ok() {
                         w.log
                             .lock()
                             .unwrap()

@@ -153,6 +153,27 @@ fn script(d: &Demo) -> anyhow::Result<()> {
         0,
     )?;
 
+    println!("\n# The leader's task board, messages and views (no state file read):");
+    d.step("team-scale", &["task", "list", "demo"], 0)?;
+    let more = r#"[{"subject":"document the parser","owner":"worker-1"}]"#;
+    d.step_with_input("team-scale", &["task", "add", "demo", "-"], more, 0)?;
+    d.step(
+        "team-scale",
+        &["task", "assign", "demo", "2", "worker-2"],
+        0,
+    )?;
+    d.step(
+        "team-scale",
+        &["send", "demo", "worker-1", "please also run the tests"],
+        0,
+    )?;
+    d.step(
+        "team-scale",
+        &["peek", "demo", "worker-1", "--lines", "4"],
+        0,
+    )?;
+    d.step("team-scale", &["status", "demo", "--format", "tmux"], 0)?;
+
     println!(
         "\n# Scale down by one: the idle worker with the highest index goes, its tasks return to pending:"
     );
@@ -195,9 +216,12 @@ fn script(d: &Demo) -> anyhow::Result<()> {
     println!(
         "\n# team-reap proves each pane is ours and abandoned, then kills it (cron-safe, silent when idle):"
     );
-    d.step("team-reap", &["scan"], 0)?;
-    d.step("team-reap", &["run"], 0)?;
-    d.step("team-reap", &["--check"], 0)?;
+    // Scoped to the demo's own directory: a reaper sees every tmux server and process of the
+    // user, and the demo must not act on anything of yours.
+    let scope = d.ws.display().to_string();
+    d.step("team-reap", &["scan", "--only-under", &scope], 0)?;
+    d.step("team-reap", &["run", "--only-under", &scope], 0)?;
+    d.step("team-reap", &["--check", "--only-under", &scope], 0)?;
 
     println!("\n# Shut the team down: workers, then the leader and session the tools created:");
     d.step("team-scale", &["shutdown", "demo", "--grace", "1s"], 0)?;

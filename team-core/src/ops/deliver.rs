@@ -296,17 +296,33 @@ pub fn deliver(
             }
             last_screen[i] = Some(screen);
         }
-        // Readiness is bounded; a timeout types nothing.
-        if now >= deadline {
+        // Readiness is bounded; a timeout types nothing, nor does an interrupt (a paste already
+        // made is finished: its Enter is pressed and proven).
+        let interrupted = crate::interrupt::requested();
+        if interrupted {
+            for (i, _) in steps.iter().filter(|(_, s)| matches!(s, Step::Paste)) {
+                st[*i] = St::Waiting {
+                    last: None,
+                    since: now,
+                };
+            }
+            steps.retain(|(_, s)| matches!(s, Step::Enter));
+        }
+        if now >= deadline || interrupted {
             for (i, s) in st.iter_mut().enumerate() {
                 if matches!(s, St::Waiting { .. }) && !steps.iter().any(|(j, _)| *j == i) {
                     let t = &targets[i];
                     *s = St::Done(Delivery::Undelivered {
-                        why: format!(
-                            "{} did not show a ready, still input prompt within {:?}; nothing was typed",
-                            t.profile.display(),
-                            timeout
-                        ),
+                        why: if interrupted {
+                            "interrupted while waiting for the agent to be ready; nothing was typed"
+                                .into()
+                        } else {
+                            format!(
+                                "{} did not show a ready, still input prompt within {:?}; nothing was typed",
+                                t.profile.display(),
+                                timeout
+                            )
+                        },
                         last_lines: last_lines(&last_screen[i]),
                     });
                 }

@@ -276,6 +276,8 @@ fn down_after_intent(
     }
     let result = (|| {
         (t.fail)("down.drained")?;
+        // Before the commit an interrupt undoes the drain marks (below) and removes nothing.
+        crate::interrupt::check("down.drain")?;
         if !req.force {
             (t.progress)(&format!(
                 "waiting up to {:?} for {} to report idle",
@@ -287,6 +289,7 @@ fn down_after_intent(
                     .join(", ")
             ));
             rep.drain_timed_out = wait_drained(t, team, &targets, req.drain_timeout)?;
+            crate::interrupt::check("down.drain")?;
             if !rep.drain_timed_out.is_empty() {
                 return Err(Error::TimedOut(format!(
                     "{} did not report idle within {:?}; nothing was removed (their drain marks are undone). `--force` removes them anyway, returning their tasks to pending",
@@ -370,7 +373,7 @@ fn wait_drained(
         }
     }
     let mut next_list = Instant::now() + Duration::from_secs(1);
-    while !waiting.is_empty() && Instant::now() < deadline {
+    while !waiting.is_empty() && Instant::now() < deadline && !crate::interrupt::requested() {
         std::thread::sleep(Duration::from_millis(50));
         let mut still = Vec::new();
         for n in waiting {

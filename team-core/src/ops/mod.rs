@@ -2,9 +2,13 @@
 //! shutdown, reconcile, the teardown of `removing` workers, and of reservations that abandoned
 //! operations left behind.
 
+pub mod board;
 pub mod deliver;
 pub mod down;
+pub mod forget;
 pub mod kill;
+pub mod message;
+pub mod peek;
 pub mod pending;
 pub mod reconcile;
 pub mod resources;

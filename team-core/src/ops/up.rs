@@ -261,7 +261,7 @@ struct Plan {
 
 /// A task being made.
 #[derive(Debug, Clone)]
-struct PlannedTask {
+pub(crate) struct PlannedTask {
     spec: TaskSpec,
     owner: Option<WorkerName>,
 }
@@ -478,6 +478,8 @@ pub fn up(env: &Env, req: &UpRequest) -> Result<UpReport> {
     let expected_task = team.next_task_id;
     let ntasks = planned_tasks.len() as u64;
     let now = fsutil::now_rfc3339();
+    // Nothing is reserved yet: an interrupt here leaves nothing behind.
+    crate::interrupt::check("up.validate")?;
     let (team, ()) = env.store.transact("up.reserve", |t, _| {
         if t.next_worker_index != expected_index || t.next_task_id != expected_task {
             return Err(Error::Refused(
@@ -604,7 +606,7 @@ fn check_capacity(team: &Team, n: u64) -> Result<()> {
     Ok(())
 }
 
-fn validate_tasks(
+pub(crate) fn validate_tasks(
     team: &Team,
     specs: &[TaskSpec],
     new_names: &[WorkerName],
@@ -680,7 +682,7 @@ fn validate_tasks(
     Ok(out)
 }
 
-fn build_tasks(planned: &[PlannedTask], first_id: u64, now: &str) -> Vec<Task> {
+pub(crate) fn build_tasks(planned: &[PlannedTask], first_id: u64, now: &str) -> Vec<Task> {
     planned
         .iter()
         .enumerate()
@@ -954,18 +956,18 @@ fn build(
     made: &mut Vec<(WorkerName, PaneIncarnation)>,
     _warnings: &mut Vec<String>,
 ) -> Result<(Team, Vec<AddedWorker>)> {
-    failpoint::hit("up.reserved")?;
+    step("up.reserved")?;
 
     // Prepare.
     for p in plans {
         prepare(env, team, req, p, tasks, profile)?;
     }
-    failpoint::hit("up.prepared")?;
+    step("up.prepared")?;
 
     // Panes.
     let start = |p: &Plan| start_command(env, team, op, p);
     let windows = spawn_panes(team, tmux, source, op, plans, &start, made)?;
-    failpoint::hit("up.split")?;
+    step("up.split")?;
 
     // Record the incarnations (still pending).
     for (_, inc) in made.iter_mut() {
@@ -988,7 +990,7 @@ fn build(
         }
         Ok(())
     })?;
-    failpoint::hit("up.tagged")?;
+    step("up.tagged")?;
 
     // Delivery of the first prompt, to every new worker at once.
     if !req.ready_timeout.is_zero() {
@@ -998,7 +1000,7 @@ fn build(
             incs.len()
         ));
     }
-    failpoint::hit("up.ready")?;
+    step("up.ready")?;
     let deliveries: Vec<Option<Delivery>> = if req.ready_timeout.is_zero() {
         vec![None; plans.len()]
     } else {
@@ -1012,6 +1014,8 @@ fn build(
             .map(Some)
             .collect()
     };
+    // An interrupt during the wait: the whole scale-up rolls back.
+    crate::interrupt::check("up.deliver")?;
     let failed: Vec<String> = plans
         .iter()
         .zip(&deliveries)
@@ -1050,10 +1054,10 @@ fn build(
             workers,
         });
     }
-    failpoint::hit("up.triggered")?;
+    step("up.triggered")?;
 
     // Commit.
-    failpoint::hit("up.commit")?;
+    step("up.commit")?;
     let (team, ()) = env.store.transact("up.commit", |t, changes| {
         for (p, inc) in plans.iter().zip(&incs) {
             let w = own_pending(t, p, op)?;
@@ -1104,6 +1108,13 @@ fn build(
         }),
     );
     Ok((team, added))
+}
+
+/// A step boundary before the commit: a fail point, and where an interrupt stops the
+/// operation (which then rolls back like any failure).
+fn step(name: &str) -> Result<()> {
+    failpoint::hit(name)?;
+    crate::interrupt::check(name)
 }
 
 /// The pending record of `p` made by this op, mutably.
@@ -1228,34 +1239,7 @@ fn inbox_text(team: &Team, req: &UpRequest, p: &Plan, tasks: &[Task]) -> String 
         req.role.as_ref().map_or("worker", |r| r.as_str()),
         p.cwd.display()
     );
-    let task_line = |t: &Task| {
-        let mut l = format!("- #{}: {}\n", t.id, t.subject);
-        for d in t.description.lines() {
-            l.push_str(&format!("  {d}\n"));
-        }
-        if !t.blocked_by.is_empty() {
-            let b: Vec<String> = t.blocked_by.iter().map(|b| format!("#{b}")).collect();
-            l.push_str(&format!("  (blocked by {})\n", b.join(", ")));
-        }
-        l
-    };
-    let mine: Vec<&Task> = tasks
-        .iter()
-        .filter(|t| t.owner.as_ref() == Some(&p.name))
-        .collect();
-    if mine.is_empty() {
-        s.push_str("(none assigned)\n");
-    }
-    for t in mine {
-        s.push_str(&task_line(t));
-    }
-    let open: Vec<&Task> = tasks.iter().filter(|t| t.owner.is_none()).collect();
-    if !open.is_empty() {
-        s.push_str("\n## Open tasks (no owner yet)\n\n");
-        for t in open {
-            s.push_str(&task_line(t));
-        }
-    }
+    s.push_str(&super::board::tasks_section(&p.name, tasks));
     s
 }
 

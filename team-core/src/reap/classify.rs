@@ -298,6 +298,7 @@ mod tests {
                 trigger: None,
                 scaling: true,
                 residue: Default::default(),
+                reassign: Default::default(),
                 agent: None,
             },
             next_worker_index: 10,

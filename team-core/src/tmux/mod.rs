@@ -4,6 +4,7 @@
 //! clears `TMUX`, `TMUX_PANE` and every `TEAM_*` variable from the child's environment (a
 //! server started by it passes its environment on to every pane), and is bounded in time.
 
+pub mod attach;
 pub mod capture;
 pub mod quote;
 pub mod snapshot;

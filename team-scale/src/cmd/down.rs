@@ -143,6 +143,15 @@ pub fn run(ctx: &Ctx, a: DownArgs) -> CliResult<i32> {
             },
         )
     })?;
+    // Returned tasks go to idle workers when the team's policy says so (`--reassign auto`).
+    let offered = if rep.tasks_returned.is_empty() {
+        Vec::new()
+    } else {
+        let store = ctx.store(&team);
+        let audit = ctx.audit();
+        let env = ctx.env(&store, &audit, "team-scale down")?;
+        team_core::ops::board::offer(&env, &rep.tasks_returned, &argv(), a.ready_timeout)?
+    };
     let mut out = Out::new(ctx.json);
     if !rep.earlier.workers.is_empty() {
         out.line("earlier leftovers:")?;
@@ -161,7 +170,14 @@ pub fn run(ctx: &Ctx, a: DownArgs) -> CliResult<i32> {
         "targets": rep.targets, "removed": removed,
         "tasks_returned": rep.tasks_returned,
         "drain_timed_out": rep.drain_timed_out,
+        "tasks_offered": offered.iter().map(|(id, w, s)| json!({"task": id, "worker": w, "told": s.word()})).collect::<Vec<_>>(),
     }))?;
+    for (id, w, s) in &offered {
+        out.line(&format!(
+            "task #{id} offered to {w} (reassign auto): {}",
+            crate::out::clean(&s.describe())
+        ))?;
+    }
     out.flush()?;
     Ok(if blocked { 3 } else { 0 })
 }

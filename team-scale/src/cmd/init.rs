@@ -50,6 +50,23 @@ fn parse_size(s: &str) -> Result<(u16, u16), Error> {
 }
 
 pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
+    if let Some(above) = &ctx.found_above
+        && !a.here
+    {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        return Err(crate::error::CliError::fail(
+            team_core::ExitClass::Refused,
+            format!(
+                "{} is inside the workspace {} (it has a .team); a team made here would live there, not in this directory",
+                cwd.display(),
+                above.display()
+            ),
+        )
+        .with_hint(format!(
+            "to add a team to that workspace, run init there (or keep going: every command here uses it); to make {} a workspace of its own, pass --here",
+            cwd.display()
+        )));
+    }
     // Validate everything before any effect.
     let team = TeamName::new(&a.team)?;
     let worktree = parse_worktree(&a.worktree)?;
@@ -78,6 +95,7 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
         trigger: a.trigger.clone(),
         scaling: !a.no_scaling,
         residue: Default::default(),
+        reassign: Default::default(),
         agent: Some(agent.clone()),
     };
     let store = ctx.store(&team);

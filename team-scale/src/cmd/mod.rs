@@ -1,15 +1,21 @@
 //! One file per subcommand.
 
+mod attach;
 mod down;
+mod forget;
 mod init;
+mod interrupts;
 mod list;
+mod peek;
 mod policy;
 mod reconcile;
+mod send;
 mod shutdown;
 mod status;
 mod supervise;
 mod task;
 mod up;
+mod watch;
 mod worker_status;
 
 use crate::cli::{Cli, Command};
@@ -25,18 +31,41 @@ pub fn run(cli: Cli) -> CliResult<i32> {
         Command::Supervise(a) => return supervise::run(a),
         other => other,
     };
-    let ctx = Ctx::from_env(&cli.global)?;
+    let here = matches!(&cmd, Command::Init(a) if a.here);
+    let ctx = Ctx::from_env(&cli.global, here)?;
+    // Interruptible operations: roll back or finish the step in progress, then exit 130.
+    let interruptible = match &cmd {
+        Command::Up(a) => Some(a.team.clone()),
+        Command::Down(a) => Some(a.team.clone()),
+        Command::Shutdown(a) => Some(a.team.clone()),
+        Command::Reconcile(a) => Some(a.team.clone()),
+        _ => None,
+    };
+    if let Some(team) = interruptible {
+        interrupts::install()?;
+        let res = dispatch(&ctx, cmd);
+        return interrupts::finish(&ctx, &team, res);
+    }
+    dispatch(&ctx, cmd)
+}
+
+fn dispatch(ctx: &Ctx, cmd: Command) -> CliResult<i32> {
     match cmd {
-        Command::Init(a) => init::run(&ctx, a),
-        Command::Status(a) => status::run(&ctx, a),
-        Command::List => list::run(&ctx),
-        Command::Down(a) => down::run(&ctx, a),
-        Command::Shutdown(a) => shutdown::run(&ctx, a),
-        Command::Reconcile(a) => reconcile::run(&ctx, a),
-        Command::WorkerStatus(a) => worker_status::run(&ctx, a),
-        Command::Task(a) => task::run(&ctx, a),
-        Command::Up(a) => up::run(&ctx, a),
-        Command::Policy(a) => policy::run(&ctx, a),
+        Command::Init(a) => init::run(ctx, a),
+        Command::Status(a) => status::run(ctx, a),
+        Command::List => list::run(ctx),
+        Command::Down(a) => down::run(ctx, a),
+        Command::Shutdown(a) => shutdown::run(ctx, a),
+        Command::Reconcile(a) => reconcile::run(ctx, a),
+        Command::WorkerStatus(a) => worker_status::run(ctx, a),
+        Command::Task(a) => task::run(ctx, a),
+        Command::Up(a) => up::run(ctx, a),
+        Command::Send(a) => send::send(ctx, a),
+        Command::Peek(a) => peek::run(ctx, a),
+        Command::Forget(a) => forget::run(ctx, a),
+        Command::Attach(a) => attach::run(ctx, a),
+        Command::Broadcast(a) => send::broadcast(ctx, a),
+        Command::Policy(a) => policy::run(ctx, a),
         Command::Generate(a) => team_cli::generate::run::<Cli>(&a, &crate::cli::MAN),
         Command::Supervise(_) => unreachable!("handled above"),
     }

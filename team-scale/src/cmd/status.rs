@@ -2,18 +2,25 @@
 //! operations, cleanup debt and the lock holder.
 
 use serde_json::json;
-use team_core::model::{Lifecycle, TeamState};
-use team_core::paths::TeamName;
+use team_core::model::{Lifecycle, Task, TaskStatus, TeamState};
+use team_core::ops::board;
+use team_core::paths::{TeamName, WorkerName};
 use team_core::proof::PaneProof;
 use team_core::view;
 
 use crate::cli::StatusArgs;
 use crate::ctx::Ctx;
 use crate::error::CliResult;
-use crate::out::Out;
+use crate::out::{Out, clean};
 
 pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
     let team_name = TeamName::new(&a.team)?;
+    if a.format == "tmux" {
+        return super::watch::tmux_line(ctx, &team_name);
+    }
+    if a.watch {
+        return super::watch::watch(ctx, &team_name, a.interval);
+    }
     let store = ctx.store(&team_name);
     // A reader: no lock, so a dashboard polling `status` never slows down or blocks a scale
     // operation (and is never refused as busy).
@@ -48,6 +55,8 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
 
     let leader = view::prove_leader(&team, &listing);
     let holder = store.scale_holder()?;
+    // Tasks are informational here: an unreadable task file must not hide the workers.
+    let tasks = store.tasks().unwrap_or_default();
     let mut out = Out::new(ctx.json);
     out.line(&format!(
         "team {} ({}) on {}  session {} [{}]  leader {} [{}]",
@@ -67,6 +76,9 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
         let liveness = proof.as_ref().map_or("none", PaneProof::liveness);
         let status = store.status(&w.name).ok().flatten();
         let lifecycle = lifecycle_word(w.lifecycle);
+        let task = current_task(&tasks, &w.name);
+        let forgettable =
+            w.lifecycle == Lifecycle::Removing && matches!(proof, Some(PaneProof::Mismatch(_)));
         out.record(&json!({
             "type": "worker",
             "worker": w.name,
@@ -79,12 +91,16 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
             "reason": proof.as_ref().and_then(PaneProof::reason),
             "status": status.as_ref().map(|s| s.state),
             "note": status.as_ref().and_then(|s| s.note.clone()),
+            "reported_at": status.as_ref().map(|s| s.updated_at.clone()),
+            "task": task.map(|t| json!({"id": t.id, "subject": t.subject, "status": board::status_word(t.status)})),
+            "tasks": tasks.iter().filter(|t| t.owner.as_ref() == Some(&w.name) && unfinished(t)).map(|t| t.id).collect::<Vec<_>>(),
+            "forgettable": forgettable,
             "incarnation": w.incarnation,
             "op_id": w.op_id,
             "removal_reasons": w.removal_reasons,
         }))?;
         out.line(&format!(
-            "  {:<10} {:<9} {:<5} {:<12} {}{}",
+            "  {:<10} {:<9} {:<5} {:<12} {:<6} {}{}{}",
             w.name.as_str(),
             lifecycle,
             w.pane.as_ref().map_or("-", |p| p.pane_id.as_str()),
@@ -92,12 +108,31 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
             status
                 .as_ref()
                 .map_or("-".to_string(), |s| format!("{:?}", s.state).to_lowercase()),
+            task.map_or("-".to_string(), |t| format!(
+                "#{} {} [{}]",
+                t.id,
+                clean(&short(&t.subject, 40)),
+                board::status_word(t.status)
+            )),
+            status
+                .as_ref()
+                .and_then(|s| s.note.as_deref())
+                .map_or(String::new(), |n| format!(
+                    "  note: {}",
+                    clean(&short(n, 60))
+                )),
             if w.removal_reasons.is_empty() {
                 String::new()
             } else {
                 format!("  ({})", w.removal_reasons.join("; "))
             }
         ))?;
+        if forgettable {
+            out.line(&format!(
+                "    its pane is no longer ours (respawned or reused); the tools will never touch it. If that is so, `team-scale forget {} --worker {}` drops the record and leaves the pane alone",
+                team.name, w.name
+            ))?;
+        }
     }
     let active = team.in_state(Lifecycle::Active).count();
     let pending: Vec<_> = team.in_state(Lifecycle::Pending).collect();
@@ -125,6 +160,14 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
         "removing": removing,
         "max_workers": team.settings.max_workers,
         "scaling": team.settings.scaling,
+        "reassign": team.settings.reassign,
+        "tasks": {
+            "total": tasks.len(),
+            "pending": tasks.iter().filter(|t| t.status == TaskStatus::Pending).count(),
+            "in_progress": tasks.iter().filter(|t| t.status == TaskStatus::InProgress).count(),
+            "completed": tasks.iter().filter(|t| t.status == TaskStatus::Completed).count(),
+            "failed": tasks.iter().filter(|t| t.status == TaskStatus::Failed).count(),
+        },
         "lock_holder": holder.as_ref().map(|h| json!({"pid": h.pid, "op": h.op, "since": h.since})),
     }))?;
     out.line(&format!(
@@ -139,6 +182,30 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
     }
     out.flush()?;
     Ok(0)
+}
+
+/// Whether a task is not finished yet.
+pub fn unfinished(t: &Task) -> bool {
+    matches!(t.status, TaskStatus::Pending | TaskStatus::InProgress)
+}
+
+/// The task a worker is on: its in-progress one, else its first pending one.
+pub fn current_task<'t>(tasks: &'t [Task], w: &WorkerName) -> Option<&'t Task> {
+    let mine = || tasks.iter().filter(|t| t.owner.as_ref() == Some(w));
+    mine()
+        .find(|t| t.status == TaskStatus::InProgress)
+        .or_else(|| mine().find(|t| t.status == TaskStatus::Pending))
+}
+
+/// `s` cut to `n` characters (with an ellipsis).
+pub fn short(s: &str, n: usize) -> String {
+    let first_line = s.lines().next().unwrap_or("");
+    if first_line.chars().count() <= n && !s.contains('\n') {
+        return first_line.to_string();
+    }
+    let mut v: String = first_line.chars().take(n.saturating_sub(1)).collect();
+    v.push('…');
+    v
 }
 
 pub fn lifecycle_word(l: Lifecycle) -> &'static str {

@@ -16,8 +16,11 @@ use crate::out::Out;
 pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
     // Validate the arguments and the task input before anything else.
     let team = TeamName::new(&a.team)?;
-    if a.n == 0 {
-        return Err(Error::Usage("N must be at least 1".into()).into());
+    if a.n == 0 && a.tasks.is_none() {
+        return Err(Error::Usage(
+            "N must be at least 1 (`up TEAM 0 --tasks FILE` adds tasks for existing members, as `task add` does)".into(),
+        )
+        .into());
     }
     let role = a.role.as_deref().map(RoleName::new).transpose()?;
     let tasks = match &a.tasks {
@@ -40,6 +43,10 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
             parse_tasks(&b)?
         }
     };
+    if a.n == 0 {
+        // Tasks only: the same as `task add`.
+        return super::task::add_specs(ctx, &team, &tasks, a.ready_timeout);
+    }
     let store = ctx.store(&team);
     let audit = ctx.audit();
     let env = Env {
@@ -87,6 +94,28 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
         eprintln!("team-scale: warning: {w}");
     }
     let mut out = Out::new(ctx.json);
+    // Tasks for members that existed before this call: their inboxes and their agents.
+    let existing: Vec<team_core::model::Task> = report
+        .tasks
+        .iter()
+        .filter(|t| {
+            t.owner
+                .as_ref()
+                .is_some_and(|o| !report.added.iter().any(|a| &a.name == o))
+        })
+        .cloned()
+        .collect();
+    let told = if existing.is_empty() {
+        true
+    } else {
+        let notices = team_core::ops::board::tell_existing_owners(
+            &env,
+            &existing,
+            &req.argv,
+            a.ready_timeout,
+        )?;
+        super::task::print_notices(&mut out, &notices, "new tasks")?
+    };
     for w in &report.added {
         out.record(&json!({
             "type": "worker",
@@ -157,6 +186,7 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
         "warnings": report.warnings,
         "agent": report.agent,
         "tmux_invocations": team_core::tmux::invocations(),
+        "owners_told": told,
     }))?;
     out.line(&format!(
         "team {team}: {} added ({} members of max {}), {} tasks created, op {}",
@@ -170,5 +200,11 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
         report.op_id
     ))?;
     out.flush()?;
+    if !told {
+        team_cli::error::warn(
+            false,
+            "a member given a task was not told (see above); `team-scale send` tells it again",
+        );
+    }
     Ok(0)
 }

@@ -16,6 +16,8 @@
 //! - `--record FILE`: every byte it receives is appended to FILE (tests assert nothing was
 //!   typed into a blocking screen);
 //! - `--received FILE`: every submitted prompt is appended to FILE as a line;
+//! - `--done-after MS`: MS after a prompt is submitted, the work is done: the screen is
+//!   redrawn without the `Working on:` line (as an agent's busy indicator goes away);
 //! - any other argument is a prompt given at launch: it is submitted at once.
 
 use std::io::{Read, Write};
@@ -32,6 +34,7 @@ struct Opts {
     die_after: Option<u64>,
     exit_json: bool,
     record: Option<String>,
+    done_after: Option<u64>,
     received: Option<String>,
     prompt: Vec<String>,
 }
@@ -47,6 +50,7 @@ fn parse() -> Opts {
         die_after: None,
         exit_json: false,
         record: None,
+        done_after: None,
         received: None,
         prompt: Vec::new(),
     };
@@ -64,6 +68,7 @@ fn parse() -> Opts {
             "--exit-json" => o.exit_json = true,
             "--record" => o.record = Some(val()),
             "--received" => o.received = Some(val()),
+            "--done-after" => o.done_after = Some(val().parse().expect("ms")),
             _ => o.prompt.push(a),
         }
     }
@@ -142,7 +147,18 @@ fn main() {
     let mut last_text: Option<Instant> = None;
     let mut pasting = false;
     let mut pending_esc: Vec<u8> = Vec::new();
+    let mut busy_until: Option<Instant> = None;
+    let work = |o: &Opts| {
+        o.done_after
+            .map(|ms| Instant::now() + Duration::from_millis(ms))
+    };
     loop {
+        if busy_until.is_some_and(|t| Instant::now() >= t) {
+            busy_until = None;
+            clear();
+            out(">_ Fake Agent (v0.1)\r\n\r\nDone.\r\n\r\n");
+            prompt_line(&buf);
+        }
         if let Some(d) = die_at
             && Instant::now() >= d
         {
@@ -169,6 +185,7 @@ fn main() {
                     out("Type a task and press Enter.\r\n\r\n\x1b[?2004h");
                     if !o.prompt.is_empty() {
                         submit(&o, &o.prompt.join(" "));
+                        busy_until = work(&o);
                     }
                     prompt_line("");
                 }
@@ -214,6 +231,7 @@ fn main() {
                 if !buf.is_empty() {
                     let text = std::mem::take(&mut buf);
                     submit(&o, &text);
+                    busy_until = work(&o);
                     prompt_line("");
                 }
                 continue;

@@ -1,0 +1,141 @@
+//! `forget`: letting go of a `removing` worker whose pane is provably no longer ours (the user
+//! respawned it, or tmux reused it): its record is dropped and its unfinished tasks go back to
+//! `pending`, **without any effect on the pane or on a process**. Only a `Mismatch` proof
+//! qualifies: a pane still proven ours is removed by `reconcile`, a gone one is finished by
+//! `reconcile` too, and one that cannot be read is never judged. Framed by an audit intent and
+//! its outcome; under the scale lock, so no teardown runs meanwhile.
+
+use serde_json::json;
+
+use super::Env;
+use crate::audit::Entry;
+use crate::error::{Error, Result};
+use crate::model::{Lifecycle, WorkerStatus};
+use crate::paths::WorkerName;
+use crate::proof::PaneProof;
+use crate::view::{self, pane_json};
+
+/// What `forget` did.
+#[derive(Debug, Clone)]
+pub struct Forgotten {
+    pub worker: WorkerName,
+    pub pane_id: Option<String>,
+    /// Why the pane is not ours.
+    pub why: String,
+    pub tasks_returned: Vec<u64>,
+    /// Files of the worker left in place (its directory, a worktree): nothing is removed.
+    pub left: Vec<std::path::PathBuf>,
+}
+
+/// Drops `worker`'s record. See the module docs for when it is allowed.
+pub fn forget(env: &Env, worker: &WorkerName, argv: &[String]) -> Result<Forgotten> {
+    let _scale = env.store.lock_scale("forget")?;
+    let team = env.store.load()?;
+    let w = team
+        .worker(worker)
+        .ok_or_else(|| Error::Refused(format!("{worker} is not a member of team {}", team.name)))?
+        .clone();
+    if w.lifecycle != Lifecycle::Removing {
+        return Err(Error::Refused(format!(
+            "{worker} is {}, not removing: `forget` is only for a removing worker whose pane is no longer ours (`team-scale down {} --worker {worker}` first)",
+            match w.lifecycle {
+                Lifecycle::Active => "active",
+                Lifecycle::Pending => "pending",
+                Lifecycle::Removing => "removing",
+            },
+            team.name
+        )));
+    }
+    let Some(pane) = w.pane.clone() else {
+        return Err(Error::Refused(format!(
+            "{worker} has no pane; `team-scale reconcile {}` finishes its removal",
+            team.name
+        )));
+    };
+    let why = match view::prove_worker(&team, &w, &env.tmux(&team).list()) {
+        Some(PaneProof::Mismatch(why)) => why,
+        Some(PaneProof::Live(_) | PaneProof::Dead(_)) => {
+            return Err(Error::Refused(format!(
+                "{worker}'s pane {} is still proven ours; `team-scale reconcile {}` removes it properly",
+                pane.pane_id, team.name
+            )));
+        }
+        Some(PaneProof::Gone(_)) | None => {
+            return Err(Error::Refused(format!(
+                "{worker}'s pane {} is gone; `team-scale reconcile {}` finishes its removal",
+                pane.pane_id, team.name
+            )));
+        }
+        Some(PaneProof::Unverifiable(why)) => {
+            return Err(Error::TmuxUnavailable {
+                endpoint: team.endpoint.clone(),
+                msg: format!("{worker}'s pane cannot be judged ({why}); nothing was forgotten"),
+            });
+        }
+    };
+    let entry = Entry {
+        caller: env.caller.clone(),
+        action: "operation".into(),
+        op: Some("forget".into()),
+        argv: argv.to_vec(),
+        endpoint: Some(team.endpoint.to_string_lossy().into_owned()),
+        targets: vec![json!({"worker": worker, "pane": pane_json(&pane)})],
+        workspace: Some(team.workspace.to_string_lossy().into_owned()),
+        team: Some(team.name.to_string()),
+        generation: Some(team.generation),
+        owner_evidence: Some(json!({"owner_id": team.owner_id, "incarnation": w.incarnation})),
+        reason: Some(format!(
+            "drop the record of {worker} without touching its pane {}: {why}",
+            pane.pane_id
+        )),
+        outcome: None,
+    };
+    let id = env.audit.intent(&entry)?;
+    let res = env.store.transact("forget", |t, changes| {
+        let cur = t
+            .worker(worker)
+            .ok_or_else(|| Error::Refused(format!("{worker} left team.json while forget ran")))?;
+        if cur.incarnation != w.incarnation || cur.lifecycle != Lifecycle::Removing {
+            return Err(Error::Refused(format!(
+                "{worker} changed while forget ran; nothing was forgotten"
+            )));
+        }
+        let tasks = env.store.tasks()?;
+        let returned = super::teardown::return_tasks(&tasks, worker, changes);
+        t.workers.retain(|x| &x.name != worker);
+        // Its status report belongs to the record.
+        if env
+            .store
+            .status(worker)
+            .ok()
+            .flatten()
+            .is_some_and(|s: WorkerStatus| s.incarnation == w.incarnation)
+        {
+            changes.delete_status(worker);
+        }
+        Ok(returned)
+    });
+    let mut done = entry.clone();
+    done.outcome = Some(match &res {
+        Ok(_) => "forgotten; pane untouched".into(),
+        Err(e) => format!("not forgotten: {e}"),
+    });
+    env.audit.outcome(id, res.is_ok(), &done)?;
+    let (t, tasks_returned) = res?;
+    let _ = env.store.append_event(
+        &t,
+        "worker_forgotten",
+        json!({"worker": worker, "pane_id": pane.pane_id, "why": why, "tasks_returned": tasks_returned}),
+    );
+    let mut left: Vec<std::path::PathBuf> = Vec::new();
+    left.extend(w.resources.worker_dir.clone());
+    left.extend(w.resources.script.clone());
+    left.extend(w.resources.worktree.as_ref().map(|x| x.path.clone()));
+    Ok(Forgotten {
+        worker: worker.clone(),
+        pane_id: Some(pane.pane_id),
+        why,
+        tasks_returned,
+        left,
+    })
+}

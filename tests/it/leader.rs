@@ -1,0 +1,591 @@
+//! The leader's everyday commands (issue 13) on a real private server with the fake agent:
+//! the task board (add, assign, list, show, returned tasks offered to idle workers), messages
+//! with proven delivery (and refused for a pane that is no longer ours), policy changes.
+
+use std::path::PathBuf;
+use std::process::{Output, Stdio};
+
+use serde_json::Value;
+use tests::{Sandbox, assert_audit_pairs, assert_code, json_lines};
+
+/// The fake agent's profile. The workers run with `--done-after`, so the busy line goes away
+/// after each prompt and later messages can be typed.
+const PROFILE: &str = r#"
+[agents.fake]
+programs = ["fake-agent"]
+display = "Fake agent"
+ready_cursor = ["fake> "]
+stable_ms = 300
+settle_ms = 150
+verify_ms = 800
+retries = 2
+busy = ["Working on:"]
+"#;
+
+struct Team {
+    sb: Sandbox,
+    dir: PathBuf,
+}
+
+impl Team {
+    /// A team `demo` of the fake agent; each worker records what it receives in
+    /// `<dir>/received-<worker>.txt` and every byte in `<dir>/record-<worker>.bin`.
+    fn new() -> Team {
+        let sb = Sandbox::new();
+        std::fs::create_dir_all(sb.ws.join(".team")).unwrap();
+        std::fs::write(sb.ws.join(".team/agents.toml"), PROFILE).unwrap();
+        let dir = sb.dir.path().to_path_buf();
+        let cmd = format!(
+            "exec {} --done-after 700 --received {d}/received-$TEAM_WORKER.txt --record {d}/record-$TEAM_WORKER.bin",
+            tests::bin("fake-agent").display(),
+            d = dir.display()
+        );
+        let o = sb.run(
+            "team-scale",
+            &[
+                "init",
+                "demo",
+                "--private",
+                "--agent",
+                "fake",
+                "--worker-cmd",
+                &cmd,
+            ],
+        );
+        assert_code(&o, 0);
+        Team { sb, dir }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.sb.run("team-scale", args)
+    }
+
+    fn run_in(&self, args: &[&str], input: &str) -> Output {
+        let mut c = self.sb.cmd("team-scale");
+        c.args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    fn received(&self, w: &str) -> String {
+        std::fs::read_to_string(self.dir.join(format!("received-{w}.txt"))).unwrap_or_default()
+    }
+
+    fn inbox(&self, w: &str) -> String {
+        std::fs::read_to_string(
+            self.sb
+                .ws
+                .join(format!(".team/teams/demo/workers/{w}/inbox.md")),
+        )
+        .unwrap()
+    }
+
+    fn tasks(&self) -> Vec<Value> {
+        let o = self.run(&["task", "list", "demo", "--json"]);
+        assert_code(&o, 0);
+        json_lines(&o.stdout)
+            .into_iter()
+            .filter(|l| l["type"] == "task")
+            .collect()
+    }
+
+    fn worker(&self, w: &str) -> Value {
+        let o = self.run(&["status", "demo", "--json"]);
+        json_lines(&o.stdout)
+            .into_iter()
+            .find(|l| l["type"] == "worker" && l["worker"] == w)
+            .unwrap_or(Value::Null)
+    }
+
+    fn events(&self) -> String {
+        std::fs::read_to_string(self.sb.ws.join(".team/teams/demo/events.jsonl")).unwrap()
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn task_board_reaches_the_owners_inbox_and_screen_and_returned_tasks_are_offered() {
+    let t = Team::new();
+    assert_code(&t.run(&["up", "demo", "2", "--ready-timeout", "20s"]), 0);
+
+    // Bad input first: nothing is stored.
+    let o = t.run_in(
+        &["task", "add", "demo", "-"],
+        r#"[{"subject":"x","owner":"worker-9"}]"#,
+    );
+    assert_code(&o, 65);
+    assert!(text(&o).contains("worker-9"), "{}", text(&o));
+    let o = t.run_in(
+        &["task", "add", "demo", "-"],
+        r#"[{"subject":"x","owner":"new:1"}]"#,
+    );
+    assert_code(&o, 65);
+    assert!(text(&o).contains("up --tasks"), "{}", text(&o));
+    assert_code(&t.run_in(&["task", "add", "demo", "-"], "[]"), 64);
+    assert!(t.tasks().is_empty());
+
+    // A task for an existing member: its inbox lists it and its agent is told.
+    let o = t.run_in(
+        &["task", "add", "demo", "-", "--json"],
+        r#"[{"subject":"write the parser","description":"see docs","owner":"worker-1"}]"#,
+    );
+    assert_code(&o, 0);
+    let lines = json_lines(&o.stdout);
+    let d = lines.iter().find(|l| l["type"] == "delivery").unwrap();
+    assert_eq!(d["worker"], "worker-1");
+    assert_eq!(d["result"], "delivered", "{d}");
+    assert!(t.inbox("worker-1").contains("- #1: write the parser"));
+    assert!(
+        t.received("worker-1").contains("New task for you: #1."),
+        "{}",
+        t.received("worker-1")
+    );
+    assert!(!t.received("worker-2").contains("New task"));
+
+    // An open task: every member's inbox lists it, nobody is told.
+    let o = t.run_in(
+        &["task", "add", "demo", "-"],
+        r#"[{"subject":"review","blocked_by":[1]}]"#,
+    );
+    assert_code(&o, 0);
+    for w in ["worker-1", "worker-2"] {
+        let inbox = t.inbox(w);
+        let open = &inbox[inbox.find("## Open tasks").expect(&inbox)..];
+        assert!(
+            open.contains("- #2: review") && open.contains("(blocked by #1)"),
+            "{inbox}"
+        );
+    }
+    let list = t.tasks();
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0]["owner"], "worker-1");
+    assert_eq!(list[0]["status"], "pending");
+    assert_eq!(list[1]["owner"], Value::Null);
+    assert_eq!(list[1]["blocked_by"], serde_json::json!([1]));
+    assert!(list[1]["updated"].as_str().is_some());
+    let o = t.run(&["task", "show", "demo", "1"]);
+    assert_code(&o, 0);
+    assert!(text(&o).contains("see docs"), "{}", text(&o));
+    assert_code(&t.run(&["task", "show", "demo", "9"]), 66);
+
+    // Assign: worker-2 gets task 2, told; its inbox moves the task from open to its own.
+    let o = t.run(&["task", "assign", "demo", "2", "worker-2"]);
+    assert_code(&o, 0);
+    assert!(t.received("worker-2").contains("New task for you: #2."));
+    let inbox = t.inbox("worker-2");
+    assert!(!inbox.contains("## Open tasks"), "{inbox}");
+    assert!(inbox.contains("- #2: review"), "{inbox}");
+    assert_code(&t.run(&["task", "assign", "demo", "2", "worker-7"]), 1);
+
+    // Seeing: status shows each worker's task and note; the watch and tmux views.
+    let inc2 = t.worker("worker-2")["incarnation"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_code(
+        &t.run(&[
+            "worker-status",
+            "demo",
+            "--worker",
+            "worker-2",
+            "--incarnation",
+            &inc2,
+            "--state",
+            "busy",
+            "--note",
+            "reading the spec",
+        ]),
+        0,
+    );
+    let o = t.run(&["status", "demo"]);
+    assert_code(&o, 0);
+    let st = text(&o);
+    let line2 = st
+        .lines()
+        .find(|l| l.trim_start().starts_with("worker-2"))
+        .unwrap();
+    assert!(
+        line2.contains("#2 review [pending]") && line2.contains("note: reading the spec"),
+        "{st}"
+    );
+    let w2 = t.worker("worker-2");
+    assert_eq!(w2["task"]["id"], 2, "{w2}");
+    assert_eq!(w2["note"], "reading the spec");
+    let o = t.run(&["status", "demo", "--format", "tmux"]);
+    assert_code(&o, 0);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "demo: 2w 1b 0i t0/2"
+    );
+    let o = t.run(&["status", "demo", "--watch"]);
+    assert_code(&o, 0);
+    assert!(text(&o).contains("only on a terminal"), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout)
+            .matches("team demo")
+            .count(),
+        1
+    );
+    assert!(text(&o).contains("#1 write the parser"), "{}", text(&o));
+    let o = t.run(&["attach", "demo"]);
+    assert_code(&o, 0);
+    let cmd = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        cmd.contains(&format!(
+            "-S {} attach-session -t '$",
+            t.sb.private_sock().display()
+        )),
+        "{cmd}"
+    );
+
+    // worker-2 claims task 2 (its blocker is not done: refused), then is removed; with
+    // `--reassign auto` the returned task goes to idle worker-1, which is told.
+    let inc1 = t.worker("worker-1")["incarnation"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_code(
+        &t.run(&[
+            "worker-status",
+            "demo",
+            "--worker",
+            "worker-1",
+            "--incarnation",
+            &inc1,
+            "--state",
+            "idle",
+        ]),
+        0,
+    );
+    assert_code(&t.run(&["policy", "demo", "--reassign", "auto"]), 0);
+    let o = t.run(&["down", "demo", "--worker", "worker-2", "--force", "--json"]);
+    assert_code(&o, 0);
+    let sum = json_lines(&o.stdout)
+        .into_iter()
+        .find(|l| l["type"] == "summary")
+        .unwrap();
+    assert_eq!(sum["tasks_returned"], serde_json::json!([2]), "{sum}");
+    assert_eq!(sum["tasks_offered"][0]["worker"], "worker-1", "{sum}");
+    assert_eq!(sum["tasks_offered"][0]["told"], "delivered", "{sum}");
+    assert_eq!(t.tasks()[1]["owner"], "worker-1");
+    assert!(t.received("worker-1").contains("New task for you: #2."));
+    assert!(t.inbox("worker-1").contains("- #2: review"));
+
+    // `up demo 0 --tasks` adds tasks only.
+    let o = t.run_in(
+        &["up", "demo", "0", "--tasks", "-"],
+        r#"[{"subject":"docs","owner":"worker-1"}]"#,
+    );
+    assert_code(&o, 0);
+    assert_eq!(t.tasks().len(), 3);
+    // `up` with a task for an existing member: its inbox and its agent too.
+    let o = t.run_in(
+        &["up", "demo", "1", "--ready-timeout", "20s", "--tasks", "-"],
+        r#"[{"subject":"pair with the new one","owner":"worker-1"}]"#,
+    );
+    assert_code(&o, 0);
+    assert!(
+        t.received("worker-1").contains("New task for you: #4."),
+        "{}",
+        t.received("worker-1")
+    );
+    assert!(t.inbox("worker-1").contains("- #4: pair with the new one"));
+    assert!(t.events().contains("\"tasks_added\""));
+    assert!(t.events().contains("\"task_assigned\""));
+    assert!(assert_audit_pairs(&t.sb.ws.join(".team/audit.jsonl")) > 0);
+}
+
+#[test]
+fn send_reaches_the_agent_and_a_respawned_pane_gets_nothing() {
+    let t = Team::new();
+    assert_code(&t.run(&["up", "demo", "2", "--ready-timeout", "20s"]), 0);
+
+    // Bad input: refused before anything.
+    assert_code(&t.run(&["send", "demo", "worker-1", "a\u{1b}[2Jb"]), 64);
+    assert_code(&t.run(&["send", "demo", "worker-1", "  "]), 64);
+    assert_code(&t.run(&["send", "demo", "Bad Name", "hi"]), 64);
+    let o = t.run(&["send", "demo", "worker-5", "hi"]);
+    assert_code(&o, 1);
+    assert!(text(&o).contains("not a member"), "{}", text(&o));
+
+    let o = t.run(&["send", "demo", "worker-1", "run the tests again", "--json"]);
+    assert_code(&o, 0);
+    let o = t.run(&["peek", "demo", "worker-1", "--lines", "4"]);
+    assert_code(&o, 0);
+    let screen = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        screen.contains("fake>") && screen.lines().count() <= 4,
+        "{screen}"
+    );
+    assert!(t.received("worker-1").contains("run the tests again"));
+    assert!(!t.received("worker-2").contains("run the tests again"));
+    let o = t.run(&["broadcast", "demo", "stand up in five"]);
+    assert_code(&o, 0);
+    for w in ["worker-1", "worker-2"] {
+        assert!(t.received(w).contains("stand up in five"), "{w}");
+    }
+    assert!(t.events().contains("\"message\""));
+
+    // The attack: the user respawns worker-1's pane with another program. The pane keeps its
+    // %N and its tags, but it is no longer ours: nothing may be typed into it.
+    let pane = t.worker("worker-1")["pane_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let other = t.dir.join("other.bin");
+    let o = tests::tmux_at(
+        &t.sb.private_sock(),
+        &[
+            "respawn-pane",
+            "-k",
+            "-t",
+            &pane,
+            &format!(
+                "exec {} --record {}",
+                tests::bin("fake-agent").display(),
+                other.display()
+            ),
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let o = t.run(&["send", "demo", "worker-1", "delete everything", "--json"]);
+    assert_code(&o, 1);
+    let d = json_lines(&o.stdout)
+        .into_iter()
+        .find(|l| l["type"] == "delivery")
+        .unwrap();
+    assert_eq!(d["result"], "refused", "{d}");
+    assert!(
+        d["detail"]
+            .as_str()
+            .unwrap()
+            .contains("no longer proven ours"),
+        "{d}"
+    );
+    let o = t.run(&["broadcast", "demo", "delete everything"]);
+    assert_code(&o, 1);
+    // Nor is the respawned pane's screen shown as worker-1's.
+    let o = t.run(&["peek", "demo", "worker-1"]);
+    assert_code(&o, 1);
+    assert!(text(&o).contains("not proven ours"), "{}", text(&o));
+    assert!(o.stdout.is_empty());
+    assert!(t.received("worker-2").contains("delete everything"));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        std::fs::read(&other).unwrap_or_default(),
+        b"",
+        "keys reached the respawned pane"
+    );
+    assert_audit_pairs(&t.sb.ws.join(".team/audit.jsonl"));
+}
+
+#[test]
+fn policy_max_workers_is_refused_below_the_members() {
+    let sb = Sandbox::new();
+    assert_code(
+        &sb.run(
+            "team-scale",
+            &[
+                "init",
+                "demo",
+                "--private",
+                "--max-workers",
+                "4",
+                "--worker-cmd",
+                "exec sleep 100000",
+            ],
+        ),
+        0,
+    );
+    assert_code(
+        &sb.run("team-scale", &["up", "demo", "2", "--ready-timeout", "0"]),
+        0,
+    );
+    let o = sb.run("team-scale", &["policy", "demo", "--max-workers", "1"]);
+    assert_code(&o, 1);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("2 current members"));
+    assert_code(
+        &sb.run("team-scale", &["policy", "demo", "--max-workers", "0"]),
+        64,
+    );
+    let o = sb.run(
+        "team-scale",
+        &["policy", "demo", "--max-workers", "2", "--json"],
+    );
+    assert_code(&o, 0);
+    assert_eq!(json_lines(&o.stdout)[0]["max_workers"], 2);
+    let o = sb.run("team-scale", &["up", "demo", "1", "--ready-timeout", "0"]);
+    assert_code(&o, 1);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("max_workers 2"));
+}
+
+#[test]
+fn forget_drops_a_respawned_removing_worker_and_leaves_its_pane_alone() {
+    let sb = Sandbox::new();
+    let run = |args: &[&str]| sb.run("team-scale", args);
+    assert_code(
+        &run(&[
+            "init",
+            "demo",
+            "--private",
+            "--worker-cmd",
+            "exec sleep 100000",
+        ]),
+        0,
+    );
+    assert_code(&run(&["up", "demo", "2", "--ready-timeout", "0"]), 0);
+    let worker = |w: &str| {
+        json_lines(&run(&["status", "demo", "--json"]).stdout)
+            .into_iter()
+            .find(|l| l["type"] == "worker" && l["worker"] == w)
+            .unwrap_or(Value::Null)
+    };
+    let pane = worker("worker-1")["pane_id"].as_str().unwrap().to_string();
+    let sock = sb.private_sock();
+    // The user respawns worker-1's pane with a program of their own.
+    let o = tests::tmux_at(
+        &sock,
+        &["respawn-pane", "-k", "-t", &pane, "exec sleep 99999"],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let pid = |p: &str| {
+        let o = tests::tmux_at(&sock, &["display-message", "-p", "-t", p, "#{pane_pid}"]);
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let user_pid = pid(&pane);
+    assert!(!user_pid.is_empty());
+
+    // Forgetting an active worker, or without confirmation, is refused.
+    assert_code(
+        &run(&["forget", "demo", "--worker", "worker-2", "--yes"]),
+        1,
+    );
+    assert_code(
+        &run(&["forget", "demo", "--worker", "worker-1", "--yes"]),
+        1,
+    );
+    // down cannot prove the pane: worker-1 stays removing, and status says what to do.
+    assert_code(
+        &run(&["down", "demo", "--worker", "worker-1", "--force"]),
+        3,
+    );
+    assert_eq!(worker("worker-1")["lifecycle"], "removing");
+    assert_eq!(worker("worker-1")["forgettable"], true);
+    let st = String::from_utf8_lossy(&run(&["status", "demo"]).stdout).to_string();
+    assert!(
+        st.contains("team-scale forget demo --worker worker-1"),
+        "{st}"
+    );
+    let o = run(&["forget", "demo", "--worker", "worker-1"]);
+    assert_code(&o, 1);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--yes"));
+    assert_eq!(worker("worker-1")["lifecycle"], "removing");
+
+    let o = run(&["forget", "demo", "--worker", "worker-1", "--yes", "--json"]);
+    assert_code(&o, 0);
+    assert_eq!(worker("worker-1"), Value::Null);
+    assert_eq!(worker("worker-2")["lifecycle"], "active");
+    // The pane is the user's, untouched: same process.
+    assert_eq!(pid(&pane), user_pid);
+    assert_code(&run(&["reconcile", "demo"]), 0);
+    assert_eq!(pid(&pane), user_pid);
+    let log = std::fs::read_to_string(sb.ws.join(".team/audit.jsonl")).unwrap();
+    let forget: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("\"op\":\"forget\""))
+        .collect();
+    assert_eq!(forget.len(), 2, "{log}");
+    assert!(forget[0].contains("\"intent\"") && forget[1].contains("\"complete\""));
+    assert_audit_pairs(&sb.ws.join(".team/audit.jsonl"));
+}
+
+#[test]
+fn commands_in_a_subdirectory_find_the_team_and_init_there_asks_for_here() {
+    let sb = Sandbox::new();
+    assert_code(
+        &sb.run(
+            "team-scale",
+            &[
+                "init",
+                "demo",
+                "--private",
+                "--worker-cmd",
+                "exec sleep 100000",
+            ],
+        ),
+        0,
+    );
+    assert_code(
+        &sb.run("team-scale", &["up", "demo", "1", "--ready-timeout", "0"]),
+        0,
+    );
+    let deep = sb.ws.join("src/deep");
+    std::fs::create_dir_all(&deep).unwrap();
+    let in_deep =
+        |bin: &str, args: &[&str]| sb.cmd(bin).current_dir(&deep).args(args).output().unwrap();
+
+    let o = in_deep("team-scale", &["status", "demo", "--json"]);
+    assert_code(&o, 0);
+    assert!(
+        json_lines(&o.stdout)
+            .iter()
+            .any(|l| l["worker"] == "worker-1")
+    );
+    assert_code(&in_deep("team-scale", &["list"]), 0);
+    // team-audit looks for the log of the workspace above too (none yet: nothing destructive).
+    let o = in_deep("team-audit", &["verify"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("{}/.team/audit.jsonl", sb.ws.display())),
+        "{err}"
+    );
+
+    // $HOME is a ceiling: nothing above it is looked at.
+    let o = sb
+        .cmd("team-scale")
+        .current_dir(&deep)
+        .env("HOME", sb.ws.join("src"))
+        .args(["status", "demo"])
+        .output()
+        .unwrap();
+    assert_code(&o, 66);
+
+    // init below a workspace: refused (no second .team, no second server) unless --here.
+    let socks = sb.sockets().len();
+    let o = in_deep("team-scale", &["init", "other", "--private"]);
+    assert_code(&o, 1);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--here"),
+        "{o:?}"
+    );
+    assert!(!deep.join(".team").exists());
+    assert_eq!(sb.sockets().len(), socks);
+    let o = in_deep(
+        "team-scale",
+        &[
+            "init",
+            "other",
+            "--private",
+            "--here",
+            "--worker-cmd",
+            "exec sleep 100000",
+        ],
+    );
+    assert_code(&o, 0);
+    assert!(deep.join(".team/teams/other/team.json").exists());
+    // From now on deep is its own workspace.
+    assert_code(&in_deep("team-scale", &["status", "demo"]), 66);
+    assert_code(&in_deep("team-scale", &["status", "other"]), 0);
+}
