@@ -121,12 +121,14 @@ pub fn analyze(src: &str, tmux_bin: Option<&std::path::Path>) -> Vec<Finding> {
             rest.push(*ch);
         }
     }
-    if normalize(&rest).contains("tmux") {
+    let rest = normalize(&rest);
+    if rest.contains("tmux") || spells_tmux_by_glob(&rest) {
         sc.findings.push(Finding::deny(
             "shell",
             vec![],
             "tmux appears inside data a program could run (a string, a here-document, a \
-             comment, a file name or an argument, once quotes and escapes are removed); under \
+             comment, a file name or an argument, once quotes and escapes are removed, or a \
+             glob or brace such as `t?ux`, `t[m]ux`, `t{m,}ux` that can expand to it); under \
              --guard a line may name tmux only as the command word of a read-only tmux command \
              or of a proven kill (use --ask to let a person decide)"
                 .into(),
@@ -155,6 +157,265 @@ pub fn analyze(src: &str, tmux_bin: Option<&std::path::Path>) -> Vec<Finding> {
         ));
     }
     sc.findings
+}
+
+/// Most brace alternatives expanded per word; more is taken as spelling tmux.
+const MAX_BRACE: usize = 256;
+
+/// Rule 2's glob half: a word of normalised text (split at blanks and shell operators) that
+/// holds `?`, `*`, `[...]` or `{a,b}` / `{a..c}` and one of whose brace expansions has a path
+/// component that is [`glob_spells_tmux`].
+fn spells_tmux_by_glob(text: &str) -> bool {
+    text.split(|c: char| c.is_whitespace() || ";&|()<>=:`\"'".contains(c))
+        .filter(|w| w.contains(['?', '*', '[', '{']))
+        .any(|w| match expand_braces(w) {
+            None => true,
+            Some(alts) => alts
+                .iter()
+                .any(|a| a.contains("tmux") || a.split('/').any(glob_spells_tmux)),
+        })
+}
+
+/// `tmux_shaped`: a pattern word (braces included) that can expand to tmux.
+#[cfg(test)]
+fn tmux_shaped(w: &str) -> bool {
+    spells_tmux_by_glob(w)
+}
+
+/// Bash's brace expansion of one word: `{a,b}` (nested), `{a..c}`, `{1..3}`; `${...}` and
+/// braces without a comma or `..` are left as they are. `None`: more than [`MAX_BRACE`].
+fn expand_braces(w: &str) -> Option<Vec<String>> {
+    let c: Vec<char> = w.chars().collect();
+    // The first `{` (not `${`) whose matching `}` holds a top-level `,` or is a `..` range.
+    let mut i = 0;
+    while i < c.len() {
+        if c[i] == '{' && (i == 0 || c[i - 1] != '$') {
+            let mut depth = 0usize;
+            let mut commas = Vec::new();
+            let mut end = None;
+            for (j, ch) in c.iter().enumerate().skip(i) {
+                match ch {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = Some(j);
+                            break;
+                        }
+                    }
+                    ',' if depth == 1 => commas.push(j),
+                    _ => {}
+                }
+            }
+            let Some(end) = end else { break };
+            let pre: String = c[..i].iter().collect();
+            let post: String = c[end + 1..].iter().collect();
+            let body: String = c[i + 1..end].iter().collect();
+            let mut alts: Vec<String> = Vec::new();
+            if !commas.is_empty() {
+                let mut from = i + 1;
+                for k in commas.iter().copied().chain([end]) {
+                    alts.push(c[from..k].iter().collect());
+                    from = k + 1;
+                }
+            } else if let Some((a, b)) = body.split_once("..") {
+                let (a, b) = (a.trim(), b.split("..").next().unwrap_or("").trim());
+                let (ac, bc) = (a.chars().collect::<Vec<_>>(), b.chars().collect::<Vec<_>>());
+                if let (Ok(x), Ok(y)) = (a.parse::<i64>(), b.parse::<i64>()) {
+                    if x.abs_diff(y) as usize >= MAX_BRACE {
+                        return None;
+                    }
+                    let (lo, hi) = (x.min(y), x.max(y));
+                    alts = (lo..=hi).map(|v| v.to_string()).collect();
+                } else if ac.len() == 1 && bc.len() == 1 {
+                    let (lo, hi) = (ac[0].min(bc[0]), ac[0].max(bc[0]));
+                    alts = (lo..=hi).map(String::from).collect();
+                }
+            }
+            if alts.is_empty() {
+                i += 1;
+                continue;
+            }
+            let mut out = Vec::new();
+            for a in alts {
+                for e in expand_braces(&format!("{pre}{a}{post}"))? {
+                    out.push(e);
+                    if out.len() > MAX_BRACE {
+                        return None;
+                    }
+                }
+            }
+            return Some(out);
+        }
+        i += 1;
+    }
+    Some(vec![w.to_string()])
+}
+
+/// One piece of a glob pattern.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Glob<'a> {
+    Lit(char),
+    Any,
+    Star,
+    /// `[...]`: the text between the brackets.
+    Class(&'a str),
+}
+
+fn glob_tokens(p: &str) -> Vec<Glob<'_>> {
+    let mut out = Vec::new();
+    let mut it = p.char_indices().peekable();
+    while let Some((i, ch)) = it.next() {
+        match ch {
+            '?' => out.push(Glob::Any),
+            '*' => out.push(Glob::Star),
+            '[' => {
+                // `[]...]` and `[!]...]`: a leading `]` is a member.
+                let body_start = i + 1;
+                let rest = &p[body_start..];
+                let skip = usize::from(rest.starts_with(['!', '^']));
+                let skip = skip + usize::from(rest[skip..].starts_with(']'));
+                match rest[skip..].find(']') {
+                    Some(k) => {
+                        let end = body_start + skip + k;
+                        out.push(Glob::Class(&p[body_start..end]));
+                        while it.peek().is_some_and(|(j, _)| *j <= end) {
+                            it.next();
+                        }
+                    }
+                    None => out.push(Glob::Lit('[')),
+                }
+            }
+            c => out.push(Glob::Lit(c)),
+        }
+    }
+    out
+}
+
+/// Whether a `[...]` body (without brackets) matches `ch`.
+fn class_matches(body: &str, ch: char) -> bool {
+    let (neg, body) = match body.strip_prefix(['!', '^']) {
+        Some(b) => (true, b),
+        None => (false, body),
+    };
+    let c: Vec<char> = body.chars().collect();
+    let mut hit = false;
+    let mut k = 0;
+    while k < c.len() {
+        if c[k] == '[' && c.get(k + 1) == Some(&':') {
+            // `[:alpha:]` and friends: any letter may be in it.
+            hit |= ch.is_ascii_alphabetic();
+            k = c[k..]
+                .iter()
+                .position(|x| *x == ']')
+                .map_or(c.len(), |e| k + e + 1);
+        } else if k + 2 < c.len() && c[k + 1] == '-' {
+            hit |= (c[k]..=c[k + 2]).contains(&ch);
+            k += 3;
+        } else {
+            hit |= c[k] == ch;
+            k += 1;
+        }
+    }
+    hit != neg
+}
+
+/// Whether one path component (brace-free) can spell tmux when the shell or `find -name`
+/// expands it. Only patterns (with `?`, `*` or `[...]`) count; a component of `*`s alone
+/// never does (`ls *`, `rm -rf target/*`). Otherwise it does when it can match `tmux`
+/// itself (`t?ux`, `t*`, `????`, `[s-u]mux`), or a name that holds `tmux` with at least one
+/// of those four letters written by the pattern, not left to a `*` (`t?ux-0`, `*mux*`; but
+/// not `*.rs`, which could match `tmux.rs` only through its `*`).
+fn glob_spells_tmux(comp: &str) -> bool {
+    let toks = glob_tokens(comp);
+    if !toks.iter().any(|t| !matches!(t, Glob::Lit(_))) || toks.iter().all(|t| *t == Glob::Star) {
+        return false;
+    }
+    const T: [char; 4] = ['t', 'm', 'u', 'x'];
+    // The characters worth trying: the letters of tmux, and one that is none of them.
+    let other =
+        |t: &Glob| -> Option<char> { ('!'..='~').find(|c| !T.contains(c) && tok_matches(t, *c)) };
+    // States: (token index, letters of tmux matched so far, a letter written by the
+    // pattern used). Since `tmux` has no repeated letter, a mismatch goes back to 0 (or 1
+    // on a `t`).
+    let step = |k: usize, ch: char| -> usize {
+        if k < 4 && T[k] == ch {
+            k + 1
+        } else if ch == 't' {
+            1
+        } else {
+            0
+        }
+    };
+    // `tmux` as the whole name, through wildcards alone too (`????`, `t*`, `*x`).
+    if whole_match(&toks, &T) {
+        return true;
+    }
+    let n = toks.len();
+    let mut seen = vec![[[false; 2]; 5]; n + 1];
+    let mut todo = vec![(0usize, 0usize, false)];
+    while let Some((i, k, lit)) = todo.pop() {
+        if std::mem::replace(&mut seen[i][k][usize::from(lit)], true) {
+            continue;
+        }
+        if k == 4 && lit {
+            return true;
+        }
+        if i == n {
+            continue;
+        }
+        let t = &toks[i];
+        let written = matches!(t, Glob::Lit(_) | Glob::Class(_));
+        let mut chars: Vec<char> = T.iter().copied().filter(|c| tok_matches(t, *c)).collect();
+        chars.extend(other(t));
+        for ch in chars {
+            let k2 = step(k, ch);
+            let lit2 = match k2 {
+                0 => false,
+                1 => written,
+                _ => lit || written,
+            };
+            // A `*` may take more characters; any other token takes one.
+            let i2 = if *t == Glob::Star { i } else { i + 1 };
+            todo.push((i2, k2, lit2));
+        }
+        if *t == Glob::Star {
+            todo.push((i + 1, k, lit));
+        }
+    }
+    false
+}
+
+fn tok_matches(t: &Glob, ch: char) -> bool {
+    match t {
+        Glob::Lit(c) => *c == ch,
+        Glob::Any | Glob::Star => true,
+        Glob::Class(b) => class_matches(b, ch),
+    }
+}
+
+/// Whether the pattern matches exactly `s`.
+fn whole_match(toks: &[Glob], s: &[char]) -> bool {
+    // Positions in `s` reachable before token i.
+    let mut cur = vec![false; s.len() + 1];
+    cur[0] = true;
+    for t in toks {
+        let mut next = vec![false; s.len() + 1];
+        for p in 0..=s.len() {
+            if !cur[p] {
+                continue;
+            }
+            if *t == Glob::Star {
+                for q in next.iter_mut().skip(p) {
+                    *q = true;
+                }
+            } else if p < s.len() && tok_matches(t, s[p]) {
+                next[p + 1] = true;
+            }
+        }
+        cur = next;
+    }
+    cur[s.len()]
 }
 
 /// The text as a shell would see it once quotes, backslashes, escapes (`$'\x74'`, `\164`,
@@ -2843,6 +3104,47 @@ mod tests {
         assert_eq!(c.len(), 1, "{c:?}");
         assert!(matches!(&c[0].1, Check::Deny(w) if w.contains("tmux appears inside data")));
         assert!(checks("echo hello; grep -rn pane src/ | head").is_empty());
+    }
+
+    fn denied(src: &str) -> bool {
+        analyze(src, None)
+            .iter()
+            .any(|f| matches!(f.check, Check::Deny(_)))
+    }
+
+    #[test]
+    fn globs_and_braces_that_spell_tmux_are_tmux() {
+        let p = "/usr/bin/t?ux -S $O kill-\"$(echo server)\"";
+        for attack in [
+            format!("setarch x86_64 {p}"),
+            format!("prlimit --nofile=1024 {p}"),
+            "/lib64/ld-linux-x86-64.so.2 /usr/bin/t?ux -S $O -C < cmds".into(),
+            "find /usr/bin -name 't?ux' -exec {} -S $O -C \\; < file".into(),
+            "valgrind -q /usr/bin/t[m]ux -S $O kill-server".into(),
+            "fakeroot /usr/bin/t{m,}ux -S $O kill-server".into(),
+            "perf stat /usr/bin/t{l..n}ux -S $O kill-server".into(),
+            "numactl -N0 tm* -S /tmp/t?ux-0/team-* kill-server".into(),
+            "ltrace -f x -S /tmp/t?ux-1000/team-abc kill-server".into(),
+            "xargs -I% ld.so /usr/bin/*mux -S % kill-server".into(),
+        ] {
+            assert!(denied(&attack), "allowed: {attack}");
+        }
+        for everyday in [
+            "ls *.rs",
+            "rm -rf target/*",
+            "cat src/*.rs",
+            "ls src/{lib,main}.rs",
+            "grep -rn '[c]argo' src/",
+            "echo $? ${x}",
+            "cp -r {a,b}/ /tmp/",
+            "find . -name '*.toml'",
+        ] {
+            assert!(!denied(everyday), "denied: {everyday}");
+        }
+        assert!(tmux_shaped("t?ux") && tmux_shaped("*mux*") && tmux_shaped("[s-u]mux"));
+        assert!(tmux_shaped("t?ux-0") && tmux_shaped("t{m,}ux") && tmux_shaped("????"));
+        assert!(!tmux_shaped("*") && !tmux_shaped("*.rs") && !tmux_shaped("t?x"));
+        assert!(!tmux_shaped("x?y") && !tmux_shaped("{a,b}.rs"));
     }
 
     proptest! {
