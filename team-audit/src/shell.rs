@@ -1118,6 +1118,25 @@ fn names_tmux(s: &str) -> bool {
     false
 }
 
+/// A path that names a file descriptor: `Some(true)` for stdin (`/dev/stdin`, `/dev/fd/0`,
+/// `/proc/<pid>/fd/0`), `Some(false)` for another descriptor, `None` for a plain path.
+fn fd_path(p: &str) -> Option<bool> {
+    if p == "/dev/stdin" {
+        return Some(true);
+    }
+    let n = p.strip_prefix("/dev/fd/").or_else(|| {
+        let rest = p.strip_prefix("/proc/")?;
+        let (_, fd) = rest.split_once("/fd/")?;
+        Some(fd)
+    })?;
+    Some(n == "0")
+}
+
+/// The dynamic loader, which runs the program named by its first argument.
+fn is_loader(base: &str) -> bool {
+    base == "ld.so" || base.starts_with("ld-linux") || base.starts_with("ld-musl")
+}
+
 fn basename(s: &str) -> &str {
     s.rsplit('/').next().unwrap_or(s)
 }
@@ -2330,8 +2349,13 @@ impl Scan {
                         "a script whose name is only known when the shell runs".into(),
                     );
                 }
-                if rest.is_empty() || rest[0].text == "/dev/stdin" || rest[0].text == "-" {
-                    self.deny(&words[i..], "`source` of commands from stdin".into());
+                if rest.is_empty() || rest[0].text == "-" || fd_path(&rest[0].text).is_some() {
+                    self.deny(
+                        &words[i..],
+                        "`source` of commands from stdin or a file descriptor (`/dev/stdin`, \
+                         `/dev/fd/N`, `/proc/*/fd/N`), which the guard cannot see"
+                            .into(),
+                    );
                 }
                 return;
             }
@@ -2553,6 +2577,29 @@ impl Scan {
         }
         if taint {
             ctx.tainted = true;
+            // `xargs -I% bash -c %`, `xargs -a FILE sh`, `xargs ld.so ...`: code the guard
+            // cannot read, put together at run time.
+            if let Some(w) = words.get(j) {
+                let b = basename(&w.text);
+                if SHELLS.contains(&b)
+                    || is_interpreter(b)
+                    || SHELL_LIKE.contains(&b)
+                    || WRAPPERS.iter().any(|(x, ..)| *x == b)
+                    || matches!(b, "eval" | "source" | "." | "busybox")
+                    || is_loader(b)
+                    || w.dynamic
+                {
+                    self.deny(
+                        words,
+                        format!(
+                            "`{base}` runs `{}` with arguments only known at run time: a shell, \
+                             an interpreter or a program runner, whose code the guard cannot read",
+                            w.text
+                        ),
+                    );
+                    return;
+                }
+            }
         }
         let mut tail: Vec<Word> = Vec::new();
         if let Some(s) = split {
@@ -2636,7 +2683,22 @@ impl Scan {
             }
             return;
         }
-        let script_file = words.get(j).filter(|_| !reads_stdin);
+        let mut script_file = words.get(j).filter(|_| !reads_stdin);
+        // `bash /dev/stdin`, `sh /dev/fd/0`, `bash /proc/self/fd/0`: the script is stdin;
+        // another descriptor (`exec 3<<<...; bash /dev/fd/3`) is code the guard cannot see.
+        if let Some(fd) = script_file.and_then(|f| fd_path(&f.text)) {
+            if !fd {
+                self.deny(
+                    words,
+                    format!(
+                        "`{base}` runs `{}`, code from a file descriptor the guard cannot see",
+                        words[j].text
+                    ),
+                );
+                return;
+            }
+            script_file = None;
+        }
         match script_file {
             Some(f) if f.dynamic => self.deny(
                 words,
@@ -3145,6 +3207,31 @@ mod tests {
         assert!(tmux_shaped("t?ux-0") && tmux_shaped("t{m,}ux") && tmux_shaped("????"));
         assert!(!tmux_shaped("*") && !tmux_shaped("*.rs") && !tmux_shaped("t?x"));
         assert!(!tmux_shaped("x?y") && !tmux_shaped("{a,b}.rs"));
+    }
+
+    #[test]
+    fn code_from_stdin_and_descriptors() {
+        for attack in [
+            "bash /dev/stdin <<< '$x kill-server'",
+            "exec 3<<<'$x kill-server'; . /dev/fd/3",
+            "exec 3<<<'ls'; bash /dev/fd/3",
+            "cat f | bash /proc/self/fd/0",
+            "sh /dev/fd/0",
+            "sh /dev/stdin < file",
+            "xargs -a cmds -I% bash -c %",
+            "xargs -I% sh -c %",
+            "xargs -a f -I% ld.so %",
+            "xargs -0 python3",
+        ] {
+            assert!(denied(attack), "allowed: {attack}");
+        }
+        for everyday in [
+            "bash /dev/stdin <<< 'echo hi'",
+            "find . -name '*.rs' | xargs wc -l",
+            "xargs -n1 echo < list",
+        ] {
+            assert!(!denied(everyday), "denied: {everyday}");
+        }
     }
 
     proptest! {
