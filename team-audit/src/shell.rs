@@ -76,6 +76,16 @@ impl Finding {
 /// real tmux binary (the only path, besides the word `tmux`, accepted as tmux's command
 /// word). Never panics.
 pub fn analyze(src: &str, tmux_bin: Option<&std::path::Path>) -> Vec<Finding> {
+    if let Some(depth) = too_deep(src) {
+        return vec![Finding::deny(
+            "shell",
+            vec![],
+            format!(
+                "parentheses, braces or brackets nested {depth} deep (more than \
+                 {MAX_NESTING}): too deep to be checked"
+            ),
+        )];
+    }
     let mut sc = Scan {
         tmux_bin: tmux_bin.map(|p| p.display().to_string()),
         ..Scan::default()
@@ -135,7 +145,9 @@ pub fn analyze(src: &str, tmux_bin: Option<&std::path::Path>) -> Vec<Finding> {
         ));
     }
     // Rule 4: a file written (or data decoded) and a file run in the same line.
-    let written = |path: &str| sc.written.iter().any(|w| basename(w) == basename(path));
+    let written_names: std::collections::HashSet<&str> =
+        sc.written.iter().map(|w| basename(w)).collect();
+    let written = |path: &str| written_names.contains(basename(path));
     let hit = sc
         .runs
         .iter()
@@ -156,11 +168,56 @@ pub fn analyze(src: &str, tmux_bin: Option<&std::path::Path>) -> Vec<Finding> {
             ),
         ));
     }
+    // A line with very many findings is denied anyway: the hook lists (and records) only the
+    // first ones, so that checking and recording stay linear in the line's length.
+    if sc.findings.len() > MAX_FINDINGS {
+        let more = sc.findings.len() - (MAX_FINDINGS - 1);
+        sc.findings.truncate(MAX_FINDINGS - 1);
+        sc.findings.push(Finding::deny(
+            "shell",
+            vec![],
+            format!("and {more} more things in the line that may reach tmux (not listed)"),
+        ));
+    }
     sc.findings
 }
 
+/// Deepest nesting of `(`, `{`, `[` checked: the lexer's bracket matching is linear per
+/// level, so checking stays near-linear in the line's length.
+const MAX_NESTING: usize = 256;
+
+/// The nesting depth of `(`, `{`, `[` outside quotes, if more than [`MAX_NESTING`].
+fn too_deep(src: &str) -> Option<usize> {
+    let c: Vec<char> = src.chars().collect();
+    let (mut depth, mut max, mut j) = (0usize, 0usize, 0);
+    while j < c.len() {
+        match c[j] {
+            '(' | '{' | '[' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            ')' | '}' | ']' => depth = depth.saturating_sub(1),
+            '\\' => j += 1,
+            '\'' => {
+                j += 1;
+                while j < c.len() && c[j] != '\'' {
+                    j += 1;
+                }
+            }
+            _ => {}
+        }
+        j += 1;
+    }
+    (max > MAX_NESTING).then_some(max)
+}
+
+/// Most findings reported for one line.
+const MAX_FINDINGS: usize = 64;
+
 /// Most brace alternatives expanded per word; more is taken as spelling tmux.
 const MAX_BRACE: usize = 256;
+/// Longest word with a `{` that is brace-expanded; a longer one is taken as spelling tmux.
+const MAX_BRACE_WORD: usize = 4096;
 
 /// Rule 2's glob half: a word of normalised text (split at blanks and shell operators) that
 /// holds `?`, `*`, `[...]` or `{a,b}` / `{a..c}` and one of whose brace expansions has a path
@@ -185,6 +242,9 @@ fn tmux_shaped(w: &str) -> bool {
 /// Bash's brace expansion of one word: `{a,b}` (nested), `{a..c}`, `{1..3}`; `${...}` and
 /// braces without a comma or `..` are left as they are. `None`: more than [`MAX_BRACE`].
 fn expand_braces(w: &str) -> Option<Vec<String>> {
+    if w.len() > MAX_BRACE_WORD && w.contains('{') {
+        return None;
+    }
     let c: Vec<char> = w.chars().collect();
     // The first `{` (not `${`) whose matching `}` holds a top-level `,` or is a `..` range.
     let mut i = 0;
@@ -815,8 +875,7 @@ fn lex(src: &str) -> Lexed {
                 // A glob or a brace expansion, unless the word is only the bracket or brace
                 // itself (`[`, `[[`, `{`, `}`, `]]`), which is a command or keyword.
                 let alone = i + 1 >= n || matches!(c[i + 1], ' ' | '\t' | '\n' | ';' | '&' | '|');
-                let only = w.text.chars().all(|x| x == ch);
-                if !(alone && only) {
+                if !(alone && w.text.chars().all(|x| x == ch)) {
                     w.dynamic = true;
                 }
                 i += 1;
@@ -2092,6 +2151,73 @@ impl Scan {
                 ));
             }
             "script" => return unread("`script` runs a command string"),
+            "m4" => return unread("`m4` runs shell commands from its input (`syscmd`, `esyscmd`)"),
+            "dc" if rest
+                .iter()
+                .any(|w| w.text.contains('!') || w.text.starts_with("-f")) =>
+            {
+                return unread("`dc` runs `!command`");
+            }
+            "sqlite3"
+                if rest.iter().any(|w| {
+                    w.text.contains(".shell") || w.text.contains(".system") || w.text == "-cmd"
+                }) =>
+            {
+                return unread("`sqlite3 .shell` / `.system` runs a command");
+            }
+            "socat"
+                if rest.iter().any(|w| {
+                    let l = w.text.to_ascii_lowercase();
+                    l.contains("exec:") || l.contains("system:")
+                }) =>
+            {
+                return unread("`socat EXEC:` / `SYSTEM:` runs a command");
+            }
+            "npx" | "npm" | "pnpm" | "yarn"
+                if rest
+                    .iter()
+                    .any(|w| w.text == "-c" || w.text.starts_with("--call")) =>
+            {
+                return unread(&format!("`{base} -c` runs a command string"));
+            }
+            "sort" if starts("--compress-program") => {
+                return unread("`sort --compress-program` runs a program");
+            }
+            "man" if starts("-P") || starts("--pager") || starts("-H") || starts("--html") => {
+                return unread("`man -P` runs a pager command");
+            }
+            "at" | "batch" => {
+                return unread(&format!("`{base}` runs commands from its input later"));
+            }
+            "cargo"
+                if rest.iter().any(|w| {
+                    w.text.starts_with("--config") && !w.text.starts_with("--config=net.")
+                }) =>
+            {
+                return unread("`cargo --config` may set a runner, linker or wrapper command");
+            }
+            "git"
+                if rest.iter().any(|w| {
+                    matches!(
+                        w.text.as_str(),
+                        "--exec" | "-x" | "--extcmd" | "--open-files-in-pager" | "-O" | "foreach"
+                    ) || [
+                        "--exec=",
+                        "--extcmd=",
+                        "--open-files-in-pager=",
+                        "-O",
+                        "--tool",
+                    ]
+                    .iter()
+                    .any(|p| w.text.starts_with(p))
+                        || w.text == "run" && rest.iter().any(|x| x.text == "bisect")
+                }) =>
+            {
+                return unread(
+                    "a git command that runs a command string (`rebase --exec`, \
+                     `difftool -x`, `grep -O`, `submodule foreach`, `bisect run`)",
+                );
+            }
             "watch" => return unread("`watch` runs a command string through a shell"),
             "flock" if starts("-c") || starts("--command") => {
                 return unread("`flock -c` runs a command string through a shell");
@@ -3232,6 +3358,44 @@ mod tests {
         ] {
             assert!(!denied(everyday), "denied: {everyday}");
         }
+    }
+
+    #[test]
+    fn programs_that_run_command_strings() {
+        for attack in [
+            "sqlite3 :memory: '.shell ls'",
+            "git rebase --exec 'ls' HEAD~1",
+            "git difftool -x ls HEAD",
+            "git grep --open-files-in-pager=ls x",
+            "git submodule foreach ls",
+            "npx -c 'ls'",
+            "m4 f.m4",
+            "dc -e '!ls'",
+            "socat - EXEC:ls",
+            "sort --compress-program=ls f",
+            "man -P ls ls",
+            "cargo --config 'target.x.runner=\"ls\"' run",
+            "at now < f",
+            "batch < f",
+        ] {
+            assert!(denied(attack), "allowed: {attack}");
+        }
+        for everyday in [
+            "git rebase -i HEAD~2",
+            "git grep -n foo",
+            "sort -u f",
+            "man ls",
+        ] {
+            assert!(!denied(everyday), "denied: {everyday}");
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_denied_fast() {
+        let t = std::time::Instant::now();
+        assert!(denied(&"(".repeat(256 << 10)));
+        assert!(denied(&"{".repeat(256 << 10)));
+        assert!(t.elapsed() < std::time::Duration::from_secs(10));
     }
 
     proptest! {
