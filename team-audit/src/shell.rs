@@ -21,7 +21,9 @@
 //!   word mentioning tmux, and anything the lexer cannot see through.
 //!
 //! Three line-wide rules follow: `tmux` anywhere in the normalised text outside the words of
-//! a top-level tmux command is a denial (data a program could run); constructs that run code
+//! a top-level tmux command is a denial (data a program could run), and so is a glob or brace
+//! that can expand to it (`t?ux`, `t[m]ux`, `t{m,}ux`, `/tmp/t?ux-0/*`; not `*` or `*.rs`:
+//! [`spells_tmux_by_glob`]); constructs that run code
 //! the guard cannot read (arithmetic on variables, `trap`, prompt variables, `sed e`, `git -c`,
 //! program hooks, a file written and run in the same line) are denials; and a kill that is not
 //! the whole line is a denial. Commands that neither are tmux nor name it nor run hidden code

@@ -1,6 +1,7 @@
 //! `team-audit hook`: a PreToolUse / PostToolUse hook for an agent's shell tool.
 //!
-//! Reads the payload on stdin (`hook_event_name`, `tool_name`, `tool_input.command`, `cwd`,
+//! Reads the payload on stdin (`hook_event_name`, `tool_name`, `tool_input.command` and
+//! `tool_input.cmd` (each checked; commands over 256 KiB denied in `--guard`), `cwd`,
 //! `session_id`, `tool_use_id`).
 //!
 //! **PreToolUse** (also Gemini CLI's `BeforeTool`; a payload without `hook_event_name` is taken
