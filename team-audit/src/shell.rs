@@ -21,7 +21,9 @@
 //!   word mentioning tmux, and anything the lexer cannot see through.
 //!
 //! Three line-wide rules follow: `tmux` anywhere in the normalised text outside the words of
-//! a top-level tmux command is a denial (data a program could run); constructs that run code
+//! a top-level tmux command is a denial (data a program could run), and so is a glob or brace
+//! that can expand to it (`t?ux`, `t[m]ux`, `t{m,}ux`, `/tmp/t?ux-0/*`; not `*` or `*.rs`:
+//! [`spells_tmux_by_glob`]); constructs that run code
 //! the guard cannot read (arithmetic on variables, `trap`, prompt variables, `sed e`, `git -c`,
 //! program hooks, a file written and run in the same line) are denials; and a kill that is not
 //! the whole line is a denial. Commands that neither are tmux nor name it nor run hidden code
@@ -76,6 +78,16 @@ impl Finding {
 /// real tmux binary (the only path, besides the word `tmux`, accepted as tmux's command
 /// word). Never panics.
 pub fn analyze(src: &str, tmux_bin: Option<&std::path::Path>) -> Vec<Finding> {
+    if let Some(depth) = too_deep(src) {
+        return vec![Finding::deny(
+            "shell",
+            vec![],
+            format!(
+                "parentheses, braces or brackets nested {depth} deep (more than \
+                 {MAX_NESTING}): too deep to be checked"
+            ),
+        )];
+    }
     let mut sc = Scan {
         tmux_bin: tmux_bin.map(|p| p.display().to_string()),
         ..Scan::default()
@@ -121,19 +133,23 @@ pub fn analyze(src: &str, tmux_bin: Option<&std::path::Path>) -> Vec<Finding> {
             rest.push(*ch);
         }
     }
-    if normalize(&rest).contains("tmux") {
+    let rest = normalize(&rest);
+    if rest.contains("tmux") || spells_tmux_by_glob(&rest) {
         sc.findings.push(Finding::deny(
             "shell",
             vec![],
             "tmux appears inside data a program could run (a string, a here-document, a \
-             comment, a file name or an argument, once quotes and escapes are removed); under \
+             comment, a file name or an argument, once quotes and escapes are removed, or a \
+             glob or brace such as `t?ux`, `t[m]ux`, `t{m,}ux` that can expand to it); under \
              --guard a line may name tmux only as the command word of a read-only tmux command \
              or of a proven kill (use --ask to let a person decide)"
                 .into(),
         ));
     }
     // Rule 4: a file written (or data decoded) and a file run in the same line.
-    let written = |path: &str| sc.written.iter().any(|w| basename(w) == basename(path));
+    let written_names: std::collections::HashSet<&str> =
+        sc.written.iter().map(|w| basename(w)).collect();
+    let written = |path: &str| written_names.contains(basename(path));
     let hit = sc
         .runs
         .iter()
@@ -154,7 +170,314 @@ pub fn analyze(src: &str, tmux_bin: Option<&std::path::Path>) -> Vec<Finding> {
             ),
         ));
     }
+    // A line with very many findings is denied anyway: the hook lists (and records) only the
+    // first ones, so that checking and recording stay linear in the line's length.
+    if sc.findings.len() > MAX_FINDINGS {
+        let more = sc.findings.len() - (MAX_FINDINGS - 1);
+        sc.findings.truncate(MAX_FINDINGS - 1);
+        sc.findings.push(Finding::deny(
+            "shell",
+            vec![],
+            format!("and {more} more things in the line that may reach tmux (not listed)"),
+        ));
+    }
     sc.findings
+}
+
+/// Deepest nesting of `(`, `{`, `[` checked: the lexer's bracket matching is linear per
+/// level, so checking stays near-linear in the line's length.
+const MAX_NESTING: usize = 256;
+
+/// The nesting depth of `(`, `{`, `[` outside quotes, if more than [`MAX_NESTING`].
+fn too_deep(src: &str) -> Option<usize> {
+    let c: Vec<char> = src.chars().collect();
+    let (mut depth, mut max, mut j) = (0usize, 0usize, 0);
+    while j < c.len() {
+        match c[j] {
+            '(' | '{' | '[' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            ')' | '}' | ']' => depth = depth.saturating_sub(1),
+            '\\' => j += 1,
+            '\'' => {
+                j += 1;
+                while j < c.len() && c[j] != '\'' {
+                    j += 1;
+                }
+            }
+            _ => {}
+        }
+        j += 1;
+    }
+    (max > MAX_NESTING).then_some(max)
+}
+
+/// Most findings reported for one line.
+const MAX_FINDINGS: usize = 64;
+
+/// Most brace alternatives expanded per word; more is taken as spelling tmux.
+const MAX_BRACE: usize = 256;
+/// Longest word with a `{` that is brace-expanded; a longer one is taken as spelling tmux.
+const MAX_BRACE_WORD: usize = 4096;
+
+/// Rule 2's glob half: a word of normalised text (split at blanks and shell operators) that
+/// holds `?`, `*`, `[...]` or `{a,b}` / `{a..c}` and one of whose brace expansions has a path
+/// component that is [`glob_spells_tmux`].
+fn spells_tmux_by_glob(text: &str) -> bool {
+    text.split(|c: char| c.is_whitespace() || ";&|()<>=:`\"'".contains(c))
+        .filter(|w| w.contains(['?', '*', '[', '{']))
+        .any(|w| match expand_braces(w) {
+            None => true,
+            Some(alts) => alts
+                .iter()
+                .any(|a| a.contains("tmux") || a.split('/').any(glob_spells_tmux)),
+        })
+}
+
+/// `tmux_shaped`: a pattern word (braces included) that can expand to tmux.
+#[cfg(test)]
+fn tmux_shaped(w: &str) -> bool {
+    spells_tmux_by_glob(w)
+}
+
+/// Bash's brace expansion of one word: `{a,b}` (nested), `{a..c}`, `{1..3}`; `${...}` and
+/// braces without a comma or `..` are left as they are. `None`: more than [`MAX_BRACE`].
+fn expand_braces(w: &str) -> Option<Vec<String>> {
+    if w.len() > MAX_BRACE_WORD && w.contains('{') {
+        return None;
+    }
+    let c: Vec<char> = w.chars().collect();
+    // The first `{` (not `${`) whose matching `}` holds a top-level `,` or is a `..` range.
+    let mut i = 0;
+    while i < c.len() {
+        if c[i] == '{' && (i == 0 || c[i - 1] != '$') {
+            let mut depth = 0usize;
+            let mut commas = Vec::new();
+            let mut end = None;
+            for (j, ch) in c.iter().enumerate().skip(i) {
+                match ch {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = Some(j);
+                            break;
+                        }
+                    }
+                    ',' if depth == 1 => commas.push(j),
+                    _ => {}
+                }
+            }
+            let Some(end) = end else { break };
+            let pre: String = c[..i].iter().collect();
+            let post: String = c[end + 1..].iter().collect();
+            let body: String = c[i + 1..end].iter().collect();
+            let mut alts: Vec<String> = Vec::new();
+            if !commas.is_empty() {
+                let mut from = i + 1;
+                for k in commas.iter().copied().chain([end]) {
+                    alts.push(c[from..k].iter().collect());
+                    from = k + 1;
+                }
+            } else if let Some((a, b)) = body.split_once("..") {
+                let (a, b) = (a.trim(), b.split("..").next().unwrap_or("").trim());
+                let (ac, bc) = (a.chars().collect::<Vec<_>>(), b.chars().collect::<Vec<_>>());
+                if let (Ok(x), Ok(y)) = (a.parse::<i64>(), b.parse::<i64>()) {
+                    if x.abs_diff(y) as usize >= MAX_BRACE {
+                        return None;
+                    }
+                    let (lo, hi) = (x.min(y), x.max(y));
+                    alts = (lo..=hi).map(|v| v.to_string()).collect();
+                } else if ac.len() == 1 && bc.len() == 1 {
+                    let (lo, hi) = (ac[0].min(bc[0]), ac[0].max(bc[0]));
+                    alts = (lo..=hi).map(String::from).collect();
+                }
+            }
+            if alts.is_empty() {
+                i += 1;
+                continue;
+            }
+            let mut out = Vec::new();
+            for a in alts {
+                for e in expand_braces(&format!("{pre}{a}{post}"))? {
+                    out.push(e);
+                    if out.len() > MAX_BRACE {
+                        return None;
+                    }
+                }
+            }
+            return Some(out);
+        }
+        i += 1;
+    }
+    Some(vec![w.to_string()])
+}
+
+/// One piece of a glob pattern.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Glob<'a> {
+    Lit(char),
+    Any,
+    Star,
+    /// `[...]`: the text between the brackets.
+    Class(&'a str),
+}
+
+fn glob_tokens(p: &str) -> Vec<Glob<'_>> {
+    let mut out = Vec::new();
+    let mut it = p.char_indices().peekable();
+    while let Some((i, ch)) = it.next() {
+        match ch {
+            '?' => out.push(Glob::Any),
+            '*' => out.push(Glob::Star),
+            '[' => {
+                // `[]...]` and `[!]...]`: a leading `]` is a member.
+                let body_start = i + 1;
+                let rest = &p[body_start..];
+                let skip = usize::from(rest.starts_with(['!', '^']));
+                let skip = skip + usize::from(rest[skip..].starts_with(']'));
+                match rest[skip..].find(']') {
+                    Some(k) => {
+                        let end = body_start + skip + k;
+                        out.push(Glob::Class(&p[body_start..end]));
+                        while it.peek().is_some_and(|(j, _)| *j <= end) {
+                            it.next();
+                        }
+                    }
+                    None => out.push(Glob::Lit('[')),
+                }
+            }
+            c => out.push(Glob::Lit(c)),
+        }
+    }
+    out
+}
+
+/// Whether a `[...]` body (without brackets) matches `ch`.
+fn class_matches(body: &str, ch: char) -> bool {
+    let (neg, body) = match body.strip_prefix(['!', '^']) {
+        Some(b) => (true, b),
+        None => (false, body),
+    };
+    let c: Vec<char> = body.chars().collect();
+    let mut hit = false;
+    let mut k = 0;
+    while k < c.len() {
+        if c[k] == '[' && c.get(k + 1) == Some(&':') {
+            // `[:alpha:]` and friends: any letter may be in it.
+            hit |= ch.is_ascii_alphabetic();
+            k = c[k..]
+                .iter()
+                .position(|x| *x == ']')
+                .map_or(c.len(), |e| k + e + 1);
+        } else if k + 2 < c.len() && c[k + 1] == '-' {
+            hit |= (c[k]..=c[k + 2]).contains(&ch);
+            k += 3;
+        } else {
+            hit |= c[k] == ch;
+            k += 1;
+        }
+    }
+    hit != neg
+}
+
+/// Whether one path component (brace-free) can spell tmux when the shell or `find -name`
+/// expands it. Only patterns (with `?`, `*` or `[...]`) count; a component of `*`s alone
+/// never does (`ls *`, `rm -rf target/*`). Otherwise it does when it can match `tmux`
+/// itself (`t?ux`, `t*`, `????`, `[s-u]mux`), or a name that holds `tmux` with at least one
+/// of those four letters written by the pattern, not left to a `*` (`t?ux-0`, `*mux*`; but
+/// not `*.rs`, which could match `tmux.rs` only through its `*`).
+fn glob_spells_tmux(comp: &str) -> bool {
+    let toks = glob_tokens(comp);
+    if !toks.iter().any(|t| !matches!(t, Glob::Lit(_))) || toks.iter().all(|t| *t == Glob::Star) {
+        return false;
+    }
+    const T: [char; 4] = ['t', 'm', 'u', 'x'];
+    // The characters worth trying: the letters of tmux, and one that is none of them.
+    let other =
+        |t: &Glob| -> Option<char> { ('!'..='~').find(|c| !T.contains(c) && tok_matches(t, *c)) };
+    // States: (token index, letters of tmux matched so far, a letter written by the
+    // pattern used). Since `tmux` has no repeated letter, a mismatch goes back to 0 (or 1
+    // on a `t`).
+    let step = |k: usize, ch: char| -> usize {
+        if k < 4 && T[k] == ch {
+            k + 1
+        } else if ch == 't' {
+            1
+        } else {
+            0
+        }
+    };
+    // `tmux` as the whole name, through wildcards alone too (`????`, `t*`, `*x`).
+    if whole_match(&toks, &T) {
+        return true;
+    }
+    let n = toks.len();
+    let mut seen = vec![[[false; 2]; 5]; n + 1];
+    let mut todo = vec![(0usize, 0usize, false)];
+    while let Some((i, k, lit)) = todo.pop() {
+        if std::mem::replace(&mut seen[i][k][usize::from(lit)], true) {
+            continue;
+        }
+        if k == 4 && lit {
+            return true;
+        }
+        if i == n {
+            continue;
+        }
+        let t = &toks[i];
+        let written = matches!(t, Glob::Lit(_) | Glob::Class(_));
+        let mut chars: Vec<char> = T.iter().copied().filter(|c| tok_matches(t, *c)).collect();
+        chars.extend(other(t));
+        for ch in chars {
+            let k2 = step(k, ch);
+            let lit2 = match k2 {
+                0 => false,
+                1 => written,
+                _ => lit || written,
+            };
+            // A `*` may take more characters; any other token takes one.
+            let i2 = if *t == Glob::Star { i } else { i + 1 };
+            todo.push((i2, k2, lit2));
+        }
+        if *t == Glob::Star {
+            todo.push((i + 1, k, lit));
+        }
+    }
+    false
+}
+
+fn tok_matches(t: &Glob, ch: char) -> bool {
+    match t {
+        Glob::Lit(c) => *c == ch,
+        Glob::Any | Glob::Star => true,
+        Glob::Class(b) => class_matches(b, ch),
+    }
+}
+
+/// Whether the pattern matches exactly `s`.
+fn whole_match(toks: &[Glob], s: &[char]) -> bool {
+    // Positions in `s` reachable before token i.
+    let mut cur = vec![false; s.len() + 1];
+    cur[0] = true;
+    for t in toks {
+        let mut next = vec![false; s.len() + 1];
+        for p in 0..=s.len() {
+            if !cur[p] {
+                continue;
+            }
+            if *t == Glob::Star {
+                for q in next.iter_mut().skip(p) {
+                    *q = true;
+                }
+            } else if p < s.len() && tok_matches(t, s[p]) {
+                next[p + 1] = true;
+            }
+        }
+        cur = next;
+    }
+    cur[s.len()]
 }
 
 /// The text as a shell would see it once quotes, backslashes, escapes (`$'\x74'`, `\164`,
@@ -554,8 +877,7 @@ fn lex(src: &str) -> Lexed {
                 // A glob or a brace expansion, unless the word is only the bracket or brace
                 // itself (`[`, `[[`, `{`, `}`, `]]`), which is a command or keyword.
                 let alone = i + 1 >= n || matches!(c[i + 1], ' ' | '\t' | '\n' | ';' | '&' | '|');
-                let only = w.text.chars().all(|x| x == ch);
-                if !(alone && only) {
+                if !(alone && w.text.chars().all(|x| x == ch)) {
                     w.dynamic = true;
                 }
                 i += 1;
@@ -855,6 +1177,25 @@ fn names_tmux(s: &str) -> bool {
         from = at + 4;
     }
     false
+}
+
+/// A path that names a file descriptor: `Some(true)` for stdin (`/dev/stdin`, `/dev/fd/0`,
+/// `/proc/<pid>/fd/0`), `Some(false)` for another descriptor, `None` for a plain path.
+fn fd_path(p: &str) -> Option<bool> {
+    if p == "/dev/stdin" {
+        return Some(true);
+    }
+    let n = p.strip_prefix("/dev/fd/").or_else(|| {
+        let rest = p.strip_prefix("/proc/")?;
+        let (_, fd) = rest.split_once("/fd/")?;
+        Some(fd)
+    })?;
+    Some(n == "0")
+}
+
+/// The dynamic loader, which runs the program named by its first argument.
+fn is_loader(base: &str) -> bool {
+    base == "ld.so" || base.starts_with("ld-linux") || base.starts_with("ld-musl")
 }
 
 fn basename(s: &str) -> &str {
@@ -1812,6 +2153,73 @@ impl Scan {
                 ));
             }
             "script" => return unread("`script` runs a command string"),
+            "m4" => return unread("`m4` runs shell commands from its input (`syscmd`, `esyscmd`)"),
+            "dc" if rest
+                .iter()
+                .any(|w| w.text.contains('!') || w.text.starts_with("-f")) =>
+            {
+                return unread("`dc` runs `!command`");
+            }
+            "sqlite3"
+                if rest.iter().any(|w| {
+                    w.text.contains(".shell") || w.text.contains(".system") || w.text == "-cmd"
+                }) =>
+            {
+                return unread("`sqlite3 .shell` / `.system` runs a command");
+            }
+            "socat"
+                if rest.iter().any(|w| {
+                    let l = w.text.to_ascii_lowercase();
+                    l.contains("exec:") || l.contains("system:")
+                }) =>
+            {
+                return unread("`socat EXEC:` / `SYSTEM:` runs a command");
+            }
+            "npx" | "npm" | "pnpm" | "yarn"
+                if rest
+                    .iter()
+                    .any(|w| w.text == "-c" || w.text.starts_with("--call")) =>
+            {
+                return unread(&format!("`{base} -c` runs a command string"));
+            }
+            "sort" if starts("--compress-program") => {
+                return unread("`sort --compress-program` runs a program");
+            }
+            "man" if starts("-P") || starts("--pager") || starts("-H") || starts("--html") => {
+                return unread("`man -P` runs a pager command");
+            }
+            "at" | "batch" => {
+                return unread(&format!("`{base}` runs commands from its input later"));
+            }
+            "cargo"
+                if rest.iter().any(|w| {
+                    w.text.starts_with("--config") && !w.text.starts_with("--config=net.")
+                }) =>
+            {
+                return unread("`cargo --config` may set a runner, linker or wrapper command");
+            }
+            "git"
+                if rest.iter().any(|w| {
+                    matches!(
+                        w.text.as_str(),
+                        "--exec" | "-x" | "--extcmd" | "--open-files-in-pager" | "-O" | "foreach"
+                    ) || [
+                        "--exec=",
+                        "--extcmd=",
+                        "--open-files-in-pager=",
+                        "-O",
+                        "--tool",
+                    ]
+                    .iter()
+                    .any(|p| w.text.starts_with(p))
+                        || w.text == "run" && rest.iter().any(|x| x.text == "bisect")
+                }) =>
+            {
+                return unread(
+                    "a git command that runs a command string (`rebase --exec`, \
+                     `difftool -x`, `grep -O`, `submodule foreach`, `bisect run`)",
+                );
+            }
             "watch" => return unread("`watch` runs a command string through a shell"),
             "flock" if starts("-c") || starts("--command") => {
                 return unread("`flock -c` runs a command string through a shell");
@@ -2069,8 +2477,13 @@ impl Scan {
                         "a script whose name is only known when the shell runs".into(),
                     );
                 }
-                if rest.is_empty() || rest[0].text == "/dev/stdin" || rest[0].text == "-" {
-                    self.deny(&words[i..], "`source` of commands from stdin".into());
+                if rest.is_empty() || rest[0].text == "-" || fd_path(&rest[0].text).is_some() {
+                    self.deny(
+                        &words[i..],
+                        "`source` of commands from stdin or a file descriptor (`/dev/stdin`, \
+                         `/dev/fd/N`, `/proc/*/fd/N`), which the guard cannot see"
+                            .into(),
+                    );
                 }
                 return;
             }
@@ -2292,6 +2705,29 @@ impl Scan {
         }
         if taint {
             ctx.tainted = true;
+            // `xargs -I% bash -c %`, `xargs -a FILE sh`, `xargs ld.so ...`: code the guard
+            // cannot read, put together at run time.
+            if let Some(w) = words.get(j) {
+                let b = basename(&w.text);
+                if SHELLS.contains(&b)
+                    || is_interpreter(b)
+                    || SHELL_LIKE.contains(&b)
+                    || WRAPPERS.iter().any(|(x, ..)| *x == b)
+                    || matches!(b, "eval" | "source" | "." | "busybox")
+                    || is_loader(b)
+                    || w.dynamic
+                {
+                    self.deny(
+                        words,
+                        format!(
+                            "`{base}` runs `{}` with arguments only known at run time: a shell, \
+                             an interpreter or a program runner, whose code the guard cannot read",
+                            w.text
+                        ),
+                    );
+                    return;
+                }
+            }
         }
         let mut tail: Vec<Word> = Vec::new();
         if let Some(s) = split {
@@ -2375,7 +2811,22 @@ impl Scan {
             }
             return;
         }
-        let script_file = words.get(j).filter(|_| !reads_stdin);
+        let mut script_file = words.get(j).filter(|_| !reads_stdin);
+        // `bash /dev/stdin`, `sh /dev/fd/0`, `bash /proc/self/fd/0`: the script is stdin;
+        // another descriptor (`exec 3<<<...; bash /dev/fd/3`) is code the guard cannot see.
+        if let Some(fd) = script_file.and_then(|f| fd_path(&f.text)) {
+            if !fd {
+                self.deny(
+                    words,
+                    format!(
+                        "`{base}` runs `{}`, code from a file descriptor the guard cannot see",
+                        words[j].text
+                    ),
+                );
+                return;
+            }
+            script_file = None;
+        }
         match script_file {
             Some(f) if f.dynamic => self.deny(
                 words,
@@ -2843,6 +3294,110 @@ mod tests {
         assert_eq!(c.len(), 1, "{c:?}");
         assert!(matches!(&c[0].1, Check::Deny(w) if w.contains("tmux appears inside data")));
         assert!(checks("echo hello; grep -rn pane src/ | head").is_empty());
+    }
+
+    fn denied(src: &str) -> bool {
+        analyze(src, None)
+            .iter()
+            .any(|f| matches!(f.check, Check::Deny(_)))
+    }
+
+    #[test]
+    fn globs_and_braces_that_spell_tmux_are_tmux() {
+        let p = "/usr/bin/t?ux -S $O kill-\"$(echo server)\"";
+        for attack in [
+            format!("setarch x86_64 {p}"),
+            format!("prlimit --nofile=1024 {p}"),
+            "/lib64/ld-linux-x86-64.so.2 /usr/bin/t?ux -S $O -C < cmds".into(),
+            "find /usr/bin -name 't?ux' -exec {} -S $O -C \\; < file".into(),
+            "valgrind -q /usr/bin/t[m]ux -S $O kill-server".into(),
+            "fakeroot /usr/bin/t{m,}ux -S $O kill-server".into(),
+            "perf stat /usr/bin/t{l..n}ux -S $O kill-server".into(),
+            "numactl -N0 tm* -S /tmp/t?ux-0/team-* kill-server".into(),
+            "ltrace -f x -S /tmp/t?ux-1000/team-abc kill-server".into(),
+            "xargs -I% ld.so /usr/bin/*mux -S % kill-server".into(),
+        ] {
+            assert!(denied(&attack), "allowed: {attack}");
+        }
+        for everyday in [
+            "ls *.rs",
+            "rm -rf target/*",
+            "cat src/*.rs",
+            "ls src/{lib,main}.rs",
+            "grep -rn '[c]argo' src/",
+            "echo $? ${x}",
+            "cp -r {a,b}/ /tmp/",
+            "find . -name '*.toml'",
+        ] {
+            assert!(!denied(everyday), "denied: {everyday}");
+        }
+        assert!(tmux_shaped("t?ux") && tmux_shaped("*mux*") && tmux_shaped("[s-u]mux"));
+        assert!(tmux_shaped("t?ux-0") && tmux_shaped("t{m,}ux") && tmux_shaped("????"));
+        assert!(!tmux_shaped("*") && !tmux_shaped("*.rs") && !tmux_shaped("t?x"));
+        assert!(!tmux_shaped("x?y") && !tmux_shaped("{a,b}.rs"));
+    }
+
+    #[test]
+    fn code_from_stdin_and_descriptors() {
+        for attack in [
+            "bash /dev/stdin <<< '$x kill-server'",
+            "exec 3<<<'$x kill-server'; . /dev/fd/3",
+            "exec 3<<<'ls'; bash /dev/fd/3",
+            "cat f | bash /proc/self/fd/0",
+            "sh /dev/fd/0",
+            "sh /dev/stdin < file",
+            "xargs -a cmds -I% bash -c %",
+            "xargs -I% sh -c %",
+            "xargs -a f -I% ld.so %",
+            "xargs -0 python3",
+        ] {
+            assert!(denied(attack), "allowed: {attack}");
+        }
+        for everyday in [
+            "bash /dev/stdin <<< 'echo hi'",
+            "find . -name '*.rs' | xargs wc -l",
+            "xargs -n1 echo < list",
+        ] {
+            assert!(!denied(everyday), "denied: {everyday}");
+        }
+    }
+
+    #[test]
+    fn programs_that_run_command_strings() {
+        for attack in [
+            "sqlite3 :memory: '.shell ls'",
+            "git rebase --exec 'ls' HEAD~1",
+            "git difftool -x ls HEAD",
+            "git grep --open-files-in-pager=ls x",
+            "git submodule foreach ls",
+            "npx -c 'ls'",
+            "m4 f.m4",
+            "dc -e '!ls'",
+            "socat - EXEC:ls",
+            "sort --compress-program=ls f",
+            "man -P ls ls",
+            "cargo --config 'target.x.runner=\"ls\"' run",
+            "at now < f",
+            "batch < f",
+        ] {
+            assert!(denied(attack), "allowed: {attack}");
+        }
+        for everyday in [
+            "git rebase -i HEAD~2",
+            "git grep -n foo",
+            "sort -u f",
+            "man ls",
+        ] {
+            assert!(!denied(everyday), "denied: {everyday}");
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_denied_fast() {
+        let t = std::time::Instant::now();
+        assert!(denied(&"(".repeat(256 << 10)));
+        assert!(denied(&"{".repeat(256 << 10)));
+        assert!(t.elapsed() < std::time::Duration::from_secs(10));
     }
 
     proptest! {

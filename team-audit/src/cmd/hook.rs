@@ -1,6 +1,7 @@
 //! `team-audit hook`: a PreToolUse / PostToolUse hook for an agent's shell tool.
 //!
-//! Reads the payload on stdin (`hook_event_name`, `tool_name`, `tool_input.command`, `cwd`,
+//! Reads the payload on stdin (`hook_event_name`, `tool_name`, `tool_input.command` and
+//! `tool_input.cmd` (each checked; commands over 256 KiB denied in `--guard`), `cwd`,
 //! `session_id`, `tool_use_id`).
 //!
 //! **PreToolUse** (also Gemini CLI's `BeforeTool`; a payload without `hook_event_name` is taken
@@ -45,6 +46,9 @@ use crate::shell::{Check, Finding, analyze};
 pub const DENY: i32 = 2;
 /// Largest payload read.
 const MAX_PAYLOAD: u64 = 8 << 20;
+/// Largest command line checked: a longer one is denied in `--guard` (checking stays
+/// near-linear up to it).
+const MAX_COMMAND: usize = 256 << 10;
 
 #[derive(Debug, Args)]
 pub struct HookArgs {
@@ -143,30 +147,42 @@ fn event(payload: &Value) -> (Event, String) {
     (ev, name)
 }
 
-/// The shell command of a payload: `tool_input.command` (or `cmd`) as a string, or as an argv
-/// array (Codex), quoted back into one line. `None`: no command field; `Err`: a command field
-/// that is not a string or an array of strings.
-fn command_of(payload: &Value) -> Option<Result<String, String>> {
+/// The shell commands of a payload: every command-bearing key of `tool_input` (`command`
+/// and `cmd`; a host runs one of them, and which one is not the guard's to guess), each a
+/// string or an argv array (Codex) quoted back into one line. `None`: no command field;
+/// `Err`: a command field that is not a string or an array of strings.
+fn command_of(payload: &Value) -> Option<Result<Vec<String>, String>> {
     let input = payload.get("tool_input")?;
-    let v = input.get("command").or_else(|| input.get("cmd"))?;
-    Some(match v {
-        Value::String(s) => Ok(s.clone()),
-        Value::Array(a) => a
-            .iter()
-            .map(|x| x.as_str().map(shell_quote))
-            .collect::<Option<Vec<_>>>()
-            .map(|w| w.join(" "))
-            .ok_or_else(|| "tool_input.command is an array with a non-string element".into()),
-        other => Err(format!(
-            "tool_input.command is not a string but {}",
-            match other {
-                Value::Null => "null",
-                Value::Bool(_) => "a boolean",
-                Value::Number(_) => "a number",
-                _ => "an object",
-            }
-        )),
-    })
+    let fields: Vec<(&str, &Value)> = ["command", "cmd"]
+        .iter()
+        .filter_map(|k| input.get(*k).map(|v| (*k, v)))
+        .collect();
+    if fields.is_empty() {
+        return None;
+    }
+    Some(
+        fields
+            .into_iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok(s.clone()),
+                Value::Array(a) => a
+                    .iter()
+                    .map(|x| x.as_str().map(shell_quote))
+                    .collect::<Option<Vec<_>>>()
+                    .map(|w| w.join(" "))
+                    .ok_or_else(|| format!("tool_input.{k} is an array with a non-string element")),
+                other => Err(format!(
+                    "tool_input.{k} is not a string but {}",
+                    match other {
+                        Value::Null => "null",
+                        Value::Bool(_) => "a boolean",
+                        Value::Number(_) => "a number",
+                        _ => "an object",
+                    }
+                )),
+            })
+            .collect(),
+    )
 }
 
 /// What a tool response says about success: interrupted, an error flag or a non-zero exit
@@ -390,7 +406,7 @@ pub fn run(g: &Global, a: HookArgs, oracle: &dyn MembershipOracle) -> Result<i32
         }
         Event::Pre => {}
     }
-    let command = match command {
+    let commands = match command {
         Some(Ok(c)) => c,
         Some(Err(why)) => return Ok(malformed(g, &a, workspace.as_deref(), why)),
         None => {
@@ -402,7 +418,17 @@ pub fn run(g: &Global, a: HookArgs, oracle: &dyn MembershipOracle) -> Result<i32
             ));
         }
     };
-    let command = command.as_str();
+    if let Some(big) = commands.iter().find(|c| c.len() > MAX_COMMAND) {
+        let why = format!(
+            "the command is {} bytes, more than the {MAX_COMMAND} the guard checks",
+            big.len()
+        );
+        if a.guard {
+            return Ok(decision(&event_name, ask, &[format!("{why}{ask_note}")]));
+        }
+        eprintln!("team-audit: note: not checked or recorded: {why}");
+        return Ok(0);
+    }
     if a.guard
         && let Err(why) = &cwd
         && g.workspace.is_none()
@@ -412,7 +438,16 @@ pub fn run(g: &Global, a: HookArgs, oracle: &dyn MembershipOracle) -> Result<i32
         )];
         return Ok(decision(&event_name, ask, &reasons));
     }
-    let findings = analyze(command, oracle.tmux_bin().as_deref());
+    let tmux_bin = oracle.tmux_bin();
+    let (sources, findings): (Vec<usize>, Vec<Finding>) = commands
+        .iter()
+        .enumerate()
+        .flat_map(|(k, c)| {
+            analyze(c, tmux_bin.as_deref())
+                .into_iter()
+                .map(move |f| (k, f))
+        })
+        .unzip();
     if findings.is_empty() {
         return Ok(0);
     }
@@ -432,8 +467,12 @@ pub fn run(g: &Global, a: HookArgs, oracle: &dyn MembershipOracle) -> Result<i32
     let items: Vec<_> = findings
         .iter()
         .zip(&decisions)
-        .filter(|(f, d)| f.destroying || f.check == Check::NeedsProof || (a.guard && d.is_err()))
-        .map(|(f, d)| {
+        .zip(&sources)
+        .filter(|((f, d), _)| {
+            f.destroying || f.check == Check::NeedsProof || (a.guard && d.is_err())
+        })
+        .map(|((f, d), k)| {
+            let command = commands[*k].as_str();
             let (outcome, reason) = match (a.guard, d) {
                 (false, _) => (None, "seen by hook (not guarded)".to_string()),
                 (true, Ok(())) => (Some("allowed".to_string()), "proven by guard".into()),
