@@ -1114,6 +1114,26 @@ fn readers(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
             Some(("<= 1.3x".into(), v <= 1.3 * cpu)),
         );
     }
+    // What one refresh of `status --watch` costs: a whole `status` (one listing, the state read
+    // without a lock) next to one bare `list-panes -a` process.
+    let srv = t.server();
+    let floor = median_ms(runs, || {
+        srv.tmux(&["list-panes", "-a", "-F", "#{pane_id}"])
+            .map(|_| ())
+    })?;
+    let st = median_ms(runs, || {
+        let (_, code) = timed(b, &t, &["status", "bench", "--json"])?;
+        anyhow::ensure!(code == Some(0), "status exited {code:?}");
+        Ok(())
+    })?;
+    b.figure(
+        "readers: status (one refresh of --watch), 4 workers",
+        st,
+        "ms",
+        "bare list-panes -a ms",
+        floor,
+        None,
+    );
     b.figure(
         &format!("readers: status exits 75 (--wait 0s), of {reads}"),
         busy as f64,
