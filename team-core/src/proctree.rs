@@ -422,7 +422,10 @@ pub fn listening_unix(text: &str) -> Vec<u64> {
             let f: Vec<&str> = l.split_whitespace().collect();
             let flags = u64::from_str_radix(f.get(3)?, 16).ok()?;
             let listening = flags & 0x10000 != 0;
-            listening.then(|| f.get(6)?.parse().ok())?
+            // A datagram socket bound to a name serves whoever sends to it (syslog- or
+            // notify-style): type 0002 with a path (or an abstract `@name`).
+            let bound_dgram = f.get(4) == Some(&"0002") && f.get(7).is_some();
+            (listening || bound_dgram).then(|| f.get(6)?.parse().ok())?
         })
         .collect()
 }
@@ -579,8 +582,14 @@ mod tests {
     fn listening_sockets_parse() {
         let unix = "Num       RefCount Protocol Flags    Type St Inode Path\n\
                     0000: 00000002 00000000 00010000 0001 01 4711 /tmp/codex-daemon-0/s\n\
-                    0000: 00000003 00000000 00000000 0001 03 4712 /tmp/codex-daemon-0/s\n";
-        assert_eq!(listening_unix(unix), vec![4711]);
+                    0000: 00000003 00000000 00000000 0001 03 4712 /tmp/codex-daemon-0/s\n\
+                    0000: 00000002 00000000 00000000 0002 01 4713 /tmp/dgram.sock\n\
+                    0000: 00000002 00000000 00000000 0002 01 4714\n";
+        assert_eq!(
+            listening_unix(unix),
+            vec![4711, 4713],
+            "a bound datagram socket serves"
+        );
         let tcp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
                    0: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1660 1\n\
                    1: 0100007F:07E8 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 1661 1\n";

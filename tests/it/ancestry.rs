@@ -562,7 +562,7 @@ fn a_pane_killed_by_hand_hangs_up_its_processes() {
         Duration::from_secs(5),
         || !alive(bg),
     );
-    wait_for("the supervisor to exit", Duration::from_secs(5), || {
+    wait_for("the supervisor to exit", Duration::from_secs(15), || {
         !alive(sup)
     });
     let exit = sb.root().path().join("teams/a/workers/worker-1/exit.json");
@@ -587,12 +587,13 @@ fn what_a_shared_daemon_runs_and_other_servers_survive_the_workers_removal() {
            setsid sh -c 'sleep 100011 & echo $! > {d}/kid; exec {fd} serve {d}/s1 {d}/p1' & \
            ( ( exec {fd} serve {d}/s2 {d}/p2 & ) & ); \
            setsid {fd} udp {d}/p3 & \
+           setsid {fd} dgram {d}/dg.sock {d}/p4 & \
            cp {tmux} {d}/mux && {d}/mux -S {d}/m.sock -f /dev/null new-session -d 'sleep 100012'; \
          fi; exec sleep 100000",
         d = d.display(),
     );
     team_with_workers(&sb, "a", &cmd, 2);
-    let pids: Vec<u32> = ["kid", "p1", "p2", "p3"]
+    let pids: Vec<u32> = ["kid", "p1", "p2", "p3", "p4"]
         .iter()
         .map(|f| read_pid(&d.join(f)))
         .collect();
@@ -737,4 +738,42 @@ fn which_tmux() -> String {
         .output()
         .unwrap();
     String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// A workspace renamed while its team runs: its state is not where the panes' tags say, but
+/// that is no proof the team is gone; the reaper (even with a central audit log, as cron has)
+/// leaves its panes alone.
+#[test]
+fn a_renamed_workspace_is_no_proof_that_its_team_is_gone() {
+    let sb = Sandbox::new();
+    team_with_workers(&sb, "a", "sleep 100000", 1);
+    let sock = sb.private_sock();
+    let before = pane_pids(&sock);
+    assert_eq!(before.len(), 2);
+    let moved = sb.dir.path().join("ws-moved");
+    std::fs::rename(&sb.ws, &moved).unwrap();
+    let log = sb.dir.path().join("central-audit.jsonl");
+    let o = sb
+        .command(bin("team-reap"))
+        .current_dir(sb.dir.path())
+        .args([
+            "--only-under",
+            &sb.dir.path().display().to_string(),
+            "--json",
+        ])
+        .arg("--audit-log")
+        .arg(&log)
+        .output()
+        .unwrap();
+    let lines = json_lines(&o.stdout);
+    std::fs::rename(&moved, &sb.ws).unwrap();
+    assert!(
+        !lines.iter().any(|r| r["action"] == "killed"),
+        "the reaper killed a moved team's panes: {lines:?}"
+    );
+    assert_eq!(pane_pids(&sock), before);
+    assert!(
+        lines.iter().any(|r| r["verdict"] == "unverifiable"),
+        "reported as unverifiable: {lines:?}"
+    );
 }

@@ -268,3 +268,50 @@ fn an_empty_directory_keeps_its_worktree() {
         String::from_utf8_lossy(&st.stdout)
     );
 }
+
+/// Staged content that differs from the file on disk (`git add`, then an edit) and a commit
+/// held only by a ref of the worktree (`refs/worktree/*`) are kept: a saved branch records the
+/// files on disk and reachable commits only, so removing the worktree would lose them.
+#[test]
+fn staged_changes_and_worktree_refs_keep_their_worktree() {
+    for case in ["staged", "worktree-ref"] {
+        let sb = Sandbox::new();
+        let wt = setup(&sb, false);
+        match case {
+            "staged" => {
+                std::fs::write(wt.join("README"), "staged\n").unwrap();
+                git(&wt, &["add", "README"]);
+                std::fs::write(wt.join("README"), "on disk\n").unwrap();
+            }
+            _ => {
+                std::fs::write(wt.join("w3.txt"), "precious\n").unwrap();
+                git(&wt, &["add", "w3.txt"]);
+                git(
+                    &wt,
+                    &[
+                        "-c",
+                        "user.name=t",
+                        "-c",
+                        "user.email=t@t",
+                        "commit",
+                        "-q",
+                        "-m",
+                        "w3 work",
+                    ],
+                );
+                git(&wt, &["update-ref", "refs/worktree/keep", "HEAD"]);
+                git(&wt, &["checkout", "-q", "--detach", "HEAD~1"]);
+            }
+        }
+        let (code, lines) = down_worker_2(&sb);
+        let out = format!("{lines:?}");
+        assert!(wt.exists(), "{case}: the worktree was removed: {out}");
+        assert_eq!(code, 3, "{case}: cleanup debt remains: {out}");
+        let key = if case == "staged" {
+            "staged_differs"
+        } else {
+            "worktree_refs"
+        };
+        assert!(out.contains(key), "{case}: named as {key}: {out}");
+    }
+}

@@ -76,6 +76,12 @@ pub struct Unsavable {
     pub dirty_submodules: Vec<String>,
     /// Empty directories: git records no directory without a file in it.
     pub empty_dirs: Vec<String>,
+    /// Files whose staged content differs from both HEAD and the file on disk: the save
+    /// commits the file on disk, so the staged version would be lost.
+    pub staged_differs: Vec<String>,
+    /// Refs that live only in this worktree (`refs/worktree/*`, `refs/bisect/*`): removing
+    /// the worktree drops them and the commits only they hold.
+    pub worktree_refs: Vec<String>,
 }
 
 impl Unsavable {
@@ -85,6 +91,8 @@ impl Unsavable {
             && self.nested_repos.is_empty()
             && self.dirty_submodules.is_empty()
             && self.empty_dirs.is_empty()
+            && self.staged_differs.is_empty()
+            && self.worktree_refs.is_empty()
     }
 
     /// A short description naming the first few paths of each kind.
@@ -111,6 +119,18 @@ impl Unsavable {
         }
         if !self.empty_dirs.is_empty() {
             parts.push(format!("empty directories: {}", list(&self.empty_dirs)));
+        }
+        if !self.staged_differs.is_empty() {
+            parts.push(format!(
+                "staged changes that differ from the files: {}",
+                list(&self.staged_differs)
+            ));
+        }
+        if !self.worktree_refs.is_empty() {
+            parts.push(format!(
+                "refs of this worktree only: {}",
+                list(&self.worktree_refs)
+            ));
         }
         parts.join("; ")
     }
@@ -141,6 +161,28 @@ pub fn unsavable(dir: &Path) -> Result<Unsavable> {
     }
     let mut u = parse_status_v2(&o.stdout);
     u.empty_dirs = empty_dirs(dir, WALK_LIMIT)?;
+    let refs = git(
+        dir,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/worktree/",
+            "refs/bisect/",
+        ],
+        &[],
+    )?;
+    if !refs.status.success() {
+        return Err(Error::Refused(format!(
+            "git for-each-ref in {} failed: {}",
+            dir.display(),
+            String::from_utf8_lossy(&refs.stderr).trim()
+        )));
+    }
+    u.worktree_refs = String::from_utf8_lossy(&refs.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
     Ok(u)
 }
 
@@ -264,7 +306,21 @@ pub fn parse_status_v2(out: &[u8]) -> Unsavable {
                     && sub.starts_with('S')
                     && sub != "S..."
                 {
-                    u.dirty_submodules.push(path);
+                    u.dirty_submodules.push(path.clone());
+                }
+                // `XY`: X the index against HEAD, Y the file against the index; both changed
+                // means the staged content is neither HEAD's nor the file's.
+                let xy = rec.split(' ').nth(1).unwrap_or("..");
+                let mut c = xy.chars();
+                if let (Some(x), Some(y)) = (c.next(), c.next())
+                    && kind == "1"
+                    && x != '.'
+                    && y != '.'
+                    && x != 'D'
+                    && y != 'D'
+                    && !sub.is_some_and(|s| s.starts_with('S'))
+                {
+                    u.staged_differs.push(path);
                 }
             }
         }

@@ -309,7 +309,7 @@ fn worker_processes(
         return f;
     };
     let inc = w.incarnation.to_string();
-    let root = match process::check_supervisor(pane.pane_pid, pane.process_start, &inc) {
+    let root = match check_supervisor_settled(pane.pane_pid, pane.process_start, &inc) {
         process::SupervisorCheck::Alive(n) => n,
         process::SupervisorCheck::Gone => return f,
         process::SupervisorCheck::Unverifiable(r) => {
@@ -391,6 +391,26 @@ fn worker_processes(
         }
     }
     f
+}
+
+/// [`process::check_supervisor`], allowing a pane that was just made to finish starting: its
+/// first process is `sh -c '... exec team-scale supervise ... --incarnation <inc> ...'` until
+/// the `exec`, so while its command line names this incarnation, wait (bounded) for it.
+fn check_supervisor_settled(pid: u32, start: Option<u64>, inc: &str) -> process::SupervisorCheck {
+    let mut v = process::check_supervisor(pid, start, inc);
+    for _ in 0..40 {
+        let starting = matches!(v, process::SupervisorCheck::Other(_))
+            && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                let c = String::from_utf8_lossy(&c);
+                c.contains(crate::supervisor::SUBCOMMAND) && c.contains(inc)
+            });
+        if !starting {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        v = process::check_supervisor(pid, start, inc);
+    }
+    v
 }
 
 /// A pane whose first process is not a supervisor (made by an older version): its own

@@ -206,10 +206,15 @@ impl Oracle {
 /// exist, looked up from the workspace down without following a symlink (a symlinked `.team`,
 /// `locks/` or `teams/` proves nothing and is an error). A workspace that is gone is absence.
 fn absent(root: &Path, p: &Path) -> Result<bool, String> {
+    // A workspace that is not there was moved or renamed as often as deleted: its team may
+    // live on at the new path, so that is never proof of absence.
     if let Some(ws) = root.parent()
         && matches!(std::fs::symlink_metadata(ws), Err(e) if e.kind() == ErrorKind::NotFound)
     {
-        return Ok(true);
+        return Err(format!(
+            "the team's workspace {} is gone (moved, renamed or deleted): its panes are left alone; if it was deleted, end them by hand",
+            ws.display()
+        ));
     }
     match crate::fsutil::state_open(root, p, crate::fsutil::Access::Read) {
         Ok(Some(_)) => Ok(false),
@@ -276,11 +281,11 @@ mod tests {
             "{:?}",
             o.lookup(&key)
         );
-        // A whole missing workspace is gone.
+        // A whole missing workspace may have been moved: unverifiable, never gone.
         let key = TeamKey::from_tags(d.path().join("nope").to_str().unwrap(), "t", None).unwrap();
         assert!(matches!(
             Oracle::new(false, Duration::ZERO).lookup(&key),
-            Lookup::Gone(_)
+            Lookup::Unverifiable(_)
         ));
     }
 

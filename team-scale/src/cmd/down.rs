@@ -72,6 +72,8 @@ pub fn print_settle(out: &mut Out, r: &SettleReport) -> CliResult<()> {
                 "nested_repos": r.unsavable.nested_repos,
                 "dirty_submodules": r.unsavable.dirty_submodules,
                 "empty_dirs": r.unsavable.empty_dirs,
+                "staged_differs": r.unsavable.staged_differs,
+                "worktree_refs": r.unsavable.worktree_refs,
             })),
             "tasks_returned": w.tasks_returned,
         }))?;

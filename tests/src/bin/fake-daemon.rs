@@ -3,6 +3,7 @@
 //!
 //! - `fake-daemon serve SOCKET PIDFILE`: listens on a unix socket, writes its pid to PIDFILE,
 //!   and echoes every line back to each client, forever.
+//! - `fake-daemon dgram SOCKET PIDFILE`: a unix datagram socket bound to SOCKET (notify-style).
 //! - `fake-daemon udp PIDFILE`: a UDP server on 127.0.0.1 (any port) that echoes datagrams.
 //! - `fake-daemon client SOCKET BEATFILE`: connects (retrying for 10 s), then every 50 ms sends
 //!   a line and waits for its echo, writing the count of round trips to BEATFILE. It exits 1
@@ -18,9 +19,10 @@ fn main() {
         Some("serve") if args.len() == 4 => serve(&args[2], &args[3]),
         Some("client") if args.len() == 4 => client(&args[2], &args[3]),
         Some("udp") if args.len() == 3 => udp(&args[2]),
+        Some("dgram") if args.len() == 4 => dgram(&args[2], &args[3]),
         _ => {
             eprintln!(
-                "usage: fake-daemon serve SOCKET PIDFILE | udp PIDFILE | client SOCKET BEATFILE"
+                "usage: fake-daemon serve SOCKET PIDFILE | dgram SOCKET PIDFILE | udp PIDFILE | client SOCKET BEATFILE"
             );
             std::process::exit(64);
         }
@@ -42,6 +44,14 @@ fn serve(sock: &str, pidfile: &str) {
             }
         });
     }
+}
+
+fn dgram(sock: &str, pidfile: &str) {
+    let _ = std::fs::remove_file(sock);
+    let s = std::os::unix::net::UnixDatagram::bind(sock).expect("bind");
+    std::fs::write(pidfile, std::process::id().to_string()).expect("pid file");
+    let mut buf = [0u8; 512];
+    while s.recv(&mut buf).is_ok() {}
 }
 
 fn udp(pidfile: &str) {
