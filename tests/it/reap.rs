@@ -555,8 +555,14 @@ fn workspace_gone_without_audit_log_kills_nothing() {
     std::fs::remove_dir_all(&a.ws).unwrap();
     let o = fx.reap(&["--json", "--no-processes"]);
     let v = json_lines(&o);
-    assert_eq!(code(&o), 3, "{v:#?}");
-    assert_eq!(pane(&v, &a.sock, &a.leader)["action"], "failed");
+    // A workspace that is gone may have been moved: its panes are unverifiable, not orphans
+    // (and with no audit log to write to, nothing could be killed anyway).
+    let p = pane(&v, &a.sock, &a.leader);
+    assert_eq!(
+        (p["verdict"].as_str(), p["action"].as_str()),
+        (Some("unverifiable"), Some("none")),
+        "{v:#?}"
+    );
     assert!(fx.panes(&a.sock).contains(&a.leader));
 }
 
