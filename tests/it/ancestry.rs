@@ -666,10 +666,9 @@ fn an_inherited_state_dir_never_makes_another_team_look_gone() {
     let o = sb
         .cmd("team-reap")
         .env("TEAM_STATE_DIR", &xroot)
-        .args(["--only-under", "/", "--json"])
+        .args(["--only-under", &scope, "--json"])
         .output()
         .unwrap();
-    let _ = scope;
     let lines = json_lines(&o.stdout);
     assert!(
         !lines.iter().any(|r| r["action"] == "killed"),

@@ -135,7 +135,13 @@ fn forward_signals(fd: std::os::fd::OwnedFd, args: SupervisorArgs) {
     std::thread::spawn(move || {
         for sig in signals.forever() {
             match sig {
-                SIGHUP => hang_up_session(&args),
+                SIGHUP => {
+                    // Twice: a process forked (or reparented to us) while the first pass ran
+                    // is caught by the second.
+                    hang_up_session(&args);
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    hang_up_session(&args);
+                }
                 SIGINT => {
                     let _ = rustix::process::pidfd_send_signal(
                         fd.as_fd(),
@@ -169,7 +175,13 @@ fn hang_up_session(args: &SupervisorArgs) {
     };
     let inc = args.incarnation.to_string();
     let below = tree.below(&root, &inc, &team_core::proctree::Proc::new());
-    for m in below.members.iter().filter(|m| !m.detached) {
+    // The pane's session, as the kernel's hangup would reach it (an orphan that stayed in the
+    // session counts; one that called `setsid` left it).
+    for m in below
+        .members
+        .iter()
+        .filter(|m| m.node.sid == root.sid && !m.shared)
+    {
         if let (ProcVerdict::Owned, Some(p)) = prove_below(m.node.id, root.id, &inc) {
             let _ = p.signal(Sig::Hup);
         }
