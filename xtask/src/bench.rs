@@ -808,7 +808,7 @@ impl Team {
         std::fs::create_dir_all(&ws)?;
         std::fs::create_dir_all(&tt)?;
         let ws = ws.canonicalize()?;
-        let t = Team {
+        let mut t = Team {
             sock: PathBuf::new(),
             ws,
             tt,
@@ -834,7 +834,8 @@ impl Team {
             .and_then(|l| l["endpoint"].as_str())
             .context("init printed no endpoint")?
             .into();
-        Ok(Team { sock, ..t })
+        t.sock = sock;
+        Ok(t)
     }
 
     /// Runs `team-scale args` and returns its JSON lines; fails unless it exits 0.
@@ -861,6 +862,14 @@ impl Team {
         Server {
             sock: self.sock.clone(),
         }
+    }
+}
+
+impl Drop for Team {
+    /// The team's server goes with it, on every path (a failed figure included): the bench
+    /// deletes its scratch dirs afterwards, and a server whose socket is gone cannot be reached.
+    fn drop(&mut self) {
+        crate::util::kill_servers(&self.tt);
     }
 }
 
