@@ -331,8 +331,9 @@ fn read_all(mut f: File, path: &Path, max: u64) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Atomic replace of `name` in `dir`: temp file, fsync, rename, fsync of the directory.
-fn write_in(dir: &Walk, name: &OsStr, bytes: &[u8], mode: u32) -> Result<()> {
+/// Atomic replace of `name` in `dir`: temp file, fsync, rename, fsync of the directory (the
+/// fsyncs only when `sync` is [`Sync::Now`]).
+fn write_in(dir: &Walk, name: &OsStr, bytes: &[u8], mode: u32, sync: Sync) -> Result<()> {
     let target = dir.path.join(name);
     let tmp_name = OsString::from(format!(
         ".{}.tmp-{}-{}",
@@ -352,10 +353,15 @@ fn write_in(dir: &Walk, name: &OsStr, bytes: &[u8], mode: u32) -> Result<()> {
     let result = (|| {
         f.write_all(bytes)
             .map_err(|e| Error::io("write", &tmp, e))?;
-        f.sync_all().map_err(|e| Error::io("fsync", &tmp, e))?;
+        if sync == Sync::Now {
+            f.sync_all().map_err(|e| Error::io("fsync", &tmp, e))?;
+        }
         rustix::fs::renameat(&dir.fd, tmp_name.as_os_str(), &dir.fd, name)
             .map_err(|e| Error::io("rename into", &target, errno_io(e)))?;
-        dir.sync()
+        match sync {
+            Sync::Now => dir.sync(),
+            Sync::Batched | Sync::Never => Ok(()),
+        }
     })();
     if result.is_err() {
         let _ = rustix::fs::unlinkat(&dir.fd, tmp_name.as_os_str(), AtFlags::empty());
@@ -363,9 +369,10 @@ fn write_in(dir: &Walk, name: &OsStr, bytes: &[u8], mode: u32) -> Result<()> {
     result
 }
 
-fn remove_in(dir: &Walk, name: &OsStr) -> Result<()> {
+fn remove_in(dir: &Walk, name: &OsStr, sync: Sync) -> Result<()> {
     match rustix::fs::unlinkat(&dir.fd, name, AtFlags::empty()) {
-        Ok(()) => dir.sync(),
+        Ok(()) if sync == Sync::Now => dir.sync(),
+        Ok(()) => Ok(()),
         Err(Errno::NOENT) => Ok(()),
         Err(e) => Err(Error::io("remove", dir.path.join(name), errno_io(e))),
     }
@@ -412,8 +419,19 @@ pub fn state_write(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// [`state_write`] with a file mode.
 pub fn state_write_mode(root: &Path, path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    state_write_with(root, path, bytes, mode, Sync::Now)
+}
+
+/// [`state_write_mode`], durable only as `sync` says.
+pub fn state_write_with(
+    root: &Path,
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    sync: Sync,
+) -> Result<()> {
     match state_parent(root, path, false)? {
-        (Some(dir), name) => write_in(&dir, name, bytes, mode),
+        (Some(dir), name) => write_in(&dir, name, bytes, mode, sync),
         (None, _) => Err(Error::io(
             "write",
             path,
@@ -422,10 +440,52 @@ pub fn state_write_mode(root: &Path, path: &Path, bytes: &[u8], mode: u32) -> Re
     }
 }
 
+/// When a removal is made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sync {
+    /// The parent directory is fsynced before the call returns.
+    Now,
+    /// The caller fsyncs the parent itself, once for a batch of removals (teardown removes
+    /// every worker's files, then syncs each distinct parent once: `resources::sync_parents`).
+    Batched,
+    /// Never fsynced: a worker's runtime files (its directory, inbox and startup script),
+    /// which a crash of the machine makes worthless anyway (it takes the tmux server and every
+    /// pane with it). Their paths are recorded durably before they are made, so a cleanup
+    /// finds them or finds them absent, and absent is success.
+    Never,
+}
+
+/// Creates the directory `dir` (mode 0700) in its existing parent inside the state root,
+/// durable only as `sync` says. Already there as a directory is success; a symlink or a
+/// file there is refused.
+pub fn state_create_dir_with(root: &Path, dir: &Path, sync: Sync) -> Result<()> {
+    if sync == Sync::Now {
+        return state_create_dir(root, dir);
+    }
+    let (Some(parent), name) = state_parent(root, dir, false)? else {
+        return Err(Error::io(
+            "create directory",
+            dir,
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        ));
+    };
+    match rustix::fs::mkdirat(&parent.fd, name, Mode::from_raw_mode(0o700)) {
+        Ok(()) | Err(Errno::EXIST) => {}
+        Err(e) => return Err(Error::io("create directory", dir, errno_io(e))),
+    }
+    parent.child(name, false).map(|_| ())
+}
+
 /// Removes a file inside the state root and fsyncs its directory. Absent is success.
 pub fn state_remove(root: &Path, path: &Path) -> Result<()> {
+    state_remove_with(root, path, Sync::Now)
+}
+
+/// [`state_remove`], with the fsync of the directory left to the caller when `sync` is
+/// [`Sync::Batched`].
+pub fn state_remove_with(root: &Path, path: &Path, sync: Sync) -> Result<()> {
     match state_parent(root, path, false)? {
-        (Some(dir), name) => remove_in(&dir, name),
+        (Some(dir), name) => remove_in(&dir, name, sync),
         (None, _) => Ok(()),
     }
 }
@@ -456,12 +516,23 @@ const TREE_DEPTH: usize = 64;
 /// fsynced. A file that appears while the directory is being emptied (a late `exit.json`) is
 /// removed by a bounded retry. Absent is success.
 pub fn state_remove_tree(root: &Path, dir: &Path) -> Result<()> {
-    remove_tree_racing(root, dir, &mut || {})
+    remove_tree_racing(root, dir, Sync::Now, &mut || {})
+}
+
+/// [`state_remove_tree`], with the fsync of the parent left to the caller when `sync` is
+/// [`Sync::Batched`].
+pub fn state_remove_tree_with(root: &Path, dir: &Path, sync: Sync) -> Result<()> {
+    remove_tree_racing(root, dir, sync, &mut || {})
 }
 
 /// [`state_remove_tree`], with `emptied` called after each emptying, right before the
 /// directory itself is removed (where a late writer strikes; the tests write there).
-fn remove_tree_racing(root: &Path, dir: &Path, emptied: &mut dyn FnMut()) -> Result<()> {
+fn remove_tree_racing(
+    root: &Path,
+    dir: &Path,
+    sync: Sync,
+    emptied: &mut dyn FnMut(),
+) -> Result<()> {
     let (parent, name) = match state_parent(root, dir, false)? {
         (Some(p), n) => (p, n),
         (None, _) => return Ok(()),
@@ -489,7 +560,10 @@ fn remove_tree_racing(root: &Path, dir: &Path, emptied: &mut dyn FnMut()) -> Res
             Ok(()) => break,
         }
     }
-    parent.sync()
+    match sync {
+        Sync::Now => parent.sync(),
+        Sync::Batched | Sync::Never => Ok(()),
+    }
 }
 
 /// Empties the directory `w` (see [`state_remove_tree`]).
@@ -617,7 +691,7 @@ pub fn read(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
 /// For files outside a state root; under one, use [`state_write`].
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
     let (dir, name) = plain_parent(path)?;
-    write_in(&dir, name, bytes, 0o600)
+    write_in(&dir, name, bytes, 0o600, Sync::Now)
 }
 
 /// fsyncs a directory so a rename or unlink in it is durable.
@@ -669,7 +743,7 @@ pub fn rename_noreplace(from: &Path, to: &Path) -> Result<()> {
 /// is) and fsyncs its directory. Absent is success.
 pub fn remove(path: &Path) -> Result<()> {
     let (dir, name) = plain_parent(path)?;
-    remove_in(&dir, name)
+    remove_in(&dir, name, Sync::Now)
 }
 
 /// The current wall-clock time as RFC 3339 with milliseconds, UTC.
@@ -812,7 +886,7 @@ mod tests {
         std::os::unix::fs::symlink(&victim, w.join("link")).unwrap();
         // The supervisor's `exit.json`, written once the directory was emptied.
         let mut late = 0;
-        remove_tree_racing(&r, &w, &mut || {
+        remove_tree_racing(&r, &w, Sync::Now, &mut || {
             if late == 0 {
                 fs::write(w.join("exit.json"), b"{}").unwrap();
             }
@@ -831,7 +905,7 @@ mod tests {
         // A writer that never stops is an error after a bounded number of tries.
         fs::remove_file(&w).unwrap();
         fs::create_dir(&w).unwrap();
-        let e = remove_tree_racing(&r, &w, &mut || {
+        let e = remove_tree_racing(&r, &w, Sync::Now, &mut || {
             fs::write(w.join("exit.json"), b"{}").unwrap()
         })
         .unwrap_err();

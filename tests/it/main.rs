@@ -20,6 +20,7 @@ mod init_status;
 mod interrupts;
 mod layout;
 mod leader;
+mod listless_down;
 mod locks;
 mod progress;
 mod proofs;

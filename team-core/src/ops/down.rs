@@ -12,10 +12,12 @@ use crate::model::{Lifecycle, SCHEMA_VERSION, Team, TeamState, WorkState, Worker
 use crate::paths::WorkerName;
 use crate::proof::PaneProof;
 use crate::store::Store;
+use crate::tmux::Listing;
 
 use crate::view;
 
 use super::kill::{self, KillTarget};
+use super::teardown::Seen;
 use super::teardown::{self, SettleReport, Teardown};
 
 /// What `down` was asked.
@@ -184,12 +186,25 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
     let mut active: Vec<_> = team.in_state(Lifecycle::Active).collect();
     active.sort_by_key(|w| std::cmp::Reverse(w.index));
     // A worker whose process has exited or whose pane is provably gone does no work: it
-    // counts as idle, whatever it last reported.
-    let listing = t.tmux.list();
+    // counts as idle, whatever it last reported. Told without tmux when every candidate runs
+    // under its supervisor (see `exited`), else from a listing, which the teardown then reuses.
+    let by_process: Option<Vec<bool>> = active.iter().map(|w| exited(store, w)).collect();
+    let (dead, listing) = match by_process {
+        Some(d) => (d, None),
+        None => {
+            let listing = t.tmux.list();
+            let d = active
+                .iter()
+                .map(|w| {
+                    view::prove_worker(&team, w, &listing)
+                        .is_some_and(|p| matches!(p, PaneProof::Dead(_) | PaneProof::Gone(_)))
+                })
+                .collect();
+            (d, Some(listing))
+        }
+    };
     let mut statuses = Vec::new();
-    for w in &active {
-        let dead = view::prove_worker(&team, w, &listing)
-            .is_some_and(|p| matches!(p, PaneProof::Dead(_) | PaneProof::Gone(_)));
+    for (w, dead) in active.iter().zip(dead) {
         let s = if dead {
             Some(WorkState::Idle)
         } else {
@@ -235,7 +250,7 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
     // recorded under the same audit id however the operation ends.
     let entry = op_entry(t, &team, "scale_down", &targets);
     let op = t.audit.intent(&entry)?;
-    let res = down_after_intent(t, req, &team, targets, rep);
+    let res = down_after_intent(t, req, &team, targets, rep, listing);
     record_op_outcome(t, op, entry, &res, |r| !r.settle.blocked());
     res
 }
@@ -265,8 +280,16 @@ fn down_after_intent(
     team: &Team,
     targets: Vec<WorkerName>,
     mut rep: DownReport,
+    listing: Option<Listing>,
 ) -> Result<DownReport> {
     let store = t.store;
+    // The listing that picked the targets proves their panes in the teardown too (with none,
+    // each pane is proven by the guard of its kill), unless the drain waited: then the
+    // teardown takes a fresh one.
+    let mut seen = match listing {
+        Some(l) => Seen::Listing(l),
+        None => Seen::Guarded,
+    };
 
     // Mark draining, remembering the state before. With --force nothing waits for the drain
     // and the commit that follows moves the targets to `removing` at once (which late status
@@ -288,7 +311,11 @@ fn down_after_intent(
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
-            rep.drain_timed_out = wait_drained(t, team, &targets, req.drain_timeout)?;
+            let (timed_out, waited) = wait_drained(t, team, &targets, req.drain_timeout)?;
+            rep.drain_timed_out = timed_out;
+            if waited {
+                seen = Seen::Fresh;
+            }
             crate::interrupt::check("down.drain")?;
             if !rep.drain_timed_out.is_empty() {
                 return Err(Error::TimedOut(format!(
@@ -314,7 +341,7 @@ fn down_after_intent(
     (t.fail)("down.committed")?;
     rep.targets = targets.clone();
     rep.tasks_returned = ids;
-    rep.settle = teardown::settle_removing(t, &targets)?;
+    rep.settle = teardown::settle_removing_seen(t, &targets, seen)?;
     let team = store.load()?;
     store.append_event(
         &team,
@@ -327,6 +354,27 @@ fn down_after_intent(
         }),
     )?;
     Ok(rep)
+}
+
+/// Whether `w`'s process has exited, told from its supervisor alone: its supervisor is gone, or
+/// it wrote `exit.json` for this incarnation. `None` when that cannot be told so (no pane
+/// recorded, a pane made before supervisors, a pane still starting, an unreadable record).
+fn exited(store: &Store, w: &crate::model::Worker) -> Option<bool> {
+    let p = w.pane.as_ref()?;
+    match crate::process::check_supervisor(p.pane_pid, p.process_start, &w.incarnation.to_string())
+    {
+        crate::process::SupervisorCheck::Gone => Some(true),
+        crate::process::SupervisorCheck::Alive(_) => {
+            let path = store
+                .root()
+                .worker_dir(store.team(), &w.name)
+                .join("exit.json");
+            crate::agent::exit::read_exit(&path, w.incarnation)
+                .ok()
+                .map(|e| e.is_some())
+        }
+        _ => None,
+    }
 }
 
 /// Marks the targets `draining`, remembering each one's state before.
@@ -354,14 +402,14 @@ fn mark_draining(store: &Store, targets: &[WorkerName]) -> Result<()> {
 }
 
 /// Waits until every target that was busy reports idle/done or its pane is gone, up to
-/// `timeout`. Returns those still busy at the end. Status files are polled often (cheap), tmux
-/// about once a second.
+/// `timeout`. Returns those still busy at the end, and whether any had to be waited for.
+/// Status files are polled often (cheap), tmux about once a second.
 fn wait_drained(
     t: &Teardown,
     team: &Team,
     targets: &[WorkerName],
     timeout: Duration,
-) -> Result<Vec<WorkerName>> {
+) -> Result<(Vec<WorkerName>, bool)> {
     let deadline = Instant::now() + timeout;
     let mut waiting: Vec<WorkerName> = Vec::new();
     for n in targets {
@@ -372,6 +420,7 @@ fn wait_drained(
             waiting.push(n.clone());
         }
     }
+    let waited = !waiting.is_empty();
     let mut next_list = Instant::now() + Duration::from_secs(1);
     while !waiting.is_empty() && Instant::now() < deadline && !crate::interrupt::requested() {
         std::thread::sleep(Duration::from_millis(50));
@@ -394,7 +443,7 @@ fn wait_drained(
             });
         }
     }
-    Ok(waiting)
+    Ok((waiting, waited))
 }
 
 /// What `shutdown` did.

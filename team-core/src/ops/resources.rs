@@ -518,12 +518,14 @@ pub fn remove(
     // worker whose dir already exists); its supervisor may still write `exit.json` into it
     // while it goes, which `state_remove_tree` retries over. The script is only ever a file:
     // a directory found in its place is not removed (an error, so the record stays).
+    // Their parents are fsynced once for the whole batch by [`sync_parents`], which every
+    // caller runs before it drops the records.
     validate(root, team, w)?;
     if let Some(d) = worker_dir {
-        crate::fsutil::state_remove_tree(root.path(), d)?;
+        crate::fsutil::state_remove_tree_with(root.path(), d, crate::fsutil::Sync::Batched)?;
     }
     if let Some(p) = script {
-        crate::fsutil::state_remove(root.path(), p)?;
+        crate::fsutil::state_remove_with(root.path(), p, crate::fsutil::Sync::Batched)?;
     }
     Ok(rep)
 }

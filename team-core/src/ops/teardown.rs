@@ -120,11 +120,18 @@ pub fn return_tasks(tasks: &[Task], w: &WorkerName, changes: &mut Changes) -> Ve
 
 struct Plan {
     worker: Worker,
-    proof: PaneProof,
+    /// `None`: not listed, proven by the guard of its own `kill-pane` ([`Seen::Guarded`]).
+    proof: Option<PaneProof>,
     procs: Vec<Proven>,
     report: WorkerReport,
     audit_id: Option<uuid::Uuid>,
     kill: Option<usize>,
+}
+
+/// Whether a worker's pane is to be killed: proven ours by a listing, or not listed and left to
+/// the guard of its kill ([`Seen::Guarded`]).
+fn pane_ours(proof: &Option<PaneProof>) -> bool {
+    proof.as_ref().is_none_or(PaneProof::is_ours)
 }
 
 /// The audit action of one worker's teardown (one intent covers its processes and its pane):
@@ -456,6 +463,34 @@ fn legacy_pane_process(team: &Team, w: &Worker, pane: &PaneIncarnation, f: &mut 
 /// Tears down the `removing` workers among `names` (all of them when `names` is empty). The
 /// caller holds the team's scale lock.
 pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleReport> {
+    settle_removing_seen(t, names, Seen::Fresh)
+}
+
+/// How a teardown proves the panes it is about to kill.
+#[derive(Debug)]
+pub enum Seen {
+    /// From a listing it takes itself.
+    Fresh,
+    /// From a listing the caller took under the same scale lock, after the last change the
+    /// tools made to the team's panes (`down` lists to pick its targets).
+    Listing(Listing),
+    /// From no listing at all, when every worker has a recorded pane whose first process is
+    /// its live, proven supervisor. Its processes are then found by ancestry alone (which
+    /// never needed the pane), and its pane is proven by the guard of its own `kill-pane`: the
+    /// recorded incarnation and tags, checked by tmux in the command that kills. A kill whose
+    /// receipt does not come back is judged by a fresh listing, as always. When a worker does
+    /// not qualify, the teardown takes a listing first ([`Seen::Fresh`]).
+    Guarded,
+}
+
+/// [`settle_removing`], proving the panes as `seen` says. Nothing of the proofs weakens: a
+/// pane that changed since it was seen is refused by the guard of its `kill-pane`, and the
+/// confirming snapshot then judges it.
+pub fn settle_removing_seen(
+    t: &Teardown,
+    names: &[WorkerName],
+    seen: Seen,
+) -> Result<SettleReport> {
     let mut team = t.store.load()?;
     validate_team(t.store, &team)?;
     let names: Vec<WorkerName> = team
@@ -469,8 +504,28 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
     if names.is_empty() {
         return Ok(SettleReport::default());
     }
-    // 1. One snapshot.
-    let mut listing = t.tmux.list();
+    // 1. One snapshot (or none, see `Seen::Guarded`).
+    let guarded = matches!(seen, Seen::Guarded)
+        && names.iter().all(|n| {
+            team.worker(n).is_some_and(|w| {
+                w.pane.as_ref().is_some_and(|p| {
+                    matches!(
+                        check_supervisor_settled(
+                            p.pane_pid,
+                            p.process_start,
+                            &w.incarnation.to_string()
+                        ),
+                        process::SupervisorCheck::Alive(_)
+                    )
+                })
+            })
+        });
+    let mut listing = match seen {
+        Seen::Listing(l) => l,
+        // Never read as a proof: every worker's proof is `None` below.
+        _ if guarded => Listing::Failed("not listed: each pane is proven by its kill".into()),
+        _ => t.tmux.list(),
+    };
     let mut unadopted = Vec::new();
     if team
         .workers
@@ -486,8 +541,9 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
     for n in &names {
         let w = team.worker(n).expect("selected from team").clone();
         let proof = match unadopted.iter().find(|(u, _)| u == n) {
-            Some((_, why)) => PaneProof::Mismatch(why.clone()),
-            None => view::prove_worker(&team, &w, &listing).unwrap_or_else(|| {
+            _ if guarded => None,
+            Some((_, why)) => Some(PaneProof::Mismatch(why.clone())),
+            None => Some(view::prove_worker(&team, &w, &listing).unwrap_or_else(|| {
                 // No pane recorded: a tagged pane may still exist (a scale-up that crashed
                 // between split and record). Only a listing that answered can say there is
                 // none; an unreadable one is unknown, never absent.
@@ -499,7 +555,7 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
                         PaneProof::Gone("no pane was ever recorded".into())
                     }
                 }
-            }),
+            })),
         };
         let mut report = WorkerReport {
             worker: w.name.clone(),
@@ -513,14 +569,16 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
         };
         let mut procs = Vec::new();
         match &proof {
-            PaneProof::Mismatch(r) | PaneProof::Unverifiable(r) => {
+            Some(PaneProof::Mismatch(r) | PaneProof::Unverifiable(r)) => {
                 report.blocked.push(format!("pane not touched: {r}"));
             }
-            PaneProof::Live(_) | PaneProof::Dead(_) | PaneProof::Gone(_) => {
+            Some(PaneProof::Live(_) | PaneProof::Dead(_) | PaneProof::Gone(_)) | None => {
                 let found = worker_processes(
                     &team,
                     &w,
-                    proof.is_ours(),
+                    // A pane not listed is not proven: a pane process that is not a
+                    // supervisor is then left alone (not reached: guarded needs supervisors).
+                    proof.as_ref().is_some_and(PaneProof::is_ours),
                     tree.as_ref().map_err(|e| e.to_string()),
                     &inspect,
                 );
@@ -548,7 +606,7 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
     let actionable: Vec<usize> = (0..plans.len())
         .filter(|&i| {
             let p = &plans[i];
-            p.report.blocked.is_empty() && (p.proof.is_ours() || !p.procs.is_empty())
+            p.report.blocked.is_empty() && (pane_ours(&p.proof) || !p.procs.is_empty())
         })
         .collect();
     if !actionable.is_empty() {
@@ -618,7 +676,7 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
     let mut txns = Vec::new();
     for &i in &actionable {
         let p = &plans[i];
-        if p.proof.is_ours()
+        if pane_ours(&p.proof)
             && let Some(inc) = &p.worker.pane
         {
             let tags = view::worker_tags(&team, &p.worker);
@@ -673,7 +731,7 @@ pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleRepor
                     c.reason().unwrap_or_else(|| "pane still present".into())
                 )),
             }
-        } else if matches!(p.proof, PaneProof::Gone(_)) {
+        } else if matches!(p.proof, Some(PaneProof::Gone(_))) {
             p.report.pane = "gone".into();
         }
         if let Some(id) = p.audit_id {

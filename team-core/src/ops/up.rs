@@ -983,13 +983,17 @@ fn build(
         .iter()
         .map(|p| by_name(&p.name))
         .collect::<Result<_>>()?;
-    env.store.transact("up.record", |t, _| {
-        for (p, inc) in plans.iter().zip(&incs) {
-            let w = own_pending(t, p, op)?;
-            w.pane = Some(inc.clone());
-        }
-        Ok(())
-    })?;
+    // Recorded before the readiness wait, which can take long; without one the commit below
+    // records them (a crash before it is cleaned up from the panes' tags, as after `up.split`).
+    if !req.ready_timeout.is_zero() {
+        env.store.transact("up.record", |t, _| {
+            for (p, inc) in plans.iter().zip(&incs) {
+                let w = own_pending(t, p, op)?;
+                w.pane = Some(inc.clone());
+            }
+            Ok(())
+        })?;
+    }
     step("up.tagged")?;
 
     // Delivery of the first prompt, to every new worker at once.
@@ -1165,8 +1169,9 @@ fn write_private(
     bytes: &[u8],
     mode: u32,
 ) -> Result<()> {
-    // Atomic, with the mode set at creation, and never through a symlink (`fsutil`).
-    fsutil::state_write_mode(root.path(), path, bytes, mode)
+    // Atomic, with the mode set at creation, and never through a symlink (`fsutil`); not
+    // fsynced: a runtime file, recorded before it is made (`fsutil::Sync::Never`).
+    fsutil::state_write_with(root.path(), path, bytes, mode, fsutil::Sync::Never)
 }
 
 fn prepare(
@@ -1178,7 +1183,10 @@ fn prepare(
     profile: &Profile,
 ) -> Result<()> {
     let root = env.store.root();
-    fsutil::state_create_dir(root.path(), &p.worker_dir)?;
+    if let Some(workers) = p.worker_dir.parent() {
+        fsutil::state_create_dir(root.path(), workers)?;
+    }
+    fsutil::state_create_dir_with(root.path(), &p.worker_dir, fsutil::Sync::Never)?;
     write_private(
         root,
         &p.inbox,
