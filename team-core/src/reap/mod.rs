@@ -25,7 +25,7 @@ use crate::ops::kill::KillResult;
 use crate::process::{self, ProcId, ProcVerdict, Proven, StopOutcome, TeamProc};
 use crate::tmux::{Listing, PaneRow, Tmux};
 
-pub use classify::{Classified, Verdict};
+pub use classify::{Classified, OrphanCause, Verdict};
 pub use kill::ReapTarget;
 pub use state::{Lookup, Oracle, TeamKey};
 
@@ -156,6 +156,7 @@ pub fn scan(cfg: &Config, oracle: &mut Oracle) -> Result<Vec<Server>> {
                                 reason: format!("listing line unreadable: {}", m.reason),
                                 killable: false,
                                 blocker: None,
+                                cause: None,
                             },
                             key: None,
                             generation: None,
@@ -198,7 +199,7 @@ fn classify_row(cfg: &Config, oracle: &mut Oracle, endpoint: &Path, row: &PaneRo
                     generation = Some(t.generation);
                 }
                 let mut c = classify::classify_pane(row, Ok(&l));
-                if c.reason == classify::TEAM_STATE_GONE
+                if c.cause == Some(OrphanCause::TeamStateGone)
                     && let Some(sd) = state::env_state_dir(row.pane_pid)
                 {
                     let theirs =
@@ -213,6 +214,7 @@ fn classify_row(cfg: &Config, oracle: &mut Oracle, endpoint: &Path, row: &PaneRo
                             ),
                             killable: false,
                             blocker: None,
+                            cause: None,
                         };
                     }
                 }
@@ -461,13 +463,7 @@ pub fn sessions(servers: &[Server]) -> Vec<SessionReport> {
             let first = panes[0].row.as_ref().expect("rows only");
             // A team session whose team is gone, re-created or stopped.
             let team_level = |p: &&PaneReport| {
-                p.class.killable
-                    && [
-                        classify::TEAM_STATE_GONE,
-                        classify::OWNER_MISMATCH,
-                        classify::TEAM_STOPPED,
-                    ]
-                    .contains(&p.class.reason.as_str())
+                p.class.killable && p.class.cause.is_some_and(OrphanCause::team_level)
             };
             if first.tags.session_owner.is_empty() || !panes.iter().any(team_level) {
                 continue;

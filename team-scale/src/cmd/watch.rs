@@ -29,8 +29,10 @@ struct Look {
 
 struct Row {
     worker: String,
-    lifecycle: &'static str,
+    lifecycle: Lifecycle,
     liveness: &'static str,
+    /// Its pane is proven live (what `liveness` says as a word).
+    live: bool,
     state: Option<WorkState>,
     age: Option<Duration>,
     task: String,
@@ -55,8 +57,9 @@ fn look(ctx: &Ctx, name: &TeamName) -> team_core::Result<Look> {
                 .filter(|s| s.incarnation == w.incarnation);
             Row {
                 worker: w.name.to_string(),
-                lifecycle: lifecycle_word(w.lifecycle),
+                lifecycle: w.lifecycle,
                 liveness: proof.as_ref().map_or("none", PaneProof::liveness),
+                live: matches!(proof, Some(PaneProof::Live(_))),
                 state: st.as_ref().map(|s| s.state),
                 age: st
                     .as_ref()
@@ -129,14 +132,18 @@ fn render(l: &Look) -> Vec<String> {
         v.push(format!(
             "  {:<10} {:<9} {:<12} {:<8} {:>5}  {}",
             r.worker,
-            r.lifecycle,
+            lifecycle_word(r.lifecycle),
             r.liveness,
             state_word(r.state),
             age(r.age),
             clean(&r.task)
         ));
     }
-    let debt = l.rows.iter().filter(|r| r.lifecycle == "removing").count();
+    let debt = l
+        .rows
+        .iter()
+        .filter(|r| r.lifecycle == Lifecycle::Removing)
+        .count();
     if debt > 0 {
         v.push(format!(
             "  cleanup debt: {debt} removing; `team-scale reconcile {}` settles it",
@@ -200,9 +207,13 @@ pub fn tmux_line(ctx: &Ctx, name: &TeamName) -> CliResult<i32> {
     let dead = l
         .rows
         .iter()
-        .filter(|r| r.lifecycle == "active" && r.liveness != "live")
+        .filter(|r| r.lifecycle == Lifecycle::Active && !r.live)
         .count();
-    let debt = l.rows.iter().filter(|r| r.lifecycle == "removing").count();
+    let debt = l
+        .rows
+        .iter()
+        .filter(|r| r.lifecycle == Lifecycle::Removing)
+        .count();
     let mut s = format!(
         "{}: {}w {}b {}i",
         l.team.name,
