@@ -6,6 +6,19 @@
 //! - [`classify`]: pure verdicts over a snapshot row (or a process) and its team state.
 //! - [`kill`]: batched proven audited kills, one tmux invocation per server.
 //! - this module: the run over all servers, session verdicts, and residue processes.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **The reaper** honours `--state-dir` / `TEAM_STATE_DIR` as team-scale does; a pane that
+//!   would be `team_state_gone` while its process names another `TEAM_STATE_DIR` is
+//!   `unverifiable`. `team_state_gone` needs "not found" for both `team.json` and `journal.json`;
+//!   permission errors and malformed state are `unverifiable`. A leader pane is killable only in a
+//!   session the tools made. Killing modes hold each team's scale lock from classification to the
+//!   end of the kills; the per-user reaper lock (where it lives: `team_reap::ctx`) is taken only by modes
+//!   that kill, so `scan | kill --from -` works. A dead socket is warned about once per socket
+//!   file (remembered beside the lock), so cron stays silent.
 
 pub mod classify;
 pub mod discover;

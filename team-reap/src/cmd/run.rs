@@ -3,6 +3,14 @@
 //! [`run`] is the list of the engine's steps; each step is a function here, and the
 //! report (step 6) is in [`report`]. What a step hands the next is typed ([`Plan`],
 //! [`ProcReport`]s, [`report::Tally`], [`Outcome`]), never a message string.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **`team-reap` exits 69** when tmux is not on `PATH`, or when sockets were found but no
+//!   server answers on any of them, even with `-q`: cron must not read "cannot see" as "nothing
+//!   to do". No socket at all is exit 0 (there is nothing of ours to reap).
 
 mod report;
 

@@ -1,6 +1,14 @@
 //! `status --watch` (a compact live view redrawn on a terminal until Ctrl-C) and
 //! `status --format tmux` (one line for a tmux status bar). Each refresh is one read of the
 //! committed state (no lock), the worker status and task files, and one tmux listing.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **`status --watch`** reads without locks (a snapshot, one tmux listing per refresh) and draws
+//!   only on a terminal; elsewhere it prints once with a warning. `status --format tmux` is one
+//!   line: `<team>: <N>w <busy>b <idle>i [<n>!] [<n>rm] t<done>/<total>`.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
