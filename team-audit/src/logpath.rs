@@ -1,6 +1,13 @@
 //! Where the audit log is: `--log`, else `TEAM_AUDIT_LOG` (both read by clap), else
 //! `<state-dir>/audit.jsonl` (`--state-dir` / `TEAM_STATE_DIR`), else
 //! `<workspace>/.team/audit.jsonl`.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **`--audit-log` is the audit log flag everywhere**; team-audit's old `--log` and team-reap's
+//!   `--log` are hidden aliases.
 
 use std::path::{Path, PathBuf};
 

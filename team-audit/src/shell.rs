@@ -28,6 +28,85 @@
 //! program hooks, a file written and run in the same line) are denials; and a kill that is not
 //! the whole line is a denial. Commands that neither are tmux nor name it nor run hidden code
 //! (`cargo test`, `grep -rn pane src/`) are no finding at all.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **The hook's guard is an allowlist over a parse, not a denylist over text** (issue 12).
+//!   `shell.rs` lexes the line (quotes, `$'...'`, here-documents and here-strings,
+//!   substitutions, process substitution) and classifies every simple command: tmux itself
+//!   (verbs resolved like tmux's `cmd_find`, from its `cmd_table`: an exact alias wins, a prefix
+//!   of several commands is ambiguous and denied), wrappers, shells (`-c` parsed again, stdin
+//!   denied unless it is a here-document), interpreters (denied when their code mentions tmux,
+//!   a tmux verb or a process call), programs that never run their arguments (`echo`, `grep`,
+//!   `cat`, `git commit`, `cargo` without `--config` ...: a mention of tmux is data), and any
+//!   other program (looked into for a tmux word, a tmux verb, or a command string naming tmux).
+//!   Left open by the issue and decided here: (1) form (b) must be a *top-level* command: inside
+//!   `sh -c`, `eval`, `$(...)`, `find -exec` or a here-document it is denied; (2) any `cd`,
+//!   `unset`, `export`, `alias`, `source`, function definition or `TMUX*`/`PATH`/`LD_*`
+//!   assignment anywhere in the line denies every kill in it, not only one that follows;
+//!   (3) a command name only known at run time (`$t`, `$(...)`, a glob) is denied even when the
+//!   line never mentions tmux; (4) `respawn-pane -k` passes only with `-t %N` and nothing else
+//!   (no `-c`/`-e`/command); (5) read-only commands are the issue's list plus the `list-*`
+//!   aliases and `show-window-options`; a `#(...)`, `#{E:}` or `#{T:}` format denies them;
+//!   (6) an allowed call prints nothing (never `"allow"`, which would skip the host's permission
+//!   prompt); a denial prints the JSON decision *and* exits 2, `--ask` prints `"ask"` and exits
+//!   0; (7) `PostToolUse` pairs by `owner_evidence.tool_use_id` + caller `hook:<session>`,
+//!   skips `denied` intents and intents already paired, and its stage is `failed` when the tool
+//!   response says `interrupted`, `is_error` or a non-zero `exit_code`; (8) the payload's `cwd`
+//!   never becomes a directory: the default log is used only when `<cwd>/.team` exists, and in
+//!   `--guard` a missing or non-directory `cwd` denies the call (any call, since the workspace to
+//!   prove against is unknown). Files on disk (`bash x.sh`) are not read: in a line that
+//!   mentions tmux they are denied, elsewhere not seen.
+//!
+//! - **The guard after the black-box attack (issue 12, second round)**: four rules on top of the
+//!   parse, each closing a class, not a line. (1) A kill is the *whole* line: exactly one
+//!   top-level simple command whose source span is the trimmed line and holds no separator,
+//!   substitution, redirection or comment (`plain_span`), whose command word is `tmux` or the
+//!   canonical path of the tmux the hook finds (`MembershipOracle::tmux_bin`); wrappers
+//!   (`nohup`, `timeout`, ...) no longer keep form (b). At check time `-S` must be a socket, no
+//!   symlink on the way, owned by the user (`oracle::check_socket`; uid from `/proc/self`, no new
+//!   dependency), before membership is asked. (2) `tmux` as data: the raw line minus the spans of
+//!   top-level tmux commands run directly is normalised (`shell::normalize`) and any `tmux` left
+//!   denies — heredocs, strings, comments included; read-only tmux inside `$(...)` is therefore
+//!   denied too (decided: simpler than mapping nested offsets). (3) The lexer reads `(( ))`,
+//!   `for (( ))`, `$(( ))`, `$[ ]` as arithmetic (only when the inner and outer parens close
+//!   together, else nested subshells) and `<`/`>` inside `[[ ]]` as words; `let x<<2` stays a
+//!   here-document, as bash parses it. (4) Code the guard cannot read is denied outright
+//!   (`Scan::code_runner`), not only when a decoder is present: arithmetic on a *variable* (a
+//!   literal `$((1+2))` passes), `${!x}`/`${x@P}`, code variables, `trap`, subscripted names, sed
+//!   `e`/`w`, `git -c` except plain keys, program hooks (tar/zip/ssh/less/make/flock/watch/
+//!   script/ed/vim/gdb); a file written or decoded and run in the same line is matched by
+//!   basename. Payloads fail closed under `--guard` (`hook.malformed`, outcome `denied`); any
+//!   payload with `tool_input.command`/`cmd` (string or argv array) is a shell call; events are
+//!   matched case-insensitively and unknown ones deny. `--ask` is honoured only for Claude Code's
+//!   `PreToolUse` (no `turn_id`, not `BeforeTool`); elsewhere it denies with a note.
+//!
+//! - **The guard after the third round (issue 12)**: (1) rule 2 is glob- and brace-aware
+//!   (`shell::spells_tmux_by_glob`): every word of the normalised rest (quotes already gone, so
+//!   `find -name 't?ux'` counts) is brace-expanded like bash (`{a,b}`, nested, `{a..c}`, `{1..3}`;
+//!   over 256 alternatives or a 4 KiB word with `{` counts as tmux), split at `/`, and a
+//!   component with `?`, `*` or `[...]` spells tmux when it matches `tmux` whole (`t?ux`, `t*`,
+//!   `*x`, `????`, `[s-u]mux`), or matches a name holding `tmux` with at least one of the four
+//!   letters written by the pattern itself rather than by a `*` (`t?ux-0`, `*mux*`). Decided:
+//!   a component of `*`s alone never counts (`rm -rf target/*`), nor does `*.rs` (it reaches
+//!   `tmux.rs` only through its `*`); `ls t*` and `ls ????` are denied. (2) A shell's script
+//!   `/dev/stdin`, `/dev/fd/0` or `/proc/*/fd/0` is stdin (a here-string/-document is parsed as
+//!   code, anything else denied); another descriptor, and `source` of any descriptor, is
+//!   denied; `xargs` whose command is a shell, interpreter, wrapper, `SHELL_LIKE` program, `eval`,
+//!   `source`, busybox or the loader (`ld.so`, `ld-linux*`) is denied. (3) Every command-bearing
+//!   key (`command` and `cmd`, string or argv array) is checked, each as its own line, and any
+//!   denial denies. (4) `hook::MAX_COMMAND` = 256 KiB: a longer command is denied in `--guard`
+//!   (not checked or recorded without it, with a note); nesting of `(`/`{`/`[` deeper than 256
+//!   is denied before lexing; at most 64 findings are kept per line (the last says how many more)
+//!   so recording stays linear. Measured on a debug build: adversarial 256 KiB lines (nested
+//!   `"$(`, `$((`, `"`+backquote, here-documents, globs, braces) take at most 0.9 s. (5) More
+//!   command-string runners in `code_runner`: `git rebase --exec`/`-x`, `difftool -x`/`--extcmd`/
+//!   `--tool`, `grep -O`/`--open-files-in-pager`, `submodule foreach`, `bisect run`; `sqlite3
+//!   .shell`/`.system`/`-cmd`; `socat EXEC:`/`SYSTEM:`; `m4` (always); `dc` with `!` or `-f`;
+//!   `npx`/`npm`/`pnpm`/`yarn -c`; `sort --compress-program`; `man -P`/`-H`; `at`/`batch`
+//!   (always); `cargo --config` unless `net.*`.
 
 use crate::oracle::Server;
 

@@ -19,6 +19,23 @@
 //! root's parent is the anchor. The functions without the prefix are for files outside any
 //! state root (the reaper's own files, an audit log given by flag): their parent directory is
 //! the anchor, and only the file itself is opened without following a symlink.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Symlink-safe state I/O is anchored at the state root's parent.** The workspace path above
+//!   `.team` is the user's own (it may contain symlinks, e.g. a home directory on another disk);
+//!   from `.team` down, nothing is followed. A refusal is `UnsafePath` (exit 65) naming the
+//!   path; a file over its size limit is `MalformedState` (65). Limits: `team.json` 16 MiB, a task
+//!   or status file 1 MiB, the journal 128 MiB, `events.jsonl` 256 MiB, a lock's holder 64 KiB,
+//!   an audit log read whole 4 GiB. Files written in place (locks, appends) must have one link, so
+//!   a hard link to a user's file is refused like a symlink. `Store::load` also checks
+//!   `events.jsonl`, which is appended to only after effects, so a hostile one stops a command
+//!   before it acts. An audit log given by `--audit-log` is outside the state root: only its last
+//!   component is refused as a symlink (its directory is the user's choice). `reap/state.rs` still
+//!   calls `lock::acquire` by path after `StateRoot::ensure`; `lock::acquire_in` is the
+//!   state-root form.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;

@@ -2,6 +2,17 @@
 //! operations at the points where stopping is clean: before a commit (the step rolls back)
 //! and while waiting (readiness, drains). After a commit an operation finishes its step. The
 //! library installs no handler and reads no environment; it only reads this flag.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Interrupts** are checked at `up`'s step boundaries before its commit (rolled back like any
+//!   failure), in delivery's readiness wait (a paste already made gets its Enter), and in `down`'s
+//!   drain wait (drain marks undone, nothing removed). Teardown, `shutdown` and `reconcile` are not
+//!   cut short: the first signal lets them finish (bounded by `--grace`), then the command reports
+//!   and exits 130. A second signal exits 130 at once (`signal_hook::flag::
+//!   register_conditional_shutdown`), like a crash.
 
 use std::sync::Arc;
 use std::sync::OnceLock;

@@ -9,6 +9,14 @@
 //!
 //! Order: `scale` before `state`, never the reverse. `state` is held only around one
 //! read-modify-write of state files, never across a tmux call, a git call or a wait.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Locks use std's `File::try_lock`** (stable since Rust 1.89), not fs2: std's API is
+//!   maintained, and fs2's `FileExt` methods clash with std's by name. fs2 is not a dependency.
+//!   Bounded waiting is a try-lock loop with backoff (1 ms doubling to 50 ms).
 
 use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};

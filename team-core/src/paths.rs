@@ -1,5 +1,12 @@
 //! Names and paths: validated team and worker names, the state root, and path builders that
 //! refuse anything escaping the root or passing through a symlink.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **The private socket** is `${TMUX_TMPDIR:-/tmp}/tmux-<uid>/team-<12 hex of SHA-256 of the
+//!   canonical workspace path>`; teams of one workspace share it, one session per team.
 
 use std::fmt;
 use std::path::{Component, Path, PathBuf};

@@ -14,6 +14,15 @@
 //!
 //! Only Linux has pidfds; elsewhere every proof answers [`ProcVerdict::Unverifiable`] and the
 //! `/proc` readers fail with an `Unsupported` I/O error.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Process proofs** open the pidfd first, then read start time, uid and environment, then
+//!   check the pidfd still runs, so the reads were about that process. An empty
+//!   `/proc/<pid>/environ` (seen right after `execve`) proves nothing: `unverifiable`. Process
+//!   scans read each environment once and look further only at those carrying `TEAM_OWNER=`.
 
 use std::io;
 use std::os::fd::OwnedFd;

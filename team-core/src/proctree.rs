@@ -20,6 +20,29 @@
 //!
 //! The walk is a snapshot; [`crate::process::prove_below`] re-proves each candidate through a
 //! pidfd before any signal.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Shared daemons are reported, never killed.** A worker's process that is *detached* (it
+//!   left the pane's session with `setsid`, or it is an orphan the supervisor adopted, i.e. a
+//!   direct child of the supervisor other than its first, the worker's script: a double fork
+//!   without `setsid`) and serves on a socket (a listening unix or TCP socket, a unix datagram socket bound to a
+//!   name, or a UDP socket bound to a port, looked up in the process's *own* network namespace tables
+//!   `/proc/<pid>/net/*`, so `unshare -n` does not hide it, and matched to the process's socket
+//!   fds) may serve clients outside the worker — Codex's `app-server` serves every Codex of the
+//!   user — and proving who its clients are would take `sock_diag`; so it is `shared`: reported
+//!   by `down` and the reaper (`verdict: shared`, silent in cron mode), never signalled, and
+//!   nothing below it is walked (its children work for its clients too). A process whose fds or
+//!   tables cannot be read counts as serving. A renamed copy of tmux (`mux: server`) counts as
+//!   tmux: any `<name>: server`/`: client` comm is never signalled, nor anything below it. Other
+//!   detached residue follows the team's residue policy (`team-scale policy --residue
+//!   kill|report`, default `kill`, shown by `status`). Processes still attached to the pane's
+//!   session are the agent's own and end with it; when a pane is killed, its supervisor (which
+//!   survives the hangup) passes SIGHUP on to them, as a terminal's session leader would.
+//!   The walk goes on through exiting processes and zombies (their children are being handed to
+//!   the supervisor), judging each child on its own.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;

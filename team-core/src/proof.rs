@@ -1,4 +1,13 @@
 //! Pane proofs: is the pane a record names still that very pane?
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Server identity is part of every proof.** After a server restart the recorded panes are
+//!   `Mismatch` (`server_changed`), not `Gone`: the old server may still run with its socket
+//!   unlinked. With no server on the socket at all, a recorded pane is `Gone` only if the recorded
+//!   server pid no longer runs.
 
 use crate::model::PaneIncarnation;
 use crate::tmux::{Listing, PaneRow};

@@ -5,6 +5,32 @@
 //! files), and commits: a single-file change by atomic replace, a multi-file change through
 //! the redo journal. The state lock is released before `transact` returns, so callers never
 //! hold it across tmux, git or a wait.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Temp files of killed writers** (`.<name>.tmp-<pid>-<uuid>`, from `fsutil::atomic_write`)
+//!   are swept by `reconcile` under the state lock, which every writer in the team directory and
+//!   `tasks/` holds, so none of them belongs to a live writer. Readers ignore them (only
+//!   `<id>.json` is a task). Found by `cargo xtask chaos`.
+//!
+//! - **Re-`init` never lowers `next_task_id`**: `Store::create` over a stopped team starts at the
+//!   maximum of the old counter and every `<id>.json` left in `tasks/`, plus one, so an old task
+//!   file is never overwritten.
+//!
+//! - **State copied or moved from another workspace is refused** (exit 65, `Error::StateMoved`,
+//!   naming both workspaces). A state root belongs to a workspace when it *is* `<workspace>/.team`
+//!   (`StateRoot::workspace`, however the root was named); `Store` refuses a `team.json` whose
+//!   `workspace` is another one, on every read (`load`, `transact`, `create` over an old team,
+//!   `snapshot`), so every command that would act (`up`, `down`, `shutdown`, `reconcile`,
+//!   `policy`, `task`, `worker-status`, `init` re-creating) and `status` refuse before any effect;
+//!   `list` shows the team as unreadable. `status` refuses rather than warns: it can rebind the
+//!   session (a write), and a copy's panes are the original's. A root named explicitly elsewhere
+//!   (`--state-dir` / `TEAM_STATE_DIR` not equal to `<workspace>/.team`) may serve several
+//!   workspaces, so the check does not apply there. The reaper (`reap/classify.rs`) calls a pane
+//!   whose `@team_workspace` is not the workspace its found state records `unverifiable`, before
+//!   any owner comparison, so a foreign `.team` cannot make live panes look like orphans.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -14,6 +14,30 @@
 //! Ancestry, not environment, is what makes a process a worker's (see `process::tree`):
 //! environment variables are inherited by everything a worker starts, other teams' tmux servers
 //! and shared daemons included, so they only *confirm* (`TEAM_INCARNATION`).
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Processes are a worker's by ancestry.** Every worker pane's first process is `team-scale
+//!   supervise` (`TEAM_OP=<op> exec team-scale supervise --team .. --worker .. --owner ..
+//!   --incarnation .. --root .. --ws .. -- sh <runtime script>`). It sets
+//!   `PR_SET_CHILD_SUBREAPER`, so whatever the worker starts stays below it, `setsid` and
+//!   double-forked daemons included; names itself `team-supervise`; starts the script with every
+//!   inherited `TEAM_*` removed; forwards SIGHUP/SIGINT/SIGTERM to the worker's main process;
+//!   writes `workers/<w>/exit.json` when that process ends; and exits only when it has no child
+//!   left, so it survives its pane (it handles SIGHUP) for as long as residue lives. Teardown
+//!   and the reaper find a worker's processes by walking `/proc/*/stat` below the supervisor
+//!   (`proctree`), then prove each through a pidfd: same start time, our uid, not tmux, no
+//!   other `TEAM_INCARNATION`, and still below the supervisor by a fresh walk up its parents. The
+//!   supervisor itself is never signalled; it exits once its children are gone.
+//!   *Rejected:* environment only (the old design): every `TEAM_*` is inherited by whatever a
+//!   worker starts — a nested team's tmux server and leader, Codex's shared `app-server` — and
+//!   `env -i` drops it, so it both over- and under-matches. cgroups through systemd scopes
+//!   (`systemd-run --user --scope`): exact, but needs a user systemd manager and delegation,
+//!   which containers, CI machines and many SSH sessions lack, and moving a tmux pane's process
+//!   into a scope after tmux forked it races; a subreaper needs one `prctl` and works anywhere
+//!   Linux does. Process groups and sessions: any `setsid` leaves them.
 
 use std::path::{Path, PathBuf};
 

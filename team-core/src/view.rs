@@ -1,4 +1,12 @@
 //! A team as seen through one snapshot: every recorded pane with its proof.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Following a session**: when the recorded session is gone and exactly one other session on
+//!   the endpoint carries `@team_session_owner = <owner id>`, `status` rebinds the team to it and
+//!   logs `session_rebound`. Zero or several candidates: `session_missing`, state untouched.
 
 use crate::model::{PaneIncarnation, Team, Worker};
 use crate::proof::{self, PaneProof};

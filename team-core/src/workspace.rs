@@ -2,6 +2,14 @@
 //! current one upwards, that holds a `.team` entry. The search stops at a file-system boundary
 //! (a mount point is checked, its parent is not) and at the user's home directory (checked,
 //! nothing above it), so a stray `~/../.team` or one on another disk is never picked up.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Workspace discovery** applies when neither `--workspace` nor `--state-dir`/
+//!   `TEAM_STATE_DIR` is given, in `team-scale` and `team-audit` (the hook keeps its payload-cwd
+//!   rule). `init` refuses below an existing workspace (exit 1) unless `--here`.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,16 @@
 //! What the run knows about its surroundings, read once from the environment.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **The reaper lock is `/tmp/tmux-<uid>/team-reap.lock`**, computed from the uid only, so runs
+//!   from cron, systemd and a shell (different `TMUX_TMPDIR`, `XDG_RUNTIME_DIR`) exclude each
+//!   other. The directory is tmux's own default socket directory; it is created 0700 if missing
+//!   and refused unless it is a directory of ours with no group or other access (so nobody else
+//!   can hold our lock or swap the file). A busy lock: one stderr line naming the holder, a
+//!   `summary` with `lock_holder` under `--json`, exit 75. A hidden `--lock-file` lets tests run
+//!   reapers side by side.
 
 use std::path::{Path, PathBuf};
 

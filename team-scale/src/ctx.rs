@@ -1,5 +1,12 @@
 //! What a command knows about its surroundings: read once here from the environment and the
 //! global options, then passed to the library.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **A server started by the tools** reads `TEAM_TMUX_CONFIG` as its `-f` file when set (tests
+//!   and the demo use `/dev/null`), else tmux's default config.
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -11,6 +11,13 @@
 //!   every server whose socket lies in it.
 //!
 //! Nothing here ever talks to a tmux server it did not start.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **The tests' `HOME`** is an empty directory (`target/tmp/test-home`, or the sandbox's), so no
+//!   `~/.gitconfig` or `~/.tmux.conf` of the machine applies.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

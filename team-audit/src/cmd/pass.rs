@@ -8,6 +8,19 @@
 //! stops the flow (exit 65): the lines before it are recorded and forwarded, it and later ones
 //! are not. A batch that cannot be recorded stops the flow (exit 74) with nothing of it
 //! forwarded. Blank lines carry nothing to audit: they are forwarded without a record.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **`team-audit pass`** group-commits: a batch is whatever arrived while the previous batch was
+//!   being made durable, so no line waits for more input, and a line is forwarded only after its
+//!   batch's `fdatasync`.
+//!
+//! - **`team-audit pass` records only lines that ask for an action**: a line with a `verdict` is
+//!   recorded only for `orphan` or `debt`; `summary`, `server`, `session` and `error` lines are
+//!   never recorded; every line is still forwarded. A pane line is recorded as `kill-pane`, a
+//!   process line as `signal`. With `--json` it ends its output with a `summary`.
 
 use std::io::{self, BufRead, Read};
 use std::sync::mpsc;

@@ -1,4 +1,11 @@
 //! `team-audit query`: filtered records, as a compact table or JSON lines.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **`team-audit query --follow`** polls the log's size every 250 ms and prints new matching
+//!   records; it writes no summary (the stream has no end). `--limit N` shows the last N matches.
 
 use std::time::{Duration, SystemTime};
 

@@ -12,6 +12,14 @@
 //! - [`init_tracing`]: `-v`/`-vv`/`-q` and `RUST_LOG`, no colour unless stderr is a terminal.
 //!
 //! Unlike `team-core`, this crate prints and exits: that is its job.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **The binaries share one CLI crate, `team-cli`, in `team-core/cli/`** (replacing three
+//!   drifted copies of `error.rs`, `out.rs` and `generate.rs`): inside an existing folder, so the
+//!   top level stays as the user set it, and separate from `team-core`, which must not print.
 
 pub mod env;
 pub mod error;

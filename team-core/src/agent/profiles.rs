@@ -22,6 +22,20 @@
 //! ```
 //!
 //! A user profile with a built-in's name replaces it.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Agent profiles are data** (`agent/profiles.rs`, user profiles in `<state root>/agents.toml`),
+//!   recorded by name in `settings.agent` at `init` (`--agent`, else detected from the program name
+//!   of `--worker-cmd`; teams made before profiles detect at each `up`). A user profile with a
+//!   built-in's name replaces it.
+//!
+//! - **The first prompt is a launch argument where the CLI takes one** (codex, claude, `gemini
+//!   -i`), printed by the runtime script for a shell (the default worker command), and typed only
+//!   for the others (aider, custom). The prompt is one single-quoted word after `"$@"` in `sh -c`,
+//!   or `printf` data: no shell ever parses it.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,4 +1,14 @@
 //! Reading a pane's screen against a profile (pure).
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Ready means the prompt on the cursor line** (tmux's capture drops trailing blanks, so
+//!   markers are compared without them), all `ready_screen` texts visible, the team's
+//!   `--ready-pattern` visible too when set, and the screen unchanged for `stable_ms`. A typed
+//!   draft "left the input line" when its last 16 characters (whitespace ignored, since a wrap
+//!   point loses it) no longer run into the cursor line, or the cursor line is empty.
 
 use crate::tmux::Screen;
 

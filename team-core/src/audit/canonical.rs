@@ -27,6 +27,16 @@
 //! A record's line is its canonical bytes with the closing `}` replaced by
 //! `,"hash":"<hash>"}`, followed by `\n`. `verify` also checks that a stored line is exactly
 //! this rendering, so even whitespace edits are caught (`noncanonical`).
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Audit `op` is added to format 1 compatibly**: written (and hashed) only when present,
+//!   right after `action`, so records written before it keep their bytes and old logs verify.
+//!   Actions are tmux verbs (`kill-pane`), `signal`, or `operation` for the frame of a whole
+//!   operation; a worker's teardown intent, which covers its processes and its pane, is
+//!   `kill-pane` (`signal` when it has no pane).
 
 use std::io::Write as _;
 

@@ -27,6 +27,19 @@
 //! bytes) is a `torn_line` problem and `verify` fails. A user who just had a crash therefore
 //! sees `verify` fail until the next append acknowledges the damage, which is when the log has
 //! provably moved on.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Audit records** are one JSON line in a fixed field order; `hash = SHA-256(prev ||
+//!   canonical bytes)`, where the canonical bytes are the record without `hash`, compact, with
+//!   keys of nested objects sorted (`audit::canonical` specifies it exactly). Writers hold an
+//!   exclusive flock for one append, read the chain head from the end of the file, make one
+//!   `write_all`, and `fdatasync` every stage. A torn tail is terminated by the next writer and
+//!   named by a `segment` record whose `prev` is the last good hash (the chain runs on across the
+//!   damage); `verify` reports acknowledged damage as a warning and unacknowledged damage as a
+//!   failure.
 
 pub mod canonical;
 mod fast;

@@ -13,6 +13,39 @@
 //!
 //! A writer that finds the active file already ending with a `segment_end` (a rotation was
 //! interrupted before the rename) completes the rename first.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **The audit log at scale** (issue 15). Rotation: `--max-size` on every writer, default
+//!   256 MiB, env `TEAM_AUDIT_MAX_SIZE` (read by team-audit only; team-scale and team-reap use
+//!   the default); a batch larger than the maximum still goes into one file. The writer rotates
+//!   under the active file's flock: `segment_end` (target `{"segment": k}`) durable, then
+//!   `renameat2(RENAME_NOREPLACE)` to `<log>.<k:06>` and an fsync of the directory; the next
+//!   writer to find the active file empty writes `segment_start` (`{"previous_segment": k,
+//!   "last_seq", "last_hash"}`, `prev` = that hash). So the active name is briefly absent, and
+//!   every step is idempotent: a writer that finds the active file ending in `segment_end`
+//!   finishes the rename; one whose locked fd no longer is the file at the path starts over.
+//!   `k` is one more than the number the active file's own `segment_start` names (1 for the first
+//!   file), so numbers follow the chain and never reuse a pruned one. Segment records use stage
+//!   `segment` with their own actions (`audit.segment_start`, `audit.segment_end`,
+//!   `audit.checkpoint`); callers cannot write stage `segment`. Retention: `prune --keep N |
+//!   --before T` verifies the whole log first, removes a prefix of the segments only, and
+//!   checkpoints each removed file's `first_seq`, `last_seq`, `last_hash`, `bytes` and `sha256`;
+//!   `verify` accepts a first file that continues a removed segment only when some checkpoint
+//!   names that exact `last_seq` and hash. Reading: lines longer than 16 MiB are never records
+//!   (the writer refuses them; readers skip them without holding them); `query` rules out a line
+//!   in the writer's shape (`{"v":...,"hash":"..."}`) without parsing it when a `"team":"X"` /
+//!   `"action":` / `"caller":` / `"stage":` / `"audit_id":` needle is missing or its `ts` is out of
+//!   range: a hand-edited line in that shape with other spacing may be missed by a filter (it is
+//!   what `verify` reports as `noncanonical`). `--since` and `--last` read backwards from the end
+//!   and assume time order (the writer stamps records under the lock; a clock stepped back can
+//!   hide records from `--since`). `verify` parses and hashes lines on two threads for files of
+//!   4 MiB and more (each line's hash depends only on its own `prev` field), and walks the chain
+//!   in order on the main thread; it parses into borrowed strings (`fast.rs`) rather than a
+//!   `Record` with `serde_json::Value`s, which costs a third less CPU. `read_records` (used by the hook's PostToolUse pairing) reads
+//!   the active file only.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -3,6 +3,25 @@
 //! task files and the inboxes of the workers concerned are staged together (journaled when
 //! the team record changes too, as `add` does with `next_task_id`). A worker given a task is
 //! then told through [`super::message`], the proven delivery path, after the commit.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **The leader's commands (issue 13).** `task add`/`assign` take the state lock only (not the
+//!   scale lock), so they never wait behind a long `up`; the inboxes of the workers concerned are
+//!   staged in the same transaction as the tasks (journaled when `team.json` changes, as `add`'s
+//!   `next_task_id` does; `assign` changes only side files, each written atomically, and an inbox
+//!   is derived data: it is rewritten whole from the task files each time). A task for a member
+//!   is stored first and the member told after the commit; a notice that is not delivered exits 1
+//!   with the task kept (`send` tells it again). `task assign` takes a pending task, or one whose
+//!   claimant is no longer an active member; an in-progress task of a live member is refused.
+//!   `task add` refuses `new:<k>` owners (only `up` makes workers). `up TEAM 0 --tasks` is `task
+//!   add`. `send` types with `PromptMode::Typed` whatever took the first prompt, waits for the
+//!   same ready screen, and refuses the `shell` profile (a shell would run the text). `--reassign
+//!   auto` offers the tasks `down` returned, one each in turn, to active workers whose current
+//!   incarnation reported `idle` or `done`; the offer runs in the `down` command after the
+//!   operation, not inside it. `policy --max-workers N` counts active and pending workers.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;

@@ -15,6 +15,20 @@
 //!    pasted (bracketed where wanted) in a guarded transaction, and after `settle_ms` Enter is
 //!    pressed on its own, also guarded; delivered when the draft has left the input line or the
 //!    agent shows it works; else Enter again, at most `retries` times.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Trust questions are never answered by the tools**, and there is no opt-in to do so: trusting
+//!   a folder is a security decision the user makes once in the CLI itself. The blocked result says
+//!   how.
+//!
+//! - **Worker panes get `remain-on-exit` in the same step that creates them**, so a process that
+//!   exits at once leaves its pane dead with its screen and exit status. tmux marks a pane dead
+//!   when its terminal closes and learns the status when it reaps the process (which, under load, can take long or not happen at all: a zombie it has not reaped yet): delivery waits up to 1.5 s
+//!   for it, then reports "exited" without one; the supervisor's `exit.json` gives the status reliably. Output written just before a pty closes can be lost (Linux), and tmux's "Pane is
+//!   dead" line can scroll the last output into history: captures include 20 history lines.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -1,5 +1,20 @@
 //! `down` and `shutdown`: pick workers, drain them, commit them to `removing` with their
 //! unfinished tasks back to `pending`, then tear them down ([`super::teardown`]).
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Never reported is busy**: `down` without `--force` takes only workers that reported
+//!   `idle`/`done`, or whose process has exited or pane is gone. A drain that times out removes
+//!   nothing: drain marks are undone (a worker that never reported is back to no status file) and
+//!   `down` exits 75; `--force` removes without waiting.
+//!
+//! - **`down --force` skips the drain marks**: nothing waits for the drain, and the commit that
+//!   follows moves the targets to `removing` at once, which late reports already respect.
+//!
+//! - **Every operation's intent gets an outcome**: `down` and `shutdown` write a `scale_down` /
+//!   `shutdown` intent before any change and its outcome after, however they end.
 
 use std::time::{Duration, Instant};
 

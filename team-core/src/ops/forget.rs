@@ -4,6 +4,14 @@
 //! qualifies: a pane still proven ours is removed by `reconcile`, a gone one is finished by
 //! `reconcile` too, and one that cannot be read is never judged. Framed by an audit intent and
 //! its outcome; under the scale lock, so no teardown runs meanwhile.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **`forget` only for `Mismatch`.** A pane still proven ours, or provably gone, is finished
+//!   by `reconcile`; one that cannot be read is never judged. Its files (worker dir, worktree,
+//!   script) are left and named; without `--yes` and off a terminal it exits 1.
 
 use serde_json::json;
 

@@ -1,6 +1,14 @@
 //! Multi-step operations shared by the binaries: proven pane kills, scale-up, scale-down,
 //! shutdown, reconcile, the teardown of `removing` workers, and of reservations that abandoned
 //! operations left behind.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Progress during waits** (readiness, drain, grace) goes to stderr through a callback the
+//!   binary gives the operation, and only when stderr is a terminal; team-reap passes none, so
+//!   cron stays silent.
 
 pub mod board;
 pub mod deliver;

@@ -4,6 +4,50 @@
 //! Paths come from a state file, so they are untrusted: [`validate`] checks each one is inside
 //! the team's own directories without symlinked parents, and the removal functions check again
 //! right before acting.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **More that git cannot save keeps a worktree**: staged content that differs from both HEAD
+//!   and the file on disk (`git status` `XY` both set; the save commits the file), and refs that
+//!   live in the worktree only (`refs/worktree/*`, `refs/bisect/*`).
+//!
+//! - **Worktrees are saved with a private index**: `GIT_INDEX_FILE` in a temp file, `read-tree
+//!   HEAD`, `add -A`, `write-tree`, `commit-tree -p HEAD`, `update-ref
+//!   team/<team>/saved/<worker>-<time>`; only then `git worktree remove`.
+//!
+//! - **A worktree holding what git cannot save keeps its worker record.** `docs/design.md` section 6 drops
+//!   a record "once everything of it is gone", and a kept worktree is not gone: the worker stays
+//!   `removing` with the reason `worktree_kept: <path> holds what git cannot save (...)`, so
+//!   `status` names the path, `down`/`shutdown` exit 3, and `reconcile` finishes the removal once
+//!   the user has moved the files out. What git can save is still saved first; a retry that finds
+//!   the same state (same tree on the same parent) reuses its `team/<team>/saved/...` branch
+//!   instead of making another.
+//!
+//! - **Index flags do not hide a worker's edits.** `git status` trusts `assume-unchanged` and
+//!   `skip-worktree`, so `save_worktree` also reads `git ls-files -v` (lower-case tag:
+//!   assume-unchanged; `S`/`s`: skip-worktree): a flagged file present in the worktree (or an
+//!   assume-unchanged one deleted) makes the worktree dirty, and the private index (fresh from
+//!   `read-tree HEAD`, so flag-free) saves its content; skip-worktree files absent from the
+//!   worktree (a sparse checkout) are flagged on the private index too, so they are not saved as
+//!   deletions. If the flagged files hold exactly HEAD's content, nothing is saved.
+//!
+//! - **Empty directories keep their worktree** (`Unsavable::empty_dirs`, named like ignored
+//!   files): git records none. They are found by a walk that follows no symlink and skips every
+//!   `.git`, bounded to 200,000 entries; a larger worktree is kept as "cannot tell what it holds".
+//!
+//! - **A worker's files are removed only as the tools made them.** `up` refuses (exit 65, before
+//!   any effect) a symlinked or non-directory `runtime/` or `workers/`, anything already where a
+//!   new worker's directory goes, and anything but a regular file where its startup script goes
+//!   (a stale script file is replaced whole): a rollback removes what the records name, so they
+//!   name only what this operation makes. `resources::remove` goes through `fsutil`: the script
+//!   with `state_remove` (an unlink: a directory there is an error, never removed), the worker
+//!   directory with `state_remove_tree` (relative to directory fds; a symlink inside is unlinked,
+//!   never followed; a symlinked worker dir is refused). The supervisor writes `exit.json` when
+//!   its child dies, which can be during that removal: `state_remove_tree` empties and removes
+//!   the directory again when `rmdir` finds it refilled (three tries, 20 and 40 ms apart), so a
+//!   late `exit.json` is no cleanup debt; a directory that keeps filling stays an error.
 
 use std::path::{Path, PathBuf};
 

@@ -13,6 +13,34 @@
 //!
 //! tmux invocations: one snapshot, one batched kill, one confirming snapshot, whatever the
 //! number of workers.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **There is one teardown.** A rollback of `up`, the leftovers of an abandoned operation
+//!   (found by the next `up` or by `reconcile`), `down`, `shutdown` and the reaper's debt all end
+//!   in `ops::teardown::settle_removing`: `ops::pending::settle_pending` only records the panes the
+//!   caller made but has not recorded yet and moves the reservations to `removing` in one commit.
+//!   (The scale lock is held, so every `pending` worker that is not the caller's is abandoned.)
+//!
+//! - **Teardown is batched across workers**: one snapshot, one batch of audit intents, one
+//!   `process::terminate` over every proven process of every worker (the grace waits run
+//!   together, polling pidfds), one batched `kill-pane`, one confirming snapshot, one batch of
+//!   outcomes. The confirming snapshot is skipped when every kill's receipt came back: a
+//!   receipt proves the guarded `kill-pane` ran on exactly the proven pane, and tmux removes a
+//!   killed pane at once (`remain-on-exit` keeps panes whose process exits, never killed ones).
+//!   A worker's processes are the descendants of its pane's supervisor (`team_core::supervisor`).
+//!
+//! - **A pane that was just made may not run its supervisor yet**: its first process is `sh -c
+//!   '... exec team-scale supervise ... --incarnation <inc>'` until the `exec`, so teardown (a
+//!   rollback right after the split) waits, bounded, while that process's command line names the
+//!   incarnation, before it judges the pane's process.
+//!
+//! - **Tagged panes are adopted only on the team's recorded server.** After a crash between split
+//!   and record, a worker's pane is found by its tags; a pane with those tags on another server
+//!   (a restarted server that recycled `%N`) is never adopted or killed, and the worker stays
+//!   `removing` with `server_changed`.
 
 use std::time::Duration;
 

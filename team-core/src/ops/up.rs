@@ -26,6 +26,44 @@
 //! killed with proof, files and worktrees removed, reservations dropped; what cannot be proven
 //! stays `removing` and the error is [`Error::CleanupDebt`] (exit 3). `next_worker_index` and
 //! `next_task_id` are never lowered.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **An undelivered worker rolls the whole `up` back** (all or nothing, as before): `up` exits 1
+//!   naming each worker's result, next step and last screen lines, and the team is as it was, so
+//!   the next command needs nothing special. Keeping an undelivered worker and retrying delivery
+//!   waits for the leader's `send` command (issue 13), which will call `ops::deliver::deliver`.
+//!
+//! - **A member that cannot be proven live does not jam `up`**: the split source is the last
+//!   member proven live, else the leader; the members passed over are named in a warning.
+//!   (No new-window fallback when the leader is dead too: `up` refuses.) `reconcile` moves
+//!   `active` members whose pane is `dead` or provably `gone` to `removing` (never on a mismatch
+//!   or an unverifiable listing) and tears them down with fresh proofs.
+//!
+//! - **Every worker pane is at least 20x5 cells** (`up::MIN_PANE`, issue 15). `up` plans from the
+//!   listing's pane and window sizes: the first workers go in a column beside the leader (`-h
+//!   50%`, the leader keeps its half and is never resized again), divided evenly as far as every
+//!   pane keeps 5 rows (the split arithmetic is tmux's, simulated in `stack_cells`); the rest go
+//!   in new windows of the team's session, each holding the workers alone and re-tiled (`select-
+//!   layout tiled`) after every split inside the same guarded chain, up to what tmux's tiled grid
+//!   holds at 20x5 (80x24: 4 beside the leader, 12 a window; 200x50: 8 and 64). A later `up`
+//!   splits the member with the most room: in a window of workers only (every pane in it tagged
+//!   as this team's worker), the window is re-tiled; elsewhere the member's pane is divided as a
+//!   column and no other pane moves. (Chosen over re-tiling the leader's window: that would move
+//!   the leader and any pane of the user's.) A new window's size is taken from the session's
+//!   windows (tmux gives a session's new windows one size); if it is wrong, tmux's "no space"
+//!   still moves the rest to a new window. An adopted session with no room is refused, as
+//!   before. `--max-workers` is 1 to 1024.
+//!
+//! - **No space for a new pane** aborts the rest of a chain (no receipt); `up` finds what was made
+//!   by its tags and continues in a new window guarded by `@team_session_owner`. A session the
+//!   tools did not create (an adopted leader's) gets no new windows: `up` refuses with the reason.
+//!
+//! - **Task references**: `owner` is a member, a name this call creates, or `new:<k>`;
+//!   `blocked_by` is an existing id, an id this call assigns (ids are fixed under the scale lock),
+//!   or `new:<k>`.
 
 use std::collections::HashSet;
 use std::path::PathBuf;

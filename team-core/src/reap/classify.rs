@@ -44,12 +44,50 @@ impl Verdict {
     }
 }
 
-/// Orphan reasons.
-pub const TEAM_STATE_GONE: &str = "team_state_gone";
-pub const OWNER_MISMATCH: &str = "owner_mismatch";
-pub const NOT_MEMBER: &str = "not_member";
-pub const ABANDONED_OP: &str = "abandoned_op";
-pub const TEAM_STOPPED: &str = "team_stopped";
+/// Why an orphan is one. The reaper decides on this value (a team-level cause makes a whole
+/// session reapable; a gone state is checked against the pane's own `TEAM_STATE_DIR`), never
+/// on the reason text, which is only its [`OrphanCause::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrphanCause {
+    /// Proven absence of the team's state.
+    TeamStateGone,
+    /// The team was re-created with another owner id.
+    OwnerMismatch,
+    /// Not a member of the live team.
+    NotMember,
+    /// Made by an operation that no longer has records.
+    AbandonedOp,
+    /// The team is stopped.
+    TeamStopped,
+}
+
+impl OrphanCause {
+    /// The reason word in reports.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OrphanCause::TeamStateGone => "team_state_gone",
+            OrphanCause::OwnerMismatch => "owner_mismatch",
+            OrphanCause::NotMember => "not_member",
+            OrphanCause::AbandonedOp => "abandoned_op",
+            OrphanCause::TeamStopped => "team_stopped",
+        }
+    }
+
+    /// The whole team is gone, re-created or stopped, not only one worker of it.
+    pub fn team_level(self) -> bool {
+        matches!(
+            self,
+            OrphanCause::TeamStateGone | OrphanCause::OwnerMismatch | OrphanCause::TeamStopped
+        )
+    }
+}
+
+/// Orphan reasons (the words of [`OrphanCause`]).
+pub const TEAM_STATE_GONE: &str = OrphanCause::TeamStateGone.as_str();
+pub const OWNER_MISMATCH: &str = OrphanCause::OwnerMismatch.as_str();
+pub const NOT_MEMBER: &str = OrphanCause::NotMember.as_str();
+pub const ABANDONED_OP: &str = OrphanCause::AbandonedOp.as_str();
+pub const TEAM_STOPPED: &str = OrphanCause::TeamStopped.as_str();
 /// Debt reason for a `removing` worker.
 pub const REMOVING: &str = "removing";
 
@@ -62,6 +100,8 @@ pub struct Classified {
     pub killable: bool,
     /// Why an orphan may still not be killed.
     pub blocker: Option<String>,
+    /// Why it is an orphan (`Some` exactly for orphans; `reason` is its word).
+    pub cause: Option<OrphanCause>,
 }
 
 impl Classified {
@@ -71,6 +111,14 @@ impl Classified {
             reason: reason.into(),
             killable: verdict == Verdict::Orphan,
             blocker: None,
+            cause: None,
+        }
+    }
+    /// An orphan, for `cause`.
+    pub(crate) fn orphan(cause: OrphanCause) -> Classified {
+        Classified {
+            cause: Some(cause),
+            ..Classified::new(Verdict::Orphan, cause.as_str())
         }
     }
     pub(crate) fn blocked(mut self, why: impl Into<String>) -> Classified {
@@ -96,8 +144,8 @@ pub fn classify_pane(row: &PaneRow, lookup: Result<&Lookup, &str>) -> Classified
     // killed. The tools tag the sessions they create with @team_session_owner, which panes
     // never carry themselves, so it shows on a pane only through a tools-made session.
     let adopted_leader = is_leader && t.session_owner != t.owner;
-    let orphan = |reason: &str| {
-        let c = Classified::new(Verdict::Orphan, reason);
+    let orphan = |cause: OrphanCause| {
+        let c = Classified::orphan(cause);
         if adopted_leader {
             c.blocked("an adopted leader pane (not created by the tools) is never killed")
         } else {
@@ -107,7 +155,7 @@ pub fn classify_pane(row: &PaneRow, lookup: Result<&Lookup, &str>) -> Classified
     let team: &Team = match lookup {
         Lookup::Unverifiable(why) => return Classified::new(Verdict::Unverifiable, why.clone()),
         Lookup::Busy(why) => return Classified::new(Verdict::Busy, why.clone()),
-        Lookup::Gone(_) => return orphan(TEAM_STATE_GONE),
+        Lookup::Gone(_) => return orphan(OrphanCause::TeamStateGone),
         Lookup::Present(team) => team,
     };
     // State found where the pane's workspace points but naming another workspace was copied
@@ -123,7 +171,7 @@ pub fn classify_pane(row: &PaneRow, lookup: Result<&Lookup, &str>) -> Classified
         );
     }
     if team.owner_id.to_string() != t.owner {
-        return orphan(OWNER_MISMATCH);
+        return orphan(OrphanCause::OwnerMismatch);
     }
     let recorded_here = |p: &crate::model::PaneIncarnation| {
         p.pane_id == row.pane_id
@@ -134,7 +182,7 @@ pub fn classify_pane(row: &PaneRow, lookup: Result<&Lookup, &str>) -> Classified
         return Classified::new(Verdict::Owned, "protected pane");
     }
     if team.state == TeamState::Stopped {
-        let c = orphan(TEAM_STOPPED);
+        let c = orphan(OrphanCause::TeamStopped);
         if is_leader && recorded_here(&team.leader.pane) && !team.leader.created_by_tools {
             return c.blocked("an adopted leader pane is never killed");
         }
@@ -154,12 +202,12 @@ pub fn classify_pane(row: &PaneRow, lookup: Result<&Lookup, &str>) -> Classified
         .find(|w| w.incarnation.to_string() == t.incarnation);
     let Some(w) = rec else {
         return if t.op.is_empty() {
-            orphan(NOT_MEMBER)
+            orphan(OrphanCause::NotMember)
         } else if team.workers.iter().any(|w| w.op_id.to_string() == t.op) {
             // Its operation still has records (a pending reservation): settle, not kill.
             Classified::new(Verdict::Debt, ABANDONED_OP)
         } else {
-            orphan(ABANDONED_OP)
+            orphan(OrphanCause::AbandonedOp)
         };
     };
     if w.name.as_str() != t.worker {
@@ -202,27 +250,27 @@ pub fn classify_process(p: &TeamProc, lookup: Option<&Lookup>) -> Classified {
     let team = match lookup {
         Lookup::Unverifiable(why) => return Classified::new(Verdict::Unverifiable, why.clone()),
         Lookup::Busy(why) => return Classified::new(Verdict::Busy, why.clone()),
-        Lookup::Gone(_) => return Classified::new(Verdict::Orphan, TEAM_STATE_GONE),
+        Lookup::Gone(_) => return Classified::orphan(OrphanCause::TeamStateGone),
         Lookup::Present(t) => t,
     };
     if team.owner_id.to_string() != p.owner {
-        return Classified::new(Verdict::Orphan, OWNER_MISMATCH);
+        return Classified::orphan(OrphanCause::OwnerMismatch);
     }
     if team.state == TeamState::Stopped {
-        return Classified::new(Verdict::Orphan, TEAM_STOPPED);
+        return Classified::orphan(OrphanCause::TeamStopped);
     }
     let Some(worker) = &p.worker else {
         return Classified::new(Verdict::Owned, "a process of a live team (no TEAM_WORKER)");
     };
     match team.workers.iter().find(|w| w.name.as_str() == worker) {
-        None => Classified::new(Verdict::Orphan, NOT_MEMBER),
+        None => Classified::orphan(OrphanCause::NotMember),
         Some(w)
             if p.incarnation
                 .as_deref()
                 .is_some_and(|i| i != w.incarnation.to_string()) =>
         {
             // A former spawn of the same name: not this member's.
-            Classified::new(Verdict::Orphan, NOT_MEMBER)
+            Classified::orphan(OrphanCause::NotMember)
         }
         Some(w) => match w.lifecycle {
             Lifecycle::Removing => Classified::new(Verdict::Debt, REMOVING),
@@ -355,8 +403,14 @@ mod tests {
         Lookup::Present(Box::new(t.clone()))
     }
 
+    /// Every verdict the tests see also checks that an orphan, and only an orphan, carries
+    /// its typed cause, and that its reason is the cause's word.
     fn v(row: &PaneRow, l: &Lookup) -> (Verdict, String, bool) {
         let c = classify_pane(row, Ok(l));
+        assert_eq!(c.cause.is_some(), c.verdict == Verdict::Orphan, "{c:?}");
+        if let Some(k) = c.cause {
+            assert_eq!(c.reason, k.as_str());
+        }
         (c.verdict, c.reason, c.killable)
     }
 

@@ -6,6 +6,19 @@
 //! - [`classify`]: pure verdicts over a snapshot row (or a process) and its team state.
 //! - [`kill`]: batched proven audited kills, one tmux invocation per server.
 //! - this module: the run over all servers, session verdicts, and residue processes.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **The reaper** honours `--state-dir` / `TEAM_STATE_DIR` as team-scale does; a pane that
+//!   would be `team_state_gone` while its process names another `TEAM_STATE_DIR` is
+//!   `unverifiable`. `team_state_gone` needs "not found" for both `team.json` and `journal.json`;
+//!   permission errors and malformed state are `unverifiable`. A leader pane is killable only in a
+//!   session the tools made. Killing modes hold each team's scale lock from classification to the
+//!   end of the kills; the per-user reaper lock (where it lives: `team_reap::ctx`) is taken only by modes
+//!   that kill, so `scan | kill --from -` works. A dead socket is warned about once per socket
+//!   file (remembered beside the lock), so cron stays silent.
 
 pub mod classify;
 pub mod discover;
@@ -25,7 +38,7 @@ use crate::ops::kill::KillResult;
 use crate::process::{self, ProcId, ProcVerdict, Proven, StopOutcome, TeamProc};
 use crate::tmux::{Listing, PaneRow, Tmux};
 
-pub use classify::{Classified, Verdict};
+pub use classify::{Classified, OrphanCause, Verdict};
 pub use kill::ReapTarget;
 pub use state::{Lookup, Oracle, TeamKey};
 
@@ -156,6 +169,7 @@ pub fn scan(cfg: &Config, oracle: &mut Oracle) -> Result<Vec<Server>> {
                                 reason: format!("listing line unreadable: {}", m.reason),
                                 killable: false,
                                 blocker: None,
+                                cause: None,
                             },
                             key: None,
                             generation: None,
@@ -198,7 +212,7 @@ fn classify_row(cfg: &Config, oracle: &mut Oracle, endpoint: &Path, row: &PaneRo
                     generation = Some(t.generation);
                 }
                 let mut c = classify::classify_pane(row, Ok(&l));
-                if c.reason == classify::TEAM_STATE_GONE
+                if c.cause == Some(OrphanCause::TeamStateGone)
                     && let Some(sd) = state::env_state_dir(row.pane_pid)
                 {
                     let theirs =
@@ -213,6 +227,7 @@ fn classify_row(cfg: &Config, oracle: &mut Oracle, endpoint: &Path, row: &PaneRo
                             ),
                             killable: false,
                             blocker: None,
+                            cause: None,
                         };
                     }
                 }
@@ -461,13 +476,7 @@ pub fn sessions(servers: &[Server]) -> Vec<SessionReport> {
             let first = panes[0].row.as_ref().expect("rows only");
             // A team session whose team is gone, re-created or stopped.
             let team_level = |p: &&PaneReport| {
-                p.class.killable
-                    && [
-                        classify::TEAM_STATE_GONE,
-                        classify::OWNER_MISMATCH,
-                        classify::TEAM_STOPPED,
-                    ]
-                    .contains(&p.class.reason.as_str())
+                p.class.killable && p.class.cause.is_some_and(OrphanCause::team_level)
             };
             if first.tags.session_owner.is_empty() || !panes.iter().any(team_level) {
                 continue;

@@ -5,6 +5,27 @@
 //! `TEAM_STATE_DIR`, read by the binary). "Gone" needs proof: `team.json` (and `journal.json`)
 //! must be reported *absent* by the file system (`ENOENT`); anything else (permission, a file
 //! where a directory should be, a malformed file, a busy state lock) is unverifiable.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **A workspace that is gone proves nothing either.** A pane tagged with a workspace that no
+//!   longer exists was as likely moved or renamed (its team alive at the new path) as deleted:
+//!   the reaper calls it `unverifiable` and leaves it alone (a deleted project's panes are ended
+//!   by hand). Only a workspace that exists, without the team's state in it, is proof of absence.
+//!
+//! - **A state dir given to the reaper proves nothing about other workspaces.** `--state-dir` or a
+//!   `TEAM_STATE_DIR` inherited from a team's pane names one state root; a pane tagged with
+//!   another workspace whose own `.team` holds its team is `unverifiable` there, never
+//!   `team_state_gone`. Absence is looked up from the workspace down without following a
+//!   symlink: a symlinked `.team/locks` or `teams/` is unverifiable, never absence.
+//!
+//! - **Reaper and `init`**: the reaper looks at a team's scale lock before it looks for the
+//!   team's state (and, when it kills, holds the lock until done); `init` takes the lock before
+//!   its session exists and writes `teams/<t>/init.json` (owner id, pid) before its first pane,
+//!   removing it once `team.json` is stored. A left-over record makes the reaper say "an init was
+//!   interrupted" and the next `init` warn.
 
 use std::collections::HashMap;
 use std::io::ErrorKind;

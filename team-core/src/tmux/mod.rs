@@ -3,6 +3,15 @@
 //! Every invocation passes `-S <endpoint>` (never the ambient `$TMUX` or the default server),
 //! clears `TMUX`, `TMUX_PANE` and every `TEAM_*` variable from the child's environment (a
 //! server started by it passes its environment on to every pane), and is bounded in time.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Environment at session scope**: the leader's `TEAM_*` variables are exported on its pane's
+//!   command line, never with `new-session -e` (which sets the *session's* environment, inherited
+//!   by every pane later split into the session). Worker panes get theirs from their runtime
+//!   script, below the supervisor, which first removes every inherited `TEAM_*`.
 
 pub mod attach;
 pub mod capture;

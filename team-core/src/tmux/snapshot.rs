@@ -4,6 +4,14 @@
 //! tab-separated fields. Tag values are arbitrary strings (a tag can hold a tab or a newline),
 //! so a line that is not framed by this snapshot's nonce or has the wrong field count is
 //! refused, never guessed: its pane (when its first field still names one) is unverifiable.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **Snapshot lines are framed by a per-call random nonce** at both ends, and must have the
+//!   exact field count. tmux prints tag values raw (tabs and newlines included), so without the
+//!   frame a hostile tag could forge a second pane's line.
 
 use crate::model::is_tmux_id;
 

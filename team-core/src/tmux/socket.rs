@@ -14,6 +14,23 @@
 //! Left open: a tmux client that cannot open the lock file at all starts a server without it;
 //! that server binds a new inode, which the inode check before the unlink catches except in
 //! the instant between that check and the unlink.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **`shutdown` removes the private socket file** once the team's leader is gone and no
+//!   server answers on it (a server exits with its last session; `shutdown` waits up to 2 s for
+//!   it to stop answering). Another team's session in the listing before the leader's kill keeps
+//!   it at once. The removal takes tmux's own server-start lock (`flock` on `<socket>.lock`, which
+//!   a tmux client holds from a refused `connect` until its new server has bound the path),
+//!   checks it locked the file the path names, and under it checks the socket is the inode that
+//!   refused and still refuses; then it unlinks the socket and the lock file (as tmux's server
+//!   does). So an `init` starting a server on the path at that instant either waits for the lock
+//!   and starts on a clean path, or has already bound a new inode, which is kept. Left open: a
+//!   tmux client that cannot open the lock file starts a server without it; the inode check
+//!   narrows that to the instant between the check and the unlink. The summary says `socket:
+//!   removed | absent | kept` (kept: a line with the reason).
 
 use std::io::ErrorKind;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};

@@ -10,6 +10,24 @@
 //! the exact random receipt comes back; no receipt means "unknown", never "done". Commands
 //! inside the string are separated by a plain ` ; ` (an escaped `\;` would reach tmux as a
 //! literal argument). Several transactions can share one tmux invocation.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **New panes are tagged in the same step that creates them**: `split-window` (without `-d`)
+//!   makes the new pane current, so the `set-option -p` calls that follow in the same command
+//!   list land on it; `last-pane` then gives focus back.
+//!
+//! - **Scale-up in one server-side step**: `Txn::spawn_chain` proves the source pane once, then
+//!   splits the source and each new pane in turn, tagging each (`@team_owner`, `@team_worker`,
+//!   `@team_incarnation`, `@team_workspace`, `@team_name`, `@team_op`) in the same command list;
+//!   even shares via `-l N%`. Each pane's start command is `TEAM_OP=<op> exec sh
+//!   <runtime/worker-N.sh>`, so the op id is visible in `#{pane_start_command}` from the first
+//!   instant. A typical `up N` is three tmux invocations whatever N is.
+//!
+//! - **tmux messages are at most 16 KiB**: transaction batches are split to fit
+//!   (`txn::MAX_ARGV_BYTES`), so 500 proven kills take about 25 invocations, not 500.
 
 use crate::error::{Error, Result};
 use crate::model::{PaneIncarnation, is_tmux_id};

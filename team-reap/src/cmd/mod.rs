@@ -1,4 +1,12 @@
 //! One file per mode: `run` (scan, then kill; also the default), `scan`, `kill --from`.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **`team-reap` with no arguments at all** prints its usage and exits 64, like the other
+//!   binaries; with options but no subcommand (`team-reap -q`, existing cron lines) it runs as
+//!   `team-reap run`.
 
 mod kill;
 mod run;

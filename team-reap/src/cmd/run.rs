@@ -1,14 +1,26 @@
 //! The default mode (scan, then kill) and the engine `scan` and `kill --from` share.
+//!
+//! [`run`] is the list of the engine's steps; each step is a function here, and the
+//! report (step 6) is in [`report`]. What a step hands the next is typed ([`Plan`],
+//! [`ProcReport`]s, [`report::Tally`], [`Outcome`]), never a message string.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **`team-reap` exits 69** when tmux is not on `PATH`, or when sockets were found but no
+//!   server answers on any of them, even with `-q`: cron must not read "cannot see" as "nothing
+//!   to do". No socket at all is exit 0 (there is nothing of ours to reap).
+
+mod report;
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::json;
 use team_core::lock::{self, Holder};
-use team_core::reap::{
-    self, Action, Oracle, PaneReport, ProcReport, ServerStatus, TeamKey, Verdict,
-};
+use team_core::reap::{self, Oracle, PaneReport, ProcReport, Server, ServerStatus, TeamKey};
 use team_core::{Error, fsutil};
 
 use team_core::ExitClass;
@@ -17,6 +29,8 @@ use crate::cli::Global;
 use crate::ctx::Ctx;
 use crate::error::{CliError, CliResult, warn};
 use crate::out::Out;
+
+use report::{Report, Tally};
 
 /// How long a team's state lock may be waited for while reading its state.
 const STATE_WAIT: Duration = Duration::from_secs(5);
@@ -39,18 +53,62 @@ pub enum Mode {
     KillFrom(Selection),
 }
 
-#[derive(Default)]
-struct Tally {
-    panes: u64,
-    by_verdict: HashMap<&'static str, u64>,
-    killed: u64,
-    failed: u64,
-    skipped: u64,
-    would_kill: u64,
-    procs_killed: u64,
-    reapable: u64,
-    reapable_left: u64,
-    audit_failed: bool,
+/// What this run may do and which candidates it looks at, from the mode and the flags.
+struct Plan<'a> {
+    /// It acts, or says what it would do (not `scan`, not `--check`).
+    effects: bool,
+    /// It really kills (effects without `--dry-run`).
+    kills: bool,
+    /// The candidates `kill --from` named; `None`: every candidate.
+    sel: Option<&'a Selection>,
+    /// `--only-under`: act only on teams whose state root lies under it.
+    only_under: Option<&'a Path>,
+    /// Human lines for every pane and process, not only the noteworthy ones.
+    show_all: bool,
+}
+
+impl<'a> Plan<'a> {
+    fn new(g: &'a Global, mode: &'a Mode) -> Plan<'a> {
+        let effects = !matches!(mode, Mode::Scan) && !g.check;
+        Plan {
+            effects,
+            kills: effects && !g.dry_run,
+            sel: match mode {
+                Mode::KillFrom(s) => Some(s),
+                _ => None,
+            },
+            only_under: g.only_under.as_deref(),
+            show_all: (matches!(mode, Mode::Scan) && !g.check) || g.all,
+        }
+    }
+
+    fn in_scope(&self, k: Option<&TeamKey>) -> bool {
+        match self.only_under {
+            None => true,
+            Some(d) => k.is_some_and(|k| k.root.starts_with(d)),
+        }
+    }
+
+    /// In scope and, under `kill --from`, named.
+    fn pane_selected(&self, p: &PaneReport) -> bool {
+        self.in_scope(p.key.as_ref())
+            && match self.sel {
+                None => true,
+                Some(s) => s
+                    .panes
+                    .iter()
+                    .any(|(e, id)| *e == p.endpoint && *id == p.pane_id),
+            }
+    }
+
+    /// In scope and, under `kill --from`, named.
+    fn proc_selected(&self, r: &ProcReport) -> bool {
+        self.in_scope(r.key.as_ref())
+            && match self.sel {
+                None => true,
+                Some(s) => s.procs.contains(&(r.proc.id.pid, r.proc.id.start_time)),
+            }
+    }
 }
 
 /// How a run ends, before it becomes an exit status.
@@ -90,8 +148,60 @@ fn mode_word(mode: &Mode, g: &Global) -> &'static str {
     }
 }
 
-/// Takes the per-user reaper lock. Busy: one line on stderr naming the holder, a summary
-/// with `lock_holder` under `--json`, exit 75.
+/// The engine of every mode, in seven steps:
+///
+/// 1. **lock**: a run that kills takes the per-user reaper lock ([`take_lock`]); a second
+///    concurrent run exits 75 at once.
+/// 2. **scan servers**: list every server and classify every pane (`reap::scan`), reading
+///    each team's state through the [`Oracle`] (which, in a run that kills, holds the teams'
+///    scale locks).
+/// 3. **kill panes**: with effects, the selected reapable panes are killed, or would be
+///    (`reap::kill_panes`).
+/// 4. **processes**: unless `--no-processes`, find the residue processes and, with effects,
+///    kill the selected ones ([`processes`]).
+/// 5. **release**: the teams' scale locks are released (the oracle is dropped) before
+///    anything is written.
+/// 6. **report**: one record (and maybe a human line) per server problem, missing candidate,
+///    pane, session and process, counted in a [`Tally`] ([`report`]).
+/// 7. **decide and finish**: the tally becomes an [`Outcome`] ([`decide`]), then the summary
+///    line and the exit status ([`finish`]).
+pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
+    let plan = Plan::new(g, &mode);
+    // 1. lock
+    let _reaper = if plan.kills {
+        Some(take_lock(ctx, g, &mode)?)
+    } else {
+        None
+    };
+    // 2. scan servers
+    let cfg = &ctx.cfg;
+    let mut oracle = Oracle::new(plan.kills, STATE_WAIT);
+    let mut servers = reap::scan(cfg, &mut oracle)?;
+    // 3. kill panes
+    if plan.effects {
+        let select = |p: &PaneReport| plan.pane_selected(p);
+        reap::kill_panes(cfg, &mut oracle, &mut servers, &select, g.dry_run, g.grace);
+    }
+    // 4. processes
+    let procs = processes(ctx, g, &plan, &mut oracle, &servers);
+    // 5. release
+    drop(oracle);
+    // 6. report
+    let sessions = reap::sessions(&servers);
+    let mut report = Report::new(g, &plan);
+    report.servers(ctx, &servers)?;
+    report.missing_candidates(&servers)?;
+    report.panes(&servers)?;
+    report.sessions(&sessions)?;
+    report.processes(&procs)?;
+    // 7. decide and finish
+    let (mut out, tally) = report.into_parts();
+    let outcome = decide(g, &plan, &servers, &tally);
+    finish(g, &mode, &servers, &tally, outcome, &mut out)
+}
+
+/// Step 1: takes the per-user reaper lock. Busy: one line on stderr naming the holder, a
+/// summary with `lock_holder` under `--json`, exit 75.
 fn take_lock(ctx: &Ctx, g: &Global, mode: &Mode) -> CliResult<lock::LockGuard> {
     let path = ctx.lock_path();
     if let Some(dir) = path.parent() {
@@ -132,268 +242,91 @@ fn check_private_dir(dir: &std::path::Path) -> CliResult<()> {
     Ok(())
 }
 
-pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
-    let effects = !matches!(mode, Mode::Scan) && !g.check;
-    let kills = effects && !g.dry_run;
-    // The per-user reaper lock: a second concurrent run exits 75 at once.
-    let _reaper = if kills {
-        Some(take_lock(ctx, g, &mode)?)
-    } else {
-        None
-    };
-    let cfg = &ctx.cfg;
-    let mut oracle = Oracle::new(kills, STATE_WAIT);
-    let mut servers = reap::scan(cfg, &mut oracle)?;
-
-    let sel = match &mode {
-        Mode::KillFrom(s) => Some(s),
-        _ => None,
-    };
-    let in_scope = |k: Option<&TeamKey>| match &g.only_under {
-        None => true,
-        Some(d) => k.is_some_and(|k| k.root.starts_with(d)),
-    };
-    let pane_selected = |p: &PaneReport| {
-        in_scope(p.key.as_ref())
-            && match sel {
-                None => true,
-                Some(s) => s
-                    .panes
-                    .iter()
-                    .any(|(e, id)| *e == p.endpoint && *id == p.pane_id),
+/// Step 4: the residue processes (workers' processes whose pane is no longer listed) that
+/// the plan selects, killed (or would be) when the run has effects. Empty with
+/// `--no-processes`, or when `/proc` cannot be scanned (a warning says so).
+fn processes(
+    ctx: &Ctx,
+    g: &Global,
+    plan: &Plan,
+    oracle: &mut Oracle,
+    servers: &[Server],
+) -> Vec<ProcReport> {
+    if g.no_processes {
+        return Vec::new();
+    }
+    // A listed pane's process is the pane's, not residue; its tags hint at its team.
+    let mut skip = HashSet::new();
+    let mut hints: HashMap<String, TeamKey> = HashMap::new();
+    for p in servers.iter().flat_map(|s| &s.panes) {
+        if let Some(r) = &p.row {
+            skip.insert(r.pane_pid);
+            if let Some(k) = &p.key {
+                hints
+                    .entry(r.tags.owner.clone())
+                    .or_insert_with(|| k.clone());
             }
+        }
+    }
+    let (mut found, unreadable) = match reap::scan_processes(&ctx.cfg, oracle, &skip, &hints) {
+        Ok(x) => x,
+        Err(e) => {
+            warn(g.common.quiet, &format!("cannot scan processes: {e}"));
+            return Vec::new();
+        }
     };
-    if effects {
-        reap::kill_panes(
-            cfg,
-            &mut oracle,
-            &mut servers,
-            &pane_selected,
-            g.dry_run,
-            g.grace,
+    if unreadable > 0 && g.common.verbose > 0 {
+        warn(
+            g.common.quiet,
+            &format!("{unreadable} processes could not be read"),
         );
     }
+    if plan.effects {
+        let select = |r: &ProcReport| plan.proc_selected(r);
+        reap::kill_processes(&ctx.cfg, oracle, &mut found, &select, g.dry_run, g.grace);
+    }
+    found
+        .into_iter()
+        .filter(|r| plan.proc_selected(r))
+        .collect()
+}
 
-    let mut procs: Vec<ProcReport> = Vec::new();
-    if !g.no_processes {
-        let mut skip = HashSet::new();
-        let mut hints: HashMap<String, TeamKey> = HashMap::new();
-        for p in servers.iter().flat_map(|s| &s.panes) {
-            if let Some(r) = &p.row {
-                skip.insert(r.pane_pid);
-                if let Some(k) = &p.key {
-                    hints
-                        .entry(r.tags.owner.clone())
-                        .or_insert_with(|| k.clone());
-                }
-            }
-        }
-        match reap::scan_processes(cfg, &mut oracle, &skip, &hints) {
-            Ok((mut found, unreadable)) => {
-                if unreadable > 0 && g.common.verbose > 0 {
-                    warn(
-                        g.common.quiet,
-                        &format!("{unreadable} processes could not be read"),
-                    );
-                }
-                let proc_selected = |r: &ProcReport| {
-                    in_scope(r.key.as_ref())
-                        && match sel {
-                            None => true,
-                            Some(s) => s.procs.contains(&(r.proc.id.pid, r.proc.id.start_time)),
-                        }
-                };
-                if effects {
-                    reap::kill_processes(
-                        cfg,
-                        &mut oracle,
-                        &mut found,
-                        &proc_selected,
-                        g.dry_run,
-                        g.grace,
-                    );
-                }
-                procs = found.into_iter().filter(|r| proc_selected(r)).collect();
-            }
-            Err(e) => warn(g.common.quiet, &format!("cannot scan processes: {e}")),
-        }
-    }
-    drop(oracle); // releases the teams' scale locks
-
-    let sessions = reap::sessions(&servers);
-    let mut out = Out::new(g.common.json);
-    let mut t = Tally::default();
-    let human_all = (matches!(mode, Mode::Scan) && !g.check) || g.all;
-
-    // A dead socket is warned about once (by path, inode and mtime), so a stale socket file
-    // does not make every cron run speak; `-v` and `--json` always report it.
-    let known_dead = dead_socket_keys_seen(ctx);
-    let mut dead_now = Vec::new();
-    for s in &servers {
-        match &s.status {
-            ServerStatus::Listed => {}
-            ServerStatus::Dead => {
-                out.record(
-                    &json!({"type": "server", "endpoint": s.endpoint, "status": "dead",
-                    "reason": "no server answers on the socket; skipped"}),
-                )?;
-                let key = dead_socket_key(&s.endpoint);
-                let new = !known_dead.contains(&key);
-                dead_now.push(key);
-                if !g.common.json && (new || g.common.verbose > 0) {
-                    warn(
-                        g.common.quiet,
-                        &format!("no server answers on {}; skipped", s.endpoint.display()),
-                    );
-                }
-            }
-            ServerStatus::Failed(e) => {
-                out.record(&json!({"type": "server", "endpoint": s.endpoint, "status": "unverifiable", "reason": e}))?;
-                if !g.common.json {
-                    warn(
-                        g.common.quiet,
-                        &format!(
-                            "cannot list {}: {e}; its panes are unverifiable",
-                            s.endpoint.display()
-                        ),
-                    );
-                }
-            }
-        }
-    }
-    dead_now.sort();
-    if dead_now != known_dead {
-        let bytes = serde_json::to_vec(&dead_now).unwrap_or_default();
-        let _ = team_core::fsutil::atomic_write(&ctx.dead_sockets_path(), &bytes);
-    }
-    // Panes named by `kill --from` that are not in any fresh snapshot.
-    if let Some(s) = sel {
-        for (ep, id) in &s.panes {
-            let server = servers.iter().find(|x| x.endpoint == *ep);
-            let (verdict, reason) = match server {
-                None => (
-                    "unverifiable",
-                    "its endpoint is not among the servers scanned (pass --socket)",
-                ),
-                Some(x) if x.status != ServerStatus::Listed => {
-                    ("unverifiable", "its server could not be listed")
-                }
-                Some(x) if !x.panes.iter().any(|p| p.pane_id == *id) => {
-                    ("gone", "no such pane on the server now")
-                }
-                _ => continue,
-            };
-            out.record(
-                &json!({"type": "pane", "endpoint": ep, "pane_id": id, "verdict": verdict,
-                "reason": reason, "action": "skipped"}),
-            )?;
-            if !g.common.json && !g.common.quiet {
-                out.line(&format!(
-                    "{verdict:<12} {id} on {}: {reason} -> skipped",
-                    ep.display()
-                ))?;
-            }
-        }
-    }
-    for p in servers.iter().flat_map(|s| &s.panes) {
-        if !pane_selected(p) || (p.class.verdict == Verdict::Untagged && !g.all) {
-            continue;
-        }
-        tally_pane(&mut t, p, effects);
-        out.record(&pane_json(p))?;
-        let noteworthy = matches!(
-            p.class.verdict,
-            Verdict::Orphan | Verdict::Debt | Verdict::Unverifiable
-        ) || p.action != Action::None;
-        if !g.common.quiet && (human_all || noteworthy) {
-            out.line(&pane_line(p, effects))?;
-        }
-    }
-    for s in &sessions {
-        if sel.is_some() && s.action == Action::Skipped {
-            continue;
-        }
-        out.record(
-            &json!({"type": "session", "endpoint": s.endpoint, "session_id": s.session_id,
-            "session_name": s.session_name, "team": s.team, "verdict": "orphan",
-            "action": if effects { s.action.as_str() } else { "none" }, "reason": s.note}),
-        )?;
-        if !g.common.quiet && effects && s.action != Action::Skipped {
-            out.line(&format!(
-                "session      {} ({}) on {}: every pane was ours and reapable -> {}",
-                s.session_name,
-                s.session_id,
-                s.endpoint.display(),
-                s.action.as_str()
-            ))?;
-        }
-    }
-    for r in &procs {
-        if r.class.verdict == Verdict::Owned && !g.all {
-            continue;
-        }
-        if r.reapable() {
-            t.reapable += 1;
-            match r.action {
-                Action::Killed => t.procs_killed += 1,
-                Action::None if effects && r.note.is_some() => {}
-                Action::None if effects => t.reapable_left += 1,
-                Action::Failed | Action::Skipped => t.reapable_left += 1,
-                _ => {}
-            }
-        }
-        if r.audit_failed {
-            t.audit_failed = true;
-        }
-        let p = &r.proc;
-        out.record(
-            &json!({"type": "process", "pid": p.id.pid, "start_time": p.id.start_time,
-            "supervisor_pid": r.supervisor.pid, "detached": r.detached,
-            "owner": p.owner, "worker": p.worker, "team": p.team,
-            "verdict": r.class.verdict.as_str(), "reason": r.class.reason,
-            "action": if effects { r.action.as_str() } else { "none" }, "note": r.note}),
-        )?;
-        // A shared daemon is a steady state, not work: cron stays silent about it.
-        if !g.common.quiet && (r.class.verdict != Verdict::Shared || g.all || human_all) {
-            out.line(&format!(
-                "{:<12} process {} ({}{}): {} -> {}{}",
-                r.class.verdict.as_str(),
-                p.id.pid,
-                p.team.as_deref().unwrap_or("?"),
-                p.worker
-                    .as_deref()
-                    .map(|w| format!(", {w}"))
-                    .unwrap_or_default(),
-                r.class.reason,
-                if effects { r.action.as_str() } else { "none" },
-                r.note
-                    .as_deref()
-                    .map(|n| format!(" ({n})"))
-                    .unwrap_or_default()
-            ))?;
-        }
-    }
-
+/// Step 7a: how the run ends. An unwritable audit intent outranks everything (74), then no
+/// server answering at all (69), then `--check` finding work (1), then work left by a run
+/// that kills (3).
+fn decide(g: &Global, plan: &Plan, servers: &[Server], t: &Tally) -> Outcome {
     let no_server = !servers.is_empty() && servers.iter().all(|s| s.status == ServerStatus::Dead);
-    let outcome = if t.audit_failed {
+    if t.audit_failed {
         Outcome::AuditFailed
     } else if no_server {
         Outcome::NoServer
     } else if g.check && t.reapable > 0 {
         Outcome::CheckFound
-    } else if kills && t.reapable_left > 0 {
+    } else if plan.kills && t.reapable_left > 0 {
         Outcome::Left
     } else {
         Outcome::Clean
-    };
+    }
+}
+
+/// Step 7b: the summary line, then the exit status (74 and 69 as errors with a message).
+fn finish(
+    g: &Global,
+    mode: &Mode,
+    servers: &[Server],
+    t: &Tally,
+    outcome: Outcome,
+    out: &mut Out,
+) -> CliResult<i32> {
     let code = outcome.class().code();
-    let mode_word = mode_word(&mode, g);
-    let v = |k: &str| t.by_verdict.get(k).copied().unwrap_or(0);
+    let mode_word = mode_word(mode, g);
+    let v = |k| t.by_verdict.get(&k).copied().unwrap_or(0);
+    use team_core::reap::Verdict::{Busy, Debt, Orphan, Owned, Unverifiable};
     out.record(&json!({"type": "summary", "tmux_invocations": team_core::tmux::invocations(), "mode": mode_word,
         "servers": servers.len(),
         "dead_servers": servers.iter().filter(|s| s.status == ServerStatus::Dead).count(),
-        "panes": t.panes, "owned": v("owned"), "orphan": v("orphan"), "debt": v("debt"),
-        "busy": v("busy"), "unverifiable": v("unverifiable"),
+        "panes": t.panes, "owned": v(Owned), "orphan": v(Orphan), "debt": v(Debt),
+        "busy": v(Busy), "unverifiable": v(Unverifiable),
         "killed": t.killed, "would_kill": t.would_kill, "failed": t.failed, "skipped": t.skipped,
         "processes_killed": t.procs_killed, "reapable": t.reapable,
         "reapable_left": t.reapable_left, "ok": outcome == Outcome::Clean,
@@ -414,127 +347,4 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
         )),
         _ => Ok(code),
     }
-}
-
-fn tally_pane(t: &mut Tally, p: &PaneReport, effects: bool) {
-    if p.class.verdict != Verdict::Untagged {
-        t.panes += 1;
-        *t.by_verdict.entry(p.class.verdict.as_str()).or_default() += 1;
-    }
-    if p.audit_failed {
-        t.audit_failed = true;
-    }
-    if !p.reapable() {
-        return;
-    }
-    t.reapable += 1;
-    if !effects {
-        return;
-    }
-    match p.action {
-        Action::Killed => t.killed += 1,
-        Action::WouldKill => t.would_kill += 1,
-        Action::Failed => {
-            t.failed += 1;
-            t.reapable_left += 1;
-        }
-        Action::Skipped => {
-            t.skipped += 1;
-            t.reapable_left += 1;
-        }
-        Action::None => {}
-    }
-}
-
-fn pane_json(p: &PaneReport) -> serde_json::Value {
-    let mut v = json!({"type": "pane", "endpoint": p.endpoint, "pane_id": p.pane_id,
-        "verdict": p.class.verdict.as_str(), "reason": p.class.reason,
-        "action": p.action.as_str(), "note": p.note.as_deref().or(p.class.blocker.as_deref())});
-    if let Some(r) = &p.row {
-        let m = v.as_object_mut().expect("object");
-        for (k, x) in [
-            ("pane_pid", json!(r.pane_pid)),
-            ("session_id", json!(r.session_id)),
-            ("session_name", json!(r.session_name)),
-            ("window_id", json!(r.window_id)),
-            ("server_pid", json!(r.server_pid)),
-            ("server_start", json!(r.server_start)),
-            ("team", opt(&r.tags.name)),
-            ("workspace", opt(&r.tags.workspace)),
-            ("owner", opt(&r.tags.owner)),
-            ("worker", opt(&r.tags.worker)),
-            ("role", opt(&r.tags.role)),
-        ] {
-            m.insert(k.into(), x);
-        }
-    }
-    v
-}
-
-/// An absent tag is `null` in JSON, never `""` (the same as every other tool's output).
-fn opt(s: &str) -> serde_json::Value {
-    if s.is_empty() {
-        serde_json::Value::Null
-    } else {
-        json!(s)
-    }
-}
-
-fn pane_line(p: &PaneReport, effects: bool) -> String {
-    let who = match &p.row {
-        Some(r) if !r.tags.name.is_empty() => {
-            let w = if r.tags.role.is_empty() {
-                &r.tags.worker
-            } else {
-                &r.tags.role
-            };
-            format!(
-                " (team {}{})",
-                r.tags.name,
-                if w.is_empty() {
-                    String::new()
-                } else {
-                    format!(", {w}")
-                }
-            )
-        }
-        _ => String::new(),
-    };
-    let note = p.note.as_deref().or(p.class.blocker.as_deref());
-    format!(
-        "{:<12} {} on {}{who}: {}{}{}",
-        p.class.verdict.as_str(),
-        p.pane_id,
-        p.endpoint.display(),
-        p.class.reason,
-        if effects {
-            format!(" -> {}", p.action.as_str())
-        } else {
-            String::new()
-        },
-        note.map(|n| format!(" ({n})")).unwrap_or_default()
-    )
-}
-
-/// Identifies one dead socket file: path, inode and modification time.
-fn dead_socket_key(p: &std::path::Path) -> String {
-    use std::os::unix::fs::MetadataExt;
-    match std::fs::symlink_metadata(p) {
-        Ok(m) => format!(
-            "{}|{}|{}",
-            p.display(),
-            m.ino(),
-            m.mtime_nsec() + m.mtime() * 1_000_000_000
-        ),
-        Err(_) => format!("{}|gone", p.display()),
-    }
-}
-
-/// The dead sockets already warned about.
-fn dead_socket_keys_seen(ctx: &Ctx) -> Vec<String> {
-    team_core::fsutil::read(&ctx.dead_sockets_path(), team_core::fsutil::limits::SMALL)
-        .ok()
-        .flatten()
-        .and_then(|b| serde_json::from_slice::<Vec<String>>(&b).ok())
-        .unwrap_or_default()
 }

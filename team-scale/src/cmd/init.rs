@@ -1,4 +1,11 @@
 //! `team-scale init`: create a team on a private server, or adopt the caller's pane.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **`init` on an existing team** refuses (exit 1) unless the team is `stopped`; then it
+//!   re-creates the team with a new owner id (so old panes become `owner_mismatch` orphans).
 
 use serde_json::json;
 use team_core::model::{

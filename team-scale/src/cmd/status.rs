@@ -31,12 +31,9 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
     let listing = tmux.list();
 
     // The team follows its session when the tools re-created or renamed it.
-    let mut session_state = match view::session_present(&team, &listing) {
-        Some(true) => "present",
-        Some(false) => "session_missing",
-        None => "unverifiable",
-    };
-    if session_state == "session_missing"
+    // `Some(false)`: provably missing; `None`: the listing could not tell.
+    let mut session = view::session_present(&team, &listing);
+    if session == Some(false)
         && let Some((id, name)) = view::rebound_session(&team, &listing)
     {
         let (t, ()) = store.transact("status", |t, _| {
@@ -50,8 +47,13 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
             json!({"session_id": id, "session": name}),
         )?;
         team = t;
-        session_state = "present";
+        session = Some(true);
     }
+    let session_state = match session {
+        Some(true) => "present",
+        Some(false) => "session_missing",
+        None => "unverifiable",
+    };
 
     let leader = view::prove_leader(&team, &listing);
     let holder = store.scale_holder()?;

@@ -1,6 +1,14 @@
 //! `status --watch` (a compact live view redrawn on a terminal until Ctrl-C) and
 //! `status --format tmux` (one line for a tmux status bar). Each refresh is one read of the
 //! committed state (no lock), the worker status and task files, and one tmux listing.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **`status --watch`** reads without locks (a snapshot, one tmux listing per refresh) and draws
+//!   only on a terminal; elsewhere it prints once with a warning. `status --format tmux` is one
+//!   line: `<team>: <N>w <busy>b <idle>i [<n>!] [<n>rm] t<done>/<total>`.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -29,8 +37,10 @@ struct Look {
 
 struct Row {
     worker: String,
-    lifecycle: &'static str,
+    lifecycle: Lifecycle,
     liveness: &'static str,
+    /// Its pane is proven live (what `liveness` says as a word).
+    live: bool,
     state: Option<WorkState>,
     age: Option<Duration>,
     task: String,
@@ -55,8 +65,9 @@ fn look(ctx: &Ctx, name: &TeamName) -> team_core::Result<Look> {
                 .filter(|s| s.incarnation == w.incarnation);
             Row {
                 worker: w.name.to_string(),
-                lifecycle: lifecycle_word(w.lifecycle),
+                lifecycle: w.lifecycle,
                 liveness: proof.as_ref().map_or("none", PaneProof::liveness),
+                live: matches!(proof, Some(PaneProof::Live(_))),
                 state: st.as_ref().map(|s| s.state),
                 age: st
                     .as_ref()
@@ -129,14 +140,18 @@ fn render(l: &Look) -> Vec<String> {
         v.push(format!(
             "  {:<10} {:<9} {:<12} {:<8} {:>5}  {}",
             r.worker,
-            r.lifecycle,
+            lifecycle_word(r.lifecycle),
             r.liveness,
             state_word(r.state),
             age(r.age),
             clean(&r.task)
         ));
     }
-    let debt = l.rows.iter().filter(|r| r.lifecycle == "removing").count();
+    let debt = l
+        .rows
+        .iter()
+        .filter(|r| r.lifecycle == Lifecycle::Removing)
+        .count();
     if debt > 0 {
         v.push(format!(
             "  cleanup debt: {debt} removing; `team-scale reconcile {}` settles it",
@@ -200,9 +215,13 @@ pub fn tmux_line(ctx: &Ctx, name: &TeamName) -> CliResult<i32> {
     let dead = l
         .rows
         .iter()
-        .filter(|r| r.lifecycle == "active" && r.liveness != "live")
+        .filter(|r| r.lifecycle == Lifecycle::Active && !r.live)
         .count();
-    let debt = l.rows.iter().filter(|r| r.lifecycle == "removing").count();
+    let debt = l
+        .rows
+        .iter()
+        .filter(|r| r.lifecycle == Lifecycle::Removing)
+        .count();
     let mut s = format!(
         "{}: {}w {}b {}i",
         l.team.name,
