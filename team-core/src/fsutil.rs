@@ -9,7 +9,8 @@
 //! `O_NOFOLLOW | O_NONBLOCK` (a FIFO cannot block the open) and must be a regular file
 //! (`fstat`). Files opened for writing in place (locks, appends) must also have a single link,
 //! so a hard link to a user's file cannot be written through. Directories are created with
-//! `mkdirat` (mode 0700) and their parent is fsynced, so their creation is durable. Every read
+//! `mkdirat` (mode 0700) and their parent is fsynced, so their creation is durable (a worker's
+//! runtime files excepted: see the decisions below). Every read
 //! is bounded by a limit per kind of file ([`limits`]).
 //!
 //! Refusals are [`Error::UnsafePath`] (exit 65) naming the path; a file over its limit is
@@ -37,6 +38,14 @@
 //!   calls `lock::acquire` by path after `StateRoot::ensure`; `lock::acquire_in` is the
 //!   state-root form.
 
+//!
+//! - **A worker's runtime files are not fsynced** (`Sync::Never`, issue 15): its directory,
+//!   inbox and startup script are made without any fsync, and a teardown removes them with one
+//!   fsync per distinct parent directory (`Sync::Batched`, then `resources::sync_parents`).
+//!   Their paths are recorded durably in the team's state before they are made, so a cleanup
+//!   after any crash finds them or finds them absent (absent is success), and a crash of the
+//!   machine takes the tmux server and every pane that would read them. State (team, tasks,
+//!   journal, locks' directories) is still made durable at every step.
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{Read, Write};

@@ -6,7 +6,11 @@
 //! (Indexed from ARCHITECTURE.md.)
 //!
 //! - **Never reported is busy**: `down` without `--force` takes only workers that reported
-//!   `idle`/`done`, or whose process has exited or pane is gone. A drain that times out removes
+//!   `idle`/`done`, or whose process has exited or pane is gone. When every candidate runs under
+//!   its supervisor, "exited" is told without tmux (the supervisor is gone, or it wrote
+//!   `exit.json` for this incarnation), and a pane that is gone while its worker still runs
+//!   counts as busy; otherwise a listing tells it, and the teardown reuses that listing.
+//!   A drain that times out removes
 //!   nothing: drain marks are undone (a worker that never reported is back to no status file) and
 //!   `down` exits 75; `--force` removes without waiting.
 //!

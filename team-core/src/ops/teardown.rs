@@ -32,6 +32,18 @@
 //!   killed pane at once (`remain-on-exit` keeps panes whose process exits, never killed ones).
 //!   A worker's processes are the descendants of its pane's supervisor (`team_core::supervisor`).
 //!
+//! - **`down` needs no listing before it kills** (`Seen::Guarded`, issue 15): when every worker
+//!   to remove has a recorded pane whose first process is its live, proven supervisor, the
+//!   processes are proven by ancestry alone (which never needed the pane) and each pane by the
+//!   guard of its own `kill-pane`, which checks in tmux, in the command that kills, everything
+//!   a listing would: pane id and pid, session, window, server pid and start time, and every
+//!   tag. A `down 1` is one tmux call. A kill whose receipt does not come back (the pane
+//!   changed, the server is another) is judged by a fresh listing, exactly as before, and the
+//!   pane is kept. What changes is the order for a pane that no longer proves ours: its
+//!   supervisor's processes are stopped before the refused kill shows it (they are the
+//!   worker's by ancestry, and `down` asked for them); with a listing first they were left
+//!   running. Attacks: `tests/it/listless_down.rs`.
+//!
 //! - **A pane that was just made may not run its supervisor yet**: its first process is `sh -c
 //!   '... exec team-scale supervise ... --incarnation <inc>'` until the `exec`, so teardown (a
 //!   rollback right after the split) waits, bounded, while that process's command line names the
