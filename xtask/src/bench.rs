@@ -534,6 +534,7 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         }
         if only("reap") {
             reap(&mut b)?;
+            reap_processes(&mut b, quick)?;
         }
         Ok(())
     })();
@@ -785,6 +786,83 @@ pub fn reap(b: &mut Bench) -> anyhow::Result<()> {
         "target",
         1.0,
         Some(("<= 1".into(), per <= 1.0)),
+    );
+    Ok(())
+}
+
+/// The reaper's scan of 3,000 panes, each with its running process (300 with `--quick`), half
+/// of them tagged as a gone team's workers, next to its floor measured in the same run: one
+/// bare `list-panes -a -F` with the reaper's format plus reading every process's
+/// `/proc/<pid>/stat` once (the least a process scan can read).
+fn reap_processes(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
+    let (sessions, per) = if quick { (6, 50) } else { (60, 50) };
+    let n = sessions * per;
+    let tt = b.dir.join("reapp-tt");
+    let sockdir = tt.join(format!("tmux-{}", crate::util::uid()));
+    std::fs::create_dir_all(&sockdir)?;
+    let ws = b.dir.join("reapp-ws");
+    std::fs::create_dir_all(ws.join(".team"))?;
+    let owner = "00000000-0000-4000-8000-00000000beef";
+    let s = Server::start(&sockdir, "reapp")?;
+    let panes = populate(&s, sessions, per)?;
+    let mut cmds: Vec<Vec<String>> = Vec::new();
+    for (i, p) in panes.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
+        for (k, v) in [
+            ("@team_owner", owner.to_string()),
+            ("@team_worker", format!("worker-{i}")),
+            (
+                "@team_incarnation",
+                format!("00000000-0000-4000-8000-{i:012}"),
+            ),
+            ("@team_workspace", ws.display().to_string()),
+            ("@team_name", "gone".to_string()),
+        ] {
+            cmds.push(
+                ["set-option", "-p", "-t", p, k, &v]
+                    .map(String::from)
+                    .to_vec(),
+            );
+        }
+    }
+    s.batch(&cmds)?;
+    let fmt = "n\t#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{session_id}\t#{window_id}\t#{pid}\t#{start_time}\t#{@team_owner}\t#{@team_worker}\t#{@team_incarnation}\t#{@team_workspace}\t#{@team_name}\t#{@team_role}\t#{@team_op}\t#{@team_session_owner}\t#{session_name}\tn";
+    let pids: Vec<u32> = s
+        .tmux(&["list-panes", "-a", "-F", "#{pane_pid}"])?
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    if pids.len() < n {
+        bail!("{} pane processes, expected {n}", pids.len());
+    }
+    let floor = median_ms(9, || {
+        s.tmux(&["list-panes", "-a", "-F", fmt])?;
+        let mut read = 0usize;
+        for pid in &pids {
+            read += std::fs::read(format!("/proc/{pid}/stat")).map_or(0, |b| b.len());
+        }
+        std::hint::black_box(read);
+        Ok(())
+    })?;
+    let sock = s.sock.display().to_string();
+    let scan = median_ms(9, || {
+        let o = b
+            .tool("team-reap")
+            .env("TMUX_TMPDIR", &tt)
+            .args(["scan", "--json", "--socket", &sock])
+            .stdout(Stdio::null())
+            .status()?;
+        if o.code() != Some(0) {
+            bail!("team-reap scan exited {o}");
+        }
+        Ok(())
+    })?;
+    b.figure(
+        &format!("reap: scan --json, {n} panes with {n} processes"),
+        scan,
+        "ms",
+        "bare list-panes + /proc reads ms",
+        floor,
+        Some(("<= 2x".into(), scan <= 2.0 * floor)),
     );
     Ok(())
 }
