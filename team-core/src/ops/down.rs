@@ -20,6 +20,7 @@
 //! - **Every operation's intent gets an outcome**: `down` and `shutdown` write a `scale_down` /
 //!   `shutdown` intent before any change and its outcome after, however they end.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -193,13 +194,33 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
             }
         }
     }
-    // Finish what earlier operations left, and undo drains that never committed.
+    // Finish what earlier operations left, and undo drains that never committed: each only
+    // when there is one, since each takes the state lock and reads every worker's files.
     let rep = DownReport {
-        earlier: teardown::settle_removing(t, &[])?,
+        earlier: if team.in_state(Lifecycle::Removing).next().is_some() {
+            teardown::settle_removing(t, &[])?
+        } else {
+            SettleReport::default()
+        },
         ..Default::default()
     };
-    restore_drains(store, None)?;
-    let team = store.load()?;
+    let team = if rep.earlier.workers.is_empty() {
+        team
+    } else {
+        store.load()?
+    };
+    let mut status_of = HashMap::new();
+    for w in team.in_state(Lifecycle::Active) {
+        status_of.insert(w.name.clone(), store.status(&w.name)?);
+    }
+    let draining =
+        |s: &Option<WorkerStatus>| s.as_ref().is_some_and(|s| s.state == WorkState::Draining);
+    if status_of.values().any(draining) {
+        restore_drains(store, None)?;
+        for (n, s) in status_of.iter_mut() {
+            *s = store.status(n)?;
+        }
+    }
 
     // Pick targets.
     let mut active: Vec<_> = team.in_state(Lifecycle::Active).collect();
@@ -227,7 +248,7 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
         let s = if dead {
             Some(WorkState::Idle)
         } else {
-            effective(&store.status(&w.name)?)
+            effective(status_of.get(&w.name).unwrap_or(&None))
         };
         statuses.push((w.name.clone(), s));
     }
