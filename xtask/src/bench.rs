@@ -1201,6 +1201,34 @@ fn readers(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
             Some(("<= 1.3x".into(), v <= 1.3 * cpu)),
         );
     }
+    // Pollers as they run in practice: each `status` once a second (`status --watch` redraws
+    // every 2 s by default), next to the writers alone.
+    let (poll_up, poll_down, _, poll_busy) = under_polls(
+        b,
+        &t,
+        loops,
+        runs,
+        &["status", "bench", "--wait", "0s", "--json"],
+        Some(Duration::from_secs(1)),
+    )?;
+    for (what, v, alone) in [("up 1", poll_up, up_alone), ("down 1", poll_down, down_alone)] {
+        b.figure(
+            &format!("readers: {what} under {loops} status pollers (1/s each)"),
+            v,
+            "ms",
+            &format!("{what} alone ms"),
+            alone,
+            Some(("<= 1.3x".into(), v <= 1.3 * alone)),
+        );
+    }
+    b.figure(
+        "readers: status pollers' exits 75 (--wait 0s)",
+        poll_busy as f64,
+        "reads",
+        "target",
+        0.0,
+        Some(("0".into(), poll_busy == 0)),
+    );
     // What one refresh of `status --watch` costs: a whole `status` (one listing, the state read
     // without a lock) next to one bare `list-panes -a` process.
     let srv = t.server();
@@ -1241,13 +1269,35 @@ fn under_loops(
     runs: usize,
     args: &[&str],
 ) -> anyhow::Result<(f64, f64, u64, u64)> {
+    under_polls(b, t, loops, runs, args, None)
+}
+
+/// [`under_loops`], each loop pausing `pause` after each run when given (a poller: a
+/// dashboard, `status --watch`), the loops' phases spread evenly over one pause.
+fn under_polls(
+    b: &Bench,
+    t: &Team,
+    loops: usize,
+    runs: usize,
+    args: &[&str],
+    pause: Option<Duration>,
+) -> anyhow::Result<(f64, f64, u64, u64)> {
     let stop = std::sync::atomic::AtomicBool::new(false);
+    let nap = |stop: &std::sync::atomic::AtomicBool, d: Duration| {
+        let end = Instant::now() + d;
+        while Instant::now() < end && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(10).min(end - Instant::now()));
+        }
+    };
     std::thread::scope(|sc| -> anyhow::Result<(f64, f64, u64, u64)> {
         let handles: Vec<_> = (0..loops)
-            .map(|_| {
+            .map(|i| {
                 let stop = &stop;
                 sc.spawn(move || {
                     let (mut n, mut busy) = (0u64, 0u64);
+                    if let Some(p) = pause {
+                        nap(stop, p * i as u32 / loops as u32);
+                    }
                     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                         let code = crate::util::tool(&b.bin, "team-scale", Some(&t.tt))
                             .args(args)
@@ -1260,6 +1310,9 @@ fn under_loops(
                         n += 1;
                         if code == Some(75) {
                             busy += 1;
+                        }
+                        if let Some(p) = pause {
+                            nap(stop, p);
                         }
                     }
                     (n, busy)
