@@ -532,7 +532,7 @@ pub fn state_kind(root: &Path, path: &Path) -> Result<Option<&'static str>> {
 
 /// How many times [`state_remove_tree`] tries again when the directory filled up while it was
 /// being emptied (a worker's supervisor writing `exit.json` as its child dies).
-const TREE_RETRIES: usize = 3;
+const TREE_RETRIES: usize = 7;
 /// The deepest directory [`state_remove_tree`] descends into.
 const TREE_DEPTH: usize = 64;
 
@@ -580,7 +580,9 @@ fn remove_tree_racing(
                 if source.raw_os_error() == Some(Errno::NOTEMPTY.raw_os_error())
                     && attempt + 1 < TREE_RETRIES =>
             {
-                std::thread::sleep(std::time::Duration::from_millis(20 << attempt));
+                // 1, 2, 4 ... 32 ms (63 ms in all): a supervisor's `exit.json` lands within a
+                // millisecond or two of its worker's exit, and a teardown empties many dirs.
+                std::thread::sleep(std::time::Duration::from_millis(1 << attempt));
             }
             Err(e) => return Err(e),
             Ok(()) => break,

@@ -270,13 +270,31 @@ fn is_gone(e: &io::Error) -> bool {
         || e.raw_os_error() == Some(rustix::io::Errno::SRCH.raw_os_error())
 }
 
+/// Reads a whole `/proc` file: an `open` and reads of 4 KiB until one returns nothing. (procfs
+/// files report a size of 0, so `fs::read` adds an `fstat` and starts with 32-byte reads; a
+/// teardown of many workers reads thousands of them.)
+pub(crate) fn read_procfs(path: impl AsRef<std::path::Path>) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match f.read(&mut chunk) {
+            Ok(0) => return Ok(out),
+            Ok(n) => out.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Reads a `/proc/<pid>/<file>`; `Ok(None)` when the process is gone.
 fn read_proc(pid: u32, file: &str) -> Result<Option<Vec<u8>>> {
     if !cfg!(target_os = "linux") {
         return Err(unsupported("read", pid));
     }
     let path = proc_path(pid, file);
-    match std::fs::read(&path) {
+    match read_procfs(&path) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if is_gone(&e) => Ok(None),
         Err(e) => Err(Error::Process {
@@ -954,6 +972,17 @@ pub fn check_supervisor(pid: u32, start: Option<u64>, incarnation: &str) -> Supe
     if !n.is_supervisor() {
         return SupervisorCheck::Other(format!("pid {pid} ({:?}) is not a supervisor", n.comm));
     }
+    match runs_supervisor_exe(pid) {
+        Ok(Some(true)) => {}
+        Ok(Some(false)) => {
+            return SupervisorCheck::Other(format!(
+                "pid {pid} is named {:?} but does not run {SUPERVISOR_EXE}",
+                n.comm
+            ));
+        }
+        Ok(None) => return SupervisorCheck::Gone,
+        Err(e) => return SupervisorCheck::Unverifiable(e.to_string()),
+    }
     let args = match read_proc(pid, "cmdline") {
         Ok(Some(b)) => crate::supervisor::SupervisorArgs::from_cmdline(&b),
         Ok(None) => return SupervisorCheck::Gone,
@@ -983,6 +1012,32 @@ pub fn check_supervisor(pid: u32, start: Option<u64>, incarnation: &str) -> Supe
 pub fn supervisor_args(pid: u32) -> Option<crate::supervisor::SupervisorArgs> {
     let b = read_proc(pid, "cmdline").ok()??;
     crate::supervisor::SupervisorArgs::from_cmdline(&b)
+}
+
+/// The executable every supervisor runs: `team-scale supervise`.
+pub const SUPERVISOR_EXE: &str = "team-scale";
+
+/// Whether `pid` runs an executable named [`SUPERVISOR_EXE`] (the file name of
+/// `/proc/<pid>/exe`, a binary replaced or deleted since included). A process that only names
+/// itself `team-supervise` and copies a supervisor's arguments (its own program, or `exec -a`)
+/// is no supervisor. `Ok(None)`: the process is gone.
+pub fn runs_supervisor_exe(pid: u32) -> Result<Option<bool>> {
+    match std::fs::read_link(proc_path(pid, "exe")) {
+        Ok(t) => {
+            let name = t.file_name().map(|n| n.to_string_lossy().into_owned());
+            let name = name.as_deref().unwrap_or("");
+            Ok(Some(
+                name.strip_suffix(" (deleted)").unwrap_or(name) == SUPERVISOR_EXE,
+            ))
+        }
+        Err(e) if is_gone(&e) => Ok(None),
+        Err(e) => Err(Error::Process {
+            op: "read",
+            pid,
+            what: "exe".into(),
+            source: e,
+        }),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -411,7 +411,7 @@ impl Proc {
 /// process in another namespace, `unshare -n`, has tables of its own): listening unix and TCP
 /// sockets, and UDP sockets bound to a port. `None` when they cannot be read.
 fn serving_sockets(pid: u32) -> Option<HashSet<u64>> {
-    let read = |f: &str| std::fs::read(format!("/proc/{pid}/net/{f}")).ok();
+    let read = |f: &str| crate::process::read_procfs(format!("/proc/{pid}/net/{f}")).ok();
     let mut set = HashSet::new();
     set.extend(listening_unix(&String::from_utf8_lossy(&read("unix")?)));
     for f in ["tcp", "tcp6"] {

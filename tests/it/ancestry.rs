@@ -776,3 +776,46 @@ fn a_renamed_workspace_is_no_proof_that_its_team_is_gone() {
         "reported as unverifiable: {lines:?}"
     );
 }
+
+/// A lookalike supervisor: a process of the user's that names itself `team-supervise` and
+/// copies a supervisor's arguments (naming a team whose state is gone), but does not run
+/// `team-scale`. The reaper must not take its child for a gone team's residue. (It did: the
+/// comm and the arguments were the whole proof.)
+#[test]
+fn the_reaper_ignores_a_lookalike_supervisor() {
+    let sb = Sandbox::new();
+    let ghost = sb.dir.path().join("ghost");
+    std::fs::create_dir_all(&ghost).unwrap();
+    let pidfile = sb.dir.path().join("fake.pid");
+    let root = ghost.join(".team");
+    let mut fake = sb
+        .command(env!("CARGO_BIN_EXE_fake-supervisor"))
+        .env("FAKE_PIDFILE", &pidfile)
+        .args(["supervise", "--team", "ghost", "--worker", "worker-1"])
+        .args(["--owner", "11111111-2222-4333-8444-555555555555"])
+        .args(["--incarnation", "11111111-2222-4333-8444-666666666666"])
+        .arg("--root")
+        .arg(&root)
+        .arg("--ws")
+        .arg(&ghost)
+        .args(["--", "x"])
+        .spawn()
+        .unwrap();
+    let child = read_pid(&pidfile);
+    let _cleanup = KillOnDrop(vec![child, fake.id()]);
+    wait_for("the lookalike's name", Duration::from_secs(5), || {
+        std::fs::read_to_string(format!("/proc/{}/comm", fake.id()))
+            .is_ok_and(|c| c.trim() == "team-supervise")
+    });
+    let o = reap(&sb, &["--json", "--grace", "1s"]);
+    let lines = json_lines(&o.stdout);
+    assert!(
+        !lines
+            .iter()
+            .any(|r| r["pid"] == child && r["action"] == "killed"),
+        "the lookalike's child was killed: {lines:?}"
+    );
+    assert!(alive(child), "the lookalike's child survives the reaper");
+    let _ = fake.kill();
+    let _ = fake.wait();
+}

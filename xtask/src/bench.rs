@@ -1211,7 +1211,10 @@ fn readers(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
         &["status", "bench", "--wait", "0s", "--json"],
         Some(Duration::from_secs(1)),
     )?;
-    for (what, v, alone) in [("up 1", poll_up, up_alone), ("down 1", poll_down, down_alone)] {
+    for (what, v, alone) in [
+        ("up 1", poll_up, up_alone),
+        ("down 1", poll_down, down_alone),
+    ] {
         b.figure(
             &format!("readers: {what} under {loops} status pollers (1/s each)"),
             v,

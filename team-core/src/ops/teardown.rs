@@ -447,7 +447,7 @@ fn check_supervisor_settled(pid: u32, start: Option<u64>, inc: &str) -> process:
     let mut v = process::check_supervisor(pid, start, inc);
     for _ in 0..40 {
         let starting = matches!(v, process::SupervisorCheck::Other(_))
-            && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+            && crate::process::read_procfs(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
                 let c = String::from_utf8_lossy(&c);
                 c.contains(crate::supervisor::SUBCOMMAND) && c.contains(inc)
             });

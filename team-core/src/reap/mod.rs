@@ -563,6 +563,11 @@ pub fn scan_processes(
         if process::uid(sup.id.pid).ok().flatten() != Some(me) {
             continue;
         }
+        // Named like a supervisor is not one: its executable must be ours too. (A lookalike's
+        // children are not reported at all: nothing proves they are any team's.)
+        if process::runs_supervisor_exe(sup.id.pid).ok().flatten() != Some(true) {
+            continue;
+        }
         let Some(args) = process::supervisor_args(sup.id.pid) else {
             continue;
         };

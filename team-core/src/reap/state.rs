@@ -275,7 +275,7 @@ pub fn audit_log_for(
 /// `TEAM_STATE_DIR` in a process's environment, when readable and set.
 pub fn env_state_dir(pid: u32) -> Option<PathBuf> {
     use std::os::unix::ffi::OsStrExt;
-    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let env = crate::process::read_procfs(format!("/proc/{pid}/environ")).ok()?;
     env.split(|b| *b == 0)
         .find_map(|kv| kv.strip_prefix(b"TEAM_STATE_DIR="))
         .filter(|v| !v.is_empty())
