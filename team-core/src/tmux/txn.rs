@@ -506,6 +506,16 @@ pub fn parse_new_pane(lines: &[String]) -> Result<PaneIncarnation> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_full_window_is_told_from_other_split_failures() {
+        assert_eq!(
+            SplitFailure::of("no space for new pane\n"),
+            SplitFailure::NoSpace
+        );
+        assert_eq!(SplitFailure::of("command too long"), SplitFailure::Other);
+        assert_eq!(SplitFailure::of(""), SplitFailure::Other);
+    }
+
     fn inc() -> PaneIncarnation {
         PaneIncarnation {
             server_pid: 10,

@@ -38,43 +38,46 @@ pub(super) struct Source {
 /// among those proven live, else the leader (step 3 of [`super::up`]).
 pub(super) fn prove_source(team: &Team, tmux: &Tmux) -> Result<Source> {
     let listing = tmux.list();
-    match &listing {
-        Listing::Failed(e) => {
-            return Err(Error::TmuxUnavailable {
-                endpoint: team.endpoint.clone(),
-                msg: format!("cannot list panes to prove the split source: {e}"),
-            });
-        }
-        Listing::NoServer => {
-            return Err(Error::TmuxUnavailable {
-                endpoint: team.endpoint.clone(),
-                msg: "no tmux server answers on the team's socket".into(),
-            });
-        }
+    check_listing(team, &listing)?;
+    let window_fits = new_window_fits(team, &listing);
+    let (candidates, skipped) = live_members(team, &listing, window_fits);
+    let leader = leader_source(team, &listing, window_fits);
+    pick(team, &listing, candidates, leader, skipped)
+}
+
+/// Refuses a listing that cannot prove a source: failed, no server, or the team's server
+/// without the team's session (`session_missing`).
+fn check_listing(team: &Team, listing: &Listing) -> Result<()> {
+    match listing {
+        Listing::Failed(e) => Err(Error::TmuxUnavailable {
+            endpoint: team.endpoint.clone(),
+            msg: format!("cannot list panes to prove the split source: {e}"),
+        }),
+        Listing::NoServer => Err(Error::TmuxUnavailable {
+            endpoint: team.endpoint.clone(),
+            msg: "no tmux server answers on the team's socket".into(),
+        }),
         Listing::Panes(snap) => {
             // The same server, without the team's session: session_missing. (A different server
             // on the socket is reported by the source proof below as server_changed.)
             let same_server =
                 snap.server() == Some((team.leader.pane.server_pid, team.leader.pane.server_start));
-            if same_server && crate::view::session_present(team, &listing) == Some(false) {
+            if same_server && crate::view::session_present(team, listing) == Some(false) {
                 return Err(Error::SessionMissing {
                     team: team.name.to_string(),
                     session: team.session.name.clone(),
                     endpoint: team.endpoint.clone(),
                 });
             }
+            Ok(())
         }
     }
-    // The members from the last one down, then the leader: the first that is proven live. A
-    // dead or missing member does not jam `up` (`reconcile` settles it); one that cannot be
-    // verified is skipped the same way, and named in a warning.
-    let mut members: Vec<&Worker> = team.in_state(Lifecycle::Active).collect();
-    members.sort_by_key(|w| std::cmp::Reverse(w.index));
-    let mut skipped: Vec<String> = Vec::new();
-    let mut candidates: Vec<Source> = Vec::new();
-    // tmux gives a session's new windows one size (the session's): any window of the team's
-    // session tells it.
-    let window_fits = match &listing {
+}
+
+/// How many worker panes a new window of the team's session holds. tmux gives a session's new
+/// windows one size (the session's): any window of the team's session tells it.
+fn new_window_fits(team: &Team, listing: &Listing) -> usize {
+    match listing {
         Listing::Panes(snap) => snap
             .rows
             .iter()
@@ -84,17 +87,27 @@ pub(super) fn prove_source(team: &Team, tmux: &Tmux) -> Result<Source> {
             .max()
             .unwrap_or(0),
         _ => 0,
-    };
+    }
+}
+
+/// The members proven live, as sources, from the last one down, and why the others were
+/// passed over. A dead or missing member does not jam `up` (`reconcile` settles it); one that
+/// cannot be verified is skipped the same way, and named in a warning.
+fn live_members(team: &Team, listing: &Listing, window_fits: usize) -> (Vec<Source>, Vec<String>) {
+    let mut members: Vec<&Worker> = team.in_state(Lifecycle::Active).collect();
+    members.sort_by_key(|w| std::cmp::Reverse(w.index));
+    let mut skipped: Vec<String> = Vec::new();
+    let mut candidates: Vec<Source> = Vec::new();
     for w in members {
         let Some(inc) = w.pane.clone() else {
             skipped.push(format!("{} (no pane recorded)", w.name));
             continue;
         };
-        let proof = view::prove_worker(team, w, &listing)
+        let proof = view::prove_worker(team, w, listing)
             .unwrap_or_else(|| PaneProof::Unverifiable(format!("worker {} has no pane", w.name)));
         match proof {
             PaneProof::Live(_) => candidates.push(Source {
-                place: member_place(team, &listing, &inc),
+                place: member_place(team, listing, &inc),
                 window_fits,
                 inc,
                 tags: view::worker_tags(team, w),
@@ -110,8 +123,12 @@ pub(super) fn prove_source(team: &Team, tmux: &Tmux) -> Result<Source> {
             )),
         }
     }
-    let leader_proof = view::prove_leader(team, &listing);
-    let leader = Source {
+    (candidates, skipped)
+}
+
+/// The leader as a source: a column beside it.
+fn leader_source(team: &Team, listing: &Listing, window_fits: usize) -> Source {
+    Source {
         inc: team.leader.pane.clone(),
         tags: view::leader_tags(team),
         is_leader: true,
@@ -120,12 +137,22 @@ pub(super) fn prove_source(team: &Team, tmux: &Tmux) -> Result<Source> {
         window_fits,
         place: Place {
             layout: Layout::LeaderColumn,
-            fits: listing_geometry(&listing, &team.leader.pane.pane_id)
-                .map_or(0, leader_column_fit),
+            fits: listing_geometry(listing, &team.leader.pane.pane_id).map_or(0, leader_column_fit),
         },
-    };
-    // The member with the most room first (the largest pane of a column, or the window of
-    // workers with the most room left), the last made among equals.
+    }
+}
+
+/// The first source that proves: the member with the most room first (the largest pane of a
+/// column, or the window of workers with the most room left), the last made among equals,
+/// then the leader. Refused, naming every reason, when none does.
+fn pick(
+    team: &Team,
+    listing: &Listing,
+    mut candidates: Vec<Source>,
+    leader: Source,
+    skipped: Vec<String>,
+) -> Result<Source> {
+    let leader_proof = view::prove_leader(team, listing);
     candidates.sort_by_key(|c| std::cmp::Reverse(c.place.fits));
     let mut why_not = Vec::new();
     for c in candidates.into_iter().chain(std::iter::once(leader)) {
