@@ -18,7 +18,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::Env;
-use super::teardown::{self, Teardown};
+use super::teardown::{self, PaneOutcome, Teardown};
 use crate::error::{Error, Result};
 use crate::model::{Lifecycle, PaneIncarnation};
 use crate::paths::WorkerName;
@@ -31,8 +31,8 @@ pub const ROLLBACK_GRACE: Duration = Duration::from_secs(2);
 pub struct SettledWorker {
     pub worker: WorkerName,
     pub op_id: Uuid,
-    /// The pane recorded for it, and what became of it (`killed`, `gone`, `kept`).
-    pub pane: Option<(String, String)>,
+    /// The pane recorded for it, and what became of it.
+    pub pane: Option<(String, PaneOutcome)>,
     /// Empty when everything of the worker is gone and its record was dropped; otherwise it
     /// stays recorded as `removing` with these reasons.
     pub reasons: Vec<String>,
@@ -117,7 +117,7 @@ pub fn settle_pending(
                 SettledWorker {
                     worker: n.clone(),
                     op_id: *op,
-                    pane: r.and_then(|r| r.pane_id.clone().map(|p| (p, r.pane.clone()))),
+                    pane: r.and_then(|r| r.pane_id.clone().map(|p| (p, r.pane))),
                     reasons: match r {
                         Some(r) if r.dropped => Vec::new(),
                         Some(r) => r.blocked.clone(),

@@ -89,13 +89,101 @@ pub struct Teardown<'a> {
     pub progress: &'a dyn Fn(&str),
 }
 
+/// What became of one process of a worker. It prints (text and JSON) as [`ProcOutcome::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcOutcome {
+    /// It exited within the grace period after SIGTERM.
+    ExitedAfterTerm,
+    /// It survived the grace period, was re-proven, and exited after SIGKILL.
+    Killed,
+    /// It had exited before anything was sent.
+    Gone,
+    /// It does not prove ours (or no longer does): not signalled.
+    NotOwned,
+    /// It is still running after the stop.
+    StillAlive,
+    /// Detached and listening: it may serve clients outside the worker; left running.
+    Shared,
+    /// Detached, and the team's residue policy is `report`: left running.
+    ResidueKept,
+    /// Skipped by the ancestry walk (the reason says why).
+    Skipped,
+    /// Its ownership could not be verified: not signalled, and the worker stays `removing`.
+    Unverifiable,
+}
+
+impl ProcOutcome {
+    /// The word it prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProcOutcome::ExitedAfterTerm => "exited_after_term",
+            ProcOutcome::Killed => "killed",
+            ProcOutcome::Gone => "gone",
+            ProcOutcome::NotOwned => "not_owned",
+            ProcOutcome::StillAlive => "still_alive",
+            ProcOutcome::Shared => "shared",
+            ProcOutcome::ResidueKept => "residue_kept",
+            ProcOutcome::Skipped => "skipped",
+            ProcOutcome::Unverifiable => "unverifiable",
+        }
+    }
+
+    /// The outcome of one process [`process::terminate`] stopped, and its reason.
+    fn of_stop(o: StopOutcome) -> (ProcOutcome, Option<String>) {
+        match o {
+            StopOutcome::ExitedAfterTerm => (ProcOutcome::ExitedAfterTerm, None),
+            StopOutcome::Killed => (ProcOutcome::Killed, None),
+            StopOutcome::GoneBefore => (ProcOutcome::Gone, None),
+            StopOutcome::NotOwnedAnymore { reason } => (ProcOutcome::NotOwned, Some(reason)),
+            StopOutcome::StillAlive { reason } => (ProcOutcome::StillAlive, Some(reason)),
+        }
+    }
+}
+
+/// What became of a worker's pane. It prints (text and JSON) as [`PaneOutcome::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PaneOutcome {
+    /// Killed by this teardown (its kill's receipt came back, or a fresh listing confirmed it).
+    Killed,
+    /// Already gone (or gone by the time the kill's outcome was judged).
+    Gone,
+    /// Not proven ours, or the kill was not confirmed: left in place.
+    Kept,
+}
+
+impl PaneOutcome {
+    /// The word it prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaneOutcome::Killed => "killed",
+            PaneOutcome::Gone => "gone",
+            PaneOutcome::Kept => "kept",
+        }
+    }
+}
+
+macro_rules! prints_as_str {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+    )*};
+}
+prints_as_str!(ProcOutcome, PaneOutcome);
+
 /// What became of one process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcReport {
     pub pid: u32,
     pub start_time: Option<u64>,
-    /// `exited_after_term`, `killed`, `gone`, `not_owned`, `unverifiable`, `still_alive`.
-    pub outcome: String,
+    pub outcome: ProcOutcome,
     pub reason: Option<String>,
 }
 
@@ -104,8 +192,7 @@ pub struct ProcReport {
 pub struct WorkerReport {
     pub worker: WorkerName,
     pub pane_id: Option<String>,
-    /// `killed`, `gone` (already), `kept` (not proven ours, or the kill was not confirmed).
-    pub pane: String,
+    pub pane: PaneOutcome,
     pub processes: Vec<ProcReport>,
     pub resources: Option<ResourceReport>,
     /// Why the worker stays `removing`; empty when it was dropped.
@@ -165,7 +252,8 @@ struct Plan {
     procs: Vec<Proven>,
     report: WorkerReport,
     audit_id: Option<uuid::Uuid>,
-    kill: Option<usize>,
+    /// The outcome of its `kill-pane` (step 4), when one was sent.
+    kill: Option<TxnOutcome>,
 }
 
 /// Whether a worker's pane is to be killed: proven ours by a listing, or not listed and left to
@@ -230,69 +318,15 @@ fn adopt_tagged_panes(
     let Listing::Panes(snap) = listing else {
         return Ok(Vec::new());
     };
-    let owner = team.owner_id.to_string();
-    let server = (team.leader.pane.server_pid, team.leader.pane.server_start);
     let mut found: Vec<(WorkerName, PaneIncarnation)> = Vec::new();
     let mut refused: Vec<(WorkerName, String)> = Vec::new();
     for w in team.workers.iter().filter(|w| {
         w.lifecycle == Lifecycle::Removing && w.pane.is_none() && names.contains(&w.name)
     }) {
-        let inc = w.incarnation.to_string();
-        let rows: Vec<_> = snap
-            .rows
-            .iter()
-            .filter(|r| {
-                r.tags.owner == owner
-                    && r.tags.incarnation == inc
-                    && r.tags.worker == w.name.as_str()
-            })
-            .collect();
-        let elsewhere: Vec<_> = rows
-            .iter()
-            .filter(|r| (r.server_pid, r.server_start) != server)
-            .collect();
-        if let Some(r) = elsewhere.first() {
-            refused.push((
-                w.name.clone(),
-                format!(
-                    "server_changed: pane {} carries {}'s tags but is on the server pid {} started {}, not the team's recorded pid {} started {}; not adopted",
-                    r.pane_id, w.name, r.server_pid, r.server_start, server.0, server.1
-                ),
-            ));
-            continue;
-        }
-        match rows.as_slice() {
-            [] => {}
-            [r] if !team.is_protected_pane(&r.pane_id)
-                && !team
-                    .workers
-                    .iter()
-                    .any(|o| o.pane.as_ref().is_some_and(|p| p.pane_id == r.pane_id)) =>
-            {
-                found.push((
-                    w.name.clone(),
-                    PaneIncarnation {
-                        process_start: process::start_time(r.pane_pid).ok().flatten(),
-                        ..r.incarnation()
-                    },
-                ));
-            }
-            [r] => refused.push((
-                w.name.clone(),
-                format!(
-                    "pane {} carries {}'s tags but is the leader's, a protected or another worker's pane; not adopted",
-                    r.pane_id, w.name
-                ),
-            )),
-            more => refused.push((
-                w.name.clone(),
-                format!(
-                    "{} panes carry {}'s tags ({}); none adopted",
-                    more.len(),
-                    w.name,
-                    more.iter().map(|r| r.pane_id.as_str()).collect::<Vec<_>>().join(", ")
-                ),
-            )),
+        match tagged_pane(team, w, snap) {
+            Ok(Some(p)) => found.push((w.name.clone(), p)),
+            Ok(None) => {}
+            Err(why) => refused.push((w.name.clone(), why)),
         }
     }
     if found.is_empty() {
@@ -313,6 +347,62 @@ fn adopt_tagged_panes(
     Ok(refused)
 }
 
+/// The pane carrying the tags of `w` (which has none recorded) on the team's recorded server:
+/// `Ok(None)` when there is none, `Err` with the reason when one may be its own but cannot be
+/// adopted.
+fn tagged_pane(
+    team: &Team,
+    w: &Worker,
+    snap: &crate::tmux::Snapshot,
+) -> std::result::Result<Option<PaneIncarnation>, String> {
+    let owner = team.owner_id.to_string();
+    let server = (team.leader.pane.server_pid, team.leader.pane.server_start);
+    let inc = w.incarnation.to_string();
+    let rows: Vec<_> = snap
+        .rows
+        .iter()
+        .filter(|r| {
+            r.tags.owner == owner && r.tags.incarnation == inc && r.tags.worker == w.name.as_str()
+        })
+        .collect();
+    if let Some(r) = rows
+        .iter()
+        .find(|r| (r.server_pid, r.server_start) != server)
+    {
+        return Err(format!(
+            "server_changed: pane {} carries {}'s tags but is on the server pid {} started {}, not the team's recorded pid {} started {}; not adopted",
+            r.pane_id, w.name, r.server_pid, r.server_start, server.0, server.1
+        ));
+    }
+    match rows.as_slice() {
+        [] => Ok(None),
+        [r] if !team.is_protected_pane(&r.pane_id)
+            && !team
+                .workers
+                .iter()
+                .any(|o| o.pane.as_ref().is_some_and(|p| p.pane_id == r.pane_id)) =>
+        {
+            Ok(Some(PaneIncarnation {
+                process_start: process::start_time(r.pane_pid).ok().flatten(),
+                ..r.incarnation()
+            }))
+        }
+        [r] => Err(format!(
+            "pane {} carries {}'s tags but is the leader's, a protected or another worker's pane; not adopted",
+            r.pane_id, w.name
+        )),
+        more => Err(format!(
+            "{} panes carry {}'s tags ({}); none adopted",
+            more.len(),
+            w.name,
+            more.iter()
+                .map(|r| r.pane_id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
 /// A snapshot of the process tree, taken once per teardown.
 fn process_tree() -> Result<crate::proctree::Tree> {
     crate::proctree::Tree::snapshot()
@@ -328,11 +418,11 @@ struct Found {
     pane_process_not_owned: bool,
 }
 
-fn proc_report(id: process::ProcId, outcome: &str, reason: Option<String>) -> ProcReport {
+fn proc_report(id: process::ProcId, outcome: ProcOutcome, reason: Option<String>) -> ProcReport {
     ProcReport {
         pid: id.pid,
         start_time: Some(id.start_time),
-        outcome: outcome.into(),
+        outcome,
         reason,
     }
 }
@@ -392,14 +482,29 @@ fn worker_processes(
         }
     };
     let below = tree.below(&root, &inc, inspect);
+    prove_members(team, w, &root, &inc, below, &mut f);
+    f
+}
+
+/// The processes below a worker's supervisor `root`: each one reported (shared, residue kept
+/// by policy, skipped, gone, not owned, unverifiable) or proven below it into `f`.
+fn prove_members(
+    team: &Team,
+    w: &Worker,
+    root: &crate::proctree::Node,
+    inc: &str,
+    below: crate::proctree::Below,
+    f: &mut Found,
+) {
     for s in below.skipped {
-        f.reports.push(proc_report(s.id, "skipped", Some(s.reason)));
+        f.reports
+            .push(proc_report(s.id, ProcOutcome::Skipped, Some(s.reason)));
     }
     for m in below.members {
         if m.shared {
             f.reports.push(proc_report(
                 m.node.id,
-                "shared",
+                ProcOutcome::Shared,
                 Some(format!(
                     "{:?} left the pane's session and listens on a socket: it may serve clients outside {}; left running",
                     m.node.comm, w.name
@@ -410,7 +515,7 @@ fn worker_processes(
         if m.detached && team.settings.residue == crate::model::ResiduePolicy::Report {
             f.reports.push(proc_report(
                 m.node.id,
-                "residue_kept",
+                ProcOutcome::ResidueKept,
                 Some(format!(
                     "{:?} left the pane's session; the team's residue policy is report",
                     m.node.comm
@@ -418,12 +523,15 @@ fn worker_processes(
             ));
             continue;
         }
-        match process::prove_below(m.node.id, root.id, &inc) {
+        match process::prove_below(m.node.id, root.id, inc) {
             (ProcVerdict::Owned, Some(p)) => f.proven.push(p),
-            (ProcVerdict::Gone, _) => f.reports.push(proc_report(m.node.id, "gone", None)),
+            (ProcVerdict::Gone, _) => {
+                f.reports
+                    .push(proc_report(m.node.id, ProcOutcome::Gone, None))
+            }
             (ProcVerdict::NotOwned { reason }, _) => {
                 f.reports
-                    .push(proc_report(m.node.id, "not_owned", Some(reason)));
+                    .push(proc_report(m.node.id, ProcOutcome::NotOwned, Some(reason)));
             }
             (v, _) => {
                 let reason = match v {
@@ -432,12 +540,14 @@ fn worker_processes(
                 };
                 f.blocked
                     .push(format!("process {} unverifiable: {reason}", m.node.id.pid));
-                f.reports
-                    .push(proc_report(m.node.id, "unverifiable", Some(reason)));
+                f.reports.push(proc_report(
+                    m.node.id,
+                    ProcOutcome::Unverifiable,
+                    Some(reason),
+                ));
             }
         }
     }
-    f
 }
 
 /// [`process::check_supervisor`], allowing a pane that was just made to finish starting: its
@@ -470,7 +580,7 @@ fn legacy_pane_process(team: &Team, w: &Worker, pane: &PaneIncarnation, f: &mut 
         (ProcVerdict::Gone, _) => f.reports.push(ProcReport {
             pid,
             start_time: start,
-            outcome: "gone".into(),
+            outcome: ProcOutcome::Gone,
             reason: None,
         }),
         (ProcVerdict::NotOwned { reason }, _) => {
@@ -479,7 +589,7 @@ fn legacy_pane_process(team: &Team, w: &Worker, pane: &PaneIncarnation, f: &mut 
             f.reports.push(ProcReport {
                 pid,
                 start_time: start,
-                outcome: "not_owned".into(),
+                outcome: ProcOutcome::NotOwned,
                 reason: Some(reason),
             });
         }
@@ -493,7 +603,7 @@ fn legacy_pane_process(team: &Team, w: &Worker, pane: &PaneIncarnation, f: &mut 
             f.reports.push(ProcReport {
                 pid,
                 start_time: start,
-                outcome: "unverifiable".into(),
+                outcome: ProcOutcome::Unverifiable,
                 reason: Some(reason),
             });
         }
@@ -533,149 +643,234 @@ pub fn settle_removing_seen(
 ) -> Result<SettleReport> {
     let mut team = t.store.load()?;
     validate_team(t.store, &team)?;
-    let names: Vec<WorkerName> = team
-        .workers
+    let names = removing_among(&team, names);
+    if names.is_empty() {
+        return Ok(SettleReport::default());
+    }
+    // 1. One snapshot (or none, see `Seen::Guarded`), and a plan per worker.
+    let guarded = matches!(seen, Seen::Guarded) && all_supervised(&team, &names);
+    let listing = first_listing(t, seen, guarded);
+    let unadopted = adopt_unrecorded(t, &mut team, &names, &listing)?;
+    let mut plans = plan_workers(&team, &names, &listing, &unadopted, guarded);
+    // 2. Durable intents, one group commit, before any effect.
+    let actionable = record_intents(t, &team, &mut plans)?;
+    // 3. Graceful stop of every proven process of every worker at once.
+    stop_processes(t, &mut plans, &actionable);
+    (t.fail)("down.stopped")?;
+    // 4. Proven kill-pane for every pane that proved ours, in one invocation.
+    kill_panes(t, &team, &mut plans, &actionable)?;
+    (t.fail)("down.killed")?;
+    // 5. Confirm the kills, then record every outcome.
+    confirm_kills(t, &team, &mut plans);
+    record_outcomes(t, &team, &plans);
+    // 6. Resources, for workers whose pane and processes are gone.
+    remove_resources(t, &team, &mut plans)?;
+    (t.fail)("settle.before_drop")?;
+    // 7. Drop finished records; record why the others stay.
+    drop_finished(t.store, &mut plans)?;
+    Ok(SettleReport {
+        workers: plans.into_iter().map(|p| p.report).collect(),
+    })
+}
+
+/// The `removing` workers among `names` (all of them when `names` is empty).
+fn removing_among(team: &Team, names: &[WorkerName]) -> Vec<WorkerName> {
+    team.workers
         .iter()
         .filter(|w| {
             w.lifecycle == Lifecycle::Removing && (names.is_empty() || names.contains(&w.name))
         })
         .map(|w| w.name.clone())
-        .collect();
-    if names.is_empty() {
-        return Ok(SettleReport::default());
-    }
-    // 1. One snapshot (or none, see `Seen::Guarded`).
-    let guarded = matches!(seen, Seen::Guarded)
-        && names.iter().all(|n| {
-            team.worker(n).is_some_and(|w| {
-                w.pane.as_ref().is_some_and(|p| {
-                    matches!(
-                        check_supervisor_settled(
-                            p.pane_pid,
-                            p.process_start,
-                            &w.incarnation.to_string()
-                        ),
-                        process::SupervisorCheck::Alive(_)
-                    )
-                })
+        .collect()
+}
+
+/// Step 1: whether every worker in `names` has a recorded pane whose first process is its
+/// live, proven supervisor, so that [`Seen::Guarded`] can do without a listing.
+fn all_supervised(team: &Team, names: &[WorkerName]) -> bool {
+    names.iter().all(|n| {
+        team.worker(n).is_some_and(|w| {
+            w.pane.as_ref().is_some_and(|p| {
+                matches!(
+                    check_supervisor_settled(
+                        p.pane_pid,
+                        p.process_start,
+                        &w.incarnation.to_string()
+                    ),
+                    process::SupervisorCheck::Alive(_)
+                )
             })
-        });
-    let mut listing = match seen {
+        })
+    })
+}
+
+/// Step 1: the one snapshot: the caller's, none when `guarded`, else a fresh one.
+fn first_listing(t: &Teardown, seen: Seen, guarded: bool) -> Listing {
+    match seen {
         Seen::Listing(l) => l,
-        // Never read as a proof: every worker's proof is `None` below.
+        // Never read as a proof: every worker's proof is `None` (see `pane_proof`).
         _ if guarded => Listing::Failed("not listed: each pane is proven by its kill".into()),
         _ => t.tmux.list(),
-    };
-    let mut unadopted = Vec::new();
-    if team
+    }
+}
+
+/// Step 1: adopts the tagged panes of workers that have none recorded (see
+/// [`adopt_tagged_panes`]), and returns why the others were not adopted.
+fn adopt_unrecorded(
+    t: &Teardown,
+    team: &mut Team,
+    names: &[WorkerName],
+    listing: &Listing,
+) -> Result<Vec<(WorkerName, String)>> {
+    if !team
         .workers
         .iter()
         .any(|w| names.contains(&w.name) && w.pane.is_none())
     {
-        unadopted = adopt_tagged_panes(t, &mut team, &names, &listing)?;
-        validate_team(t.store, &team)?;
+        return Ok(Vec::new());
     }
+    let unadopted = adopt_tagged_panes(t, team, names, listing)?;
+    validate_team(t.store, team)?;
+    Ok(unadopted)
+}
+
+/// Step 1: a plan per worker, from one scan of the process tree.
+fn plan_workers(
+    team: &Team,
+    names: &[WorkerName],
+    listing: &Listing,
+    unadopted: &[(WorkerName, String)],
+    guarded: bool,
+) -> Vec<Plan> {
     let tree = process_tree();
     let inspect = crate::proctree::Proc::new();
-    let mut plans: Vec<Plan> = Vec::new();
-    for n in &names {
-        let w = team.worker(n).expect("selected from team").clone();
-        let proof = match unadopted.iter().find(|(u, _)| u == n) {
-            _ if guarded => None,
-            Some((_, why)) => Some(PaneProof::Mismatch(why.clone())),
-            None => Some(view::prove_worker(&team, &w, &listing).unwrap_or_else(|| {
-                // No pane recorded: a tagged pane may still exist (a scale-up that crashed
-                // between split and record). Only a listing that answered can say there is
-                // none; an unreadable one is unknown, never absent.
-                match &listing {
-                    Listing::Failed(e) => PaneProof::Unverifiable(format!(
-                        "unverifiable: no pane was recorded and the listing failed ({e}), so a pane carrying its tags cannot be ruled out"
-                    )),
-                    Listing::Panes(_) | Listing::NoServer => {
-                        PaneProof::Gone("no pane was ever recorded".into())
-                    }
+    names
+        .iter()
+        .map(|n| {
+            let w = team.worker(n).expect("selected from team").clone();
+            let proof = pane_proof(team, &w, listing, unadopted, guarded);
+            plan_worker(
+                team,
+                w,
+                proof,
+                tree.as_ref().map_err(|e| e.to_string()),
+                &inspect,
+            )
+        })
+        .collect()
+}
+
+/// Step 1: how the pane of `w` proves: `None` when `guarded` (the guard of its kill proves
+/// it), a mismatch when a pane carrying its tags was not adopted, else from the listing.
+fn pane_proof(
+    team: &Team,
+    w: &Worker,
+    listing: &Listing,
+    unadopted: &[(WorkerName, String)],
+    guarded: bool,
+) -> Option<PaneProof> {
+    match unadopted.iter().find(|(u, _)| u == &w.name) {
+        _ if guarded => None,
+        Some((_, why)) => Some(PaneProof::Mismatch(why.clone())),
+        None => Some(view::prove_worker(team, w, listing).unwrap_or_else(|| {
+            // No pane recorded: a tagged pane may still exist (a scale-up that crashed
+            // between split and record). Only a listing that answered can say there is
+            // none; an unreadable one is unknown, never absent.
+            match listing {
+                Listing::Failed(e) => PaneProof::Unverifiable(format!(
+                    "unverifiable: no pane was recorded and the listing failed ({e}), so a pane carrying its tags cannot be ruled out"
+                )),
+                Listing::Panes(_) | Listing::NoServer => {
+                    PaneProof::Gone("no pane was ever recorded".into())
                 }
-            })),
-        };
-        let mut report = WorkerReport {
-            worker: w.name.clone(),
-            pane_id: w.pane.as_ref().map(|p| p.pane_id.clone()),
-            pane: "kept".into(),
-            processes: Vec::new(),
-            resources: None,
-            blocked: Vec::new(),
-            dropped: false,
-            tasks_returned: Vec::new(),
-        };
-        let mut procs = Vec::new();
-        match &proof {
-            Some(PaneProof::Mismatch(r) | PaneProof::Unverifiable(r)) => {
-                report.blocked.push(format!("pane not touched: {r}"));
             }
-            Some(PaneProof::Live(_) | PaneProof::Dead(_) | PaneProof::Gone(_)) | None => {
-                let found = worker_processes(
-                    &team,
-                    &w,
-                    // A pane not listed is not proven: a pane process that is not a
-                    // supervisor is then left alone (not reached: guarded needs supervisors).
-                    proof.as_ref().is_some_and(PaneProof::is_ours),
-                    tree.as_ref().map_err(|e| e.to_string()),
-                    &inspect,
-                );
-                report.processes.extend(found.reports);
-                report.blocked.extend(found.blocked);
-                if found.pane_process_not_owned {
-                    // The pane's process is not the recorded one: touch nothing of this worker.
-                    procs.clear();
-                } else {
-                    procs = found.proven;
-                }
+        })),
+    }
+}
+
+/// Step 1: the plan of one worker: its processes, when its pane is ours or not listed.
+fn plan_worker(
+    team: &Team,
+    w: Worker,
+    proof: Option<PaneProof>,
+    tree: std::result::Result<&crate::proctree::Tree, String>,
+    inspect: &dyn crate::proctree::Inspect,
+) -> Plan {
+    let mut report = WorkerReport {
+        worker: w.name.clone(),
+        pane_id: w.pane.as_ref().map(|p| p.pane_id.clone()),
+        pane: PaneOutcome::Kept,
+        processes: Vec::new(),
+        resources: None,
+        blocked: Vec::new(),
+        dropped: false,
+        tasks_returned: Vec::new(),
+    };
+    let mut procs = Vec::new();
+    match &proof {
+        Some(PaneProof::Mismatch(r) | PaneProof::Unverifiable(r)) => {
+            report.blocked.push(format!("pane not touched: {r}"));
+        }
+        Some(PaneProof::Live(_) | PaneProof::Dead(_) | PaneProof::Gone(_)) | None => {
+            let found = worker_processes(
+                team,
+                &w,
+                // A pane not listed is not proven: a pane process that is not a
+                // supervisor is then left alone (not reached: guarded needs supervisors).
+                proof.as_ref().is_some_and(PaneProof::is_ours),
+                tree,
+                inspect,
+            );
+            report.processes.extend(found.reports);
+            report.blocked.extend(found.blocked);
+            // The pane's process is not the recorded one: touch nothing of this worker.
+            if !found.pane_process_not_owned {
+                procs = found.proven;
             }
         }
-        plans.push(Plan {
-            worker: w,
-            proof,
-            procs,
-            report,
-            audit_id: None,
-            kill: None,
-        });
     }
+    Plan {
+        worker: w,
+        proof,
+        procs,
+        report,
+        audit_id: None,
+        kill: None,
+    }
+}
 
-    // 2. Durable intents, one group commit, before any effect.
+/// Step 2: one durable intent per worker with something to do, in one group commit. Returns
+/// the indexes of those workers.
+fn record_intents(t: &Teardown, team: &Team, plans: &mut [Plan]) -> Result<Vec<usize>> {
     let actionable: Vec<usize> = (0..plans.len())
         .filter(|&i| {
             let p = &plans[i];
             p.report.blocked.is_empty() && (pane_ours(&p.proof) || !p.procs.is_empty())
         })
         .collect();
-    if !actionable.is_empty() {
-        let items: Vec<(Stage, Option<uuid::Uuid>, Entry)> = actionable
-            .iter()
-            .map(|&i| {
-                (
-                    Stage::Intent,
-                    None,
-                    entry(
-                        t,
-                        &team,
-                        &plans[i].worker,
-                        worker_action(&plans[i].worker),
-                        &plans[i].procs,
-                    ),
-                )
-            })
-            .collect();
-        let recs = t.audit.append_batch(&items)?;
-        for (&i, r) in actionable.iter().zip(recs) {
-            plans[i].audit_id = Some(r.audit_id);
-        }
+    if actionable.is_empty() {
+        return Ok(actionable);
     }
+    let items: Vec<(Stage, Option<uuid::Uuid>, Entry)> = actionable
+        .iter()
+        .map(|&i| {
+            let w = &plans[i].worker;
+            let e = entry(t, team, w, worker_action(w), &plans[i].procs);
+            (Stage::Intent, None, e)
+        })
+        .collect();
+    let recs = t.audit.append_batch(&items)?;
+    for (&i, r) in actionable.iter().zip(recs) {
+        plans[i].audit_id = Some(r.audit_id);
+    }
+    Ok(actionable)
+}
 
-    // 3. Graceful stop of every proven process of every worker at once.
+/// Step 3: SIGTERM, grace, SIGKILL, for the proven processes of every actionable worker at
+/// once.
+fn stop_processes(t: &Teardown, plans: &mut [Plan], actionable: &[usize]) {
     let mut all: Vec<Proven> = Vec::new();
     let mut owner_of: Vec<usize> = Vec::new();
-    for &i in &actionable {
+    for &i in actionable {
         for p in std::mem::take(&mut plans[i].procs) {
             owner_of.push(i);
             all.push(p);
@@ -690,14 +885,8 @@ pub fn settle_removing_seen(
     }
     let outcomes = process::terminate(all, t.grace);
     for ((id, o), i) in outcomes.into_iter().zip(owner_of) {
-        let (word, reason, alive) = match o {
-            StopOutcome::ExitedAfterTerm => ("exited_after_term", None, false),
-            StopOutcome::Killed => ("killed", None, false),
-            StopOutcome::GoneBefore => ("gone", None, false),
-            StopOutcome::NotOwnedAnymore { reason } => ("not_owned", Some(reason), false),
-            StopOutcome::StillAlive { reason } => ("still_alive", Some(reason), true),
-        };
-        if alive {
+        let (outcome, reason) = ProcOutcome::of_stop(o);
+        if outcome == ProcOutcome::StillAlive {
             plans[i]
                 .report
                 .blocked
@@ -706,106 +895,120 @@ pub fn settle_removing_seen(
         plans[i].report.processes.push(ProcReport {
             pid: id.pid,
             start_time: Some(id.start_time),
-            outcome: word.into(),
+            outcome,
             reason,
         });
     }
-    (t.fail)("down.stopped")?;
+}
 
-    // 4. Proven kill-pane for every pane that proved ours, in one invocation.
+/// Step 4: one guarded `kill-pane` per actionable worker whose pane is ours (or left to its
+/// guard), all in one tmux invocation; each outcome goes to its plan.
+fn kill_panes(t: &Teardown, team: &Team, plans: &mut [Plan], actionable: &[usize]) -> Result<()> {
     let mut txns = Vec::new();
-    for &i in &actionable {
+    let mut killed = Vec::new();
+    for &i in actionable {
         let p = &plans[i];
         if pane_ours(&p.proof)
             && let Some(inc) = &p.worker.pane
         {
-            let tags = view::worker_tags(&team, &p.worker);
+            let tags = view::worker_tags(team, &p.worker);
             let refs: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (*k, v.as_str())).collect();
             txns.push(Txn::kill_pane(Guard::pane(inc, &refs, false)?));
-            plans[i].kill = Some(txns.len() - 1);
+            killed.push(i);
         }
     }
-    let kill_out: Vec<TxnOutcome> = if txns.is_empty() {
-        Vec::new()
-    } else {
-        match t.tmux.run_txns(&txns) {
-            Ok(o) => o,
-            Err(e) => vec![TxnOutcome::Unknown(e.to_string()); txns.len()],
-        }
+    if txns.is_empty() {
+        return Ok(());
+    }
+    let outcomes = match t.tmux.run_txns(&txns) {
+        Ok(o) => o,
+        Err(e) => vec![TxnOutcome::Unknown(e.to_string()); txns.len()],
     };
-    (t.fail)("down.killed")?;
+    for (i, o) in killed.into_iter().zip(outcomes) {
+        plans[i].kill = Some(o);
+    }
+    Ok(())
+}
 
-    // 5. Confirm with a fresh snapshot, unless every kill's receipt came back: a receipt proves
-    //    the guarded `kill-pane` ran on exactly the proven pane, which tmux removes at once
-    //    (remain-on-exit keeps a pane whose process exits, never one that is killed).
-    let all_done = kill_out.iter().all(|o| matches!(o, TxnOutcome::Done(_)));
-    if !txns.is_empty() && !all_done {
-        listing = confirm_listing(t.tmux, team.leader.pane.server_pid);
-    }
-    let mut outcome_items = Vec::new();
+/// Step 5: what became of each pane. A fresh snapshot confirms the kills, unless every kill's
+/// receipt came back: a receipt proves the guarded `kill-pane` ran on exactly the proven
+/// pane, which tmux removes at once (remain-on-exit keeps a pane whose process exits, never
+/// one that is killed).
+fn confirm_kills(t: &Teardown, team: &Team, plans: &mut [Plan]) {
+    let mut kills = plans.iter().filter_map(|p| p.kill.as_ref()).peekable();
+    let any = kills.peek().is_some();
+    let all_done = kills.all(|o| matches!(o, TxnOutcome::Done(_)));
+    let listing = (any && !all_done).then(|| confirm_listing(t.tmux, team.leader.pane.server_pid));
     for p in plans.iter_mut() {
-        if let Some(k) = p.kill {
-            let confirm = if all_done {
-                PaneProof::Gone("killed: the receipt came back".into())
-            } else {
-                view::prove_worker(&team, &p.worker, &listing)
-                    .unwrap_or_else(|| PaneProof::Gone(String::new()))
-            };
-            match (&kill_out[k], confirm) {
-                (_, PaneProof::Gone(_)) => {
-                    p.report.pane = if matches!(kill_out[k], TxnOutcome::Done(_)) {
-                        "killed"
-                    } else {
-                        "gone"
-                    }
-                    .into()
-                }
-                (o, c) => p.report.blocked.push(format!(
-                    "kill-pane not confirmed ({}): {}",
-                    match o {
-                        TxnOutcome::Done(_) => "done".to_string(),
-                        TxnOutcome::Refused =>
-                            "refused: the pane no longer proves ours".to_string(),
-                        TxnOutcome::Unknown(e) => format!("unknown: {e}"),
-                    },
-                    c.reason().unwrap_or_else(|| "pane still present".into())
-                )),
+        let Some(kill) = &p.kill else {
+            if matches!(p.proof, Some(PaneProof::Gone(_))) {
+                p.report.pane = PaneOutcome::Gone;
             }
-        } else if matches!(p.proof, Some(PaneProof::Gone(_))) {
-            p.report.pane = "gone".into();
-        }
-        if let Some(id) = p.audit_id {
-            let ok = p.report.blocked.is_empty();
-            let mut e = entry(t, &team, &p.worker, worker_action(&p.worker), &[]);
-            e.outcome = Some(if ok {
-                format!("pane {}", p.report.pane)
-            } else {
-                p.report.blocked.join("; ")
-            });
-            e.targets.extend(
-                p.report.processes.iter().map(
-                    |r| json!({"pid": r.pid, "start_time": r.start_time, "outcome": r.outcome}),
-                ),
-            );
-            outcome_items.push((
-                if ok { Stage::Complete } else { Stage::Failed },
-                Some(id),
-                e,
-            ));
+            continue;
+        };
+        let confirm = match &listing {
+            None => PaneProof::Gone("killed: the receipt came back".into()),
+            Some(l) => view::prove_worker(team, &p.worker, l)
+                .unwrap_or_else(|| PaneProof::Gone(String::new())),
+        };
+        match confirm {
+            PaneProof::Gone(_) if matches!(kill, TxnOutcome::Done(_)) => {
+                p.report.pane = PaneOutcome::Killed;
+            }
+            PaneProof::Gone(_) => p.report.pane = PaneOutcome::Gone,
+            c => p.report.blocked.push(format!(
+                "kill-pane not confirmed ({}): {}",
+                match kill {
+                    TxnOutcome::Done(_) => "done".to_string(),
+                    TxnOutcome::Refused => "refused: the pane no longer proves ours".to_string(),
+                    TxnOutcome::Unknown(e) => format!("unknown: {e}"),
+                },
+                c.reason().unwrap_or_else(|| "pane still present".into())
+            )),
         }
     }
-    if !outcome_items.is_empty()
-        && let Err(e) = t.audit.append_batch(&outcome_items)
+}
+
+/// Step 5: the audit outcome of every worker that has an intent, in one batch.
+fn record_outcomes(t: &Teardown, team: &Team, plans: &[Plan]) {
+    let mut items = Vec::new();
+    for p in plans {
+        let Some(id) = p.audit_id else {
+            continue;
+        };
+        let ok = p.report.blocked.is_empty();
+        let mut e = entry(t, team, &p.worker, worker_action(&p.worker), &[]);
+        e.outcome = Some(if ok {
+            format!("pane {}", p.report.pane)
+        } else {
+            p.report.blocked.join("; ")
+        });
+        e.targets.extend(
+            p.report
+                .processes
+                .iter()
+                .map(|r| json!({"pid": r.pid, "start_time": r.start_time, "outcome": r.outcome})),
+        );
+        items.push((
+            if ok { Stage::Complete } else { Stage::Failed },
+            Some(id),
+            e,
+        ));
+    }
+    if !items.is_empty()
+        && let Err(e) = t.audit.append_batch(&items)
     {
         tracing::warn!(error = %e, "could not record teardown outcomes");
     }
+}
 
-    // 6. Resources, for workers whose pane and processes are gone.
+/// Step 6: removes the resources of every worker that nothing blocks.
+fn remove_resources(t: &Teardown, team: &Team, plans: &mut [Plan]) -> Result<()> {
     for p in plans.iter_mut() {
         if !p.report.blocked.is_empty() {
             continue;
         }
-        match resources::remove(t.store.root(), &team, &p.worker, t.fail) {
+        match resources::remove(t.store.root(), team, &p.worker, t.fail) {
             Ok(r) => {
                 p.report.blocked.extend(r.blocked.iter().cloned());
                 p.report.resources = Some(r);
@@ -815,15 +1018,16 @@ pub fn settle_removing_seen(
             Err(e) => p.report.blocked.push(format!("resources: {e}")),
         }
     }
-    resources::sync_parents(plans.iter().map(|p| &p.worker))?;
-    (t.fail)("settle.before_drop")?;
+    resources::sync_parents(plans.iter().map(|p| &p.worker))
+}
 
-    // 7. Drop finished records; record why the others stay.
-    let store = t.store;
+/// Step 7: drops the records of the workers nothing blocks (their unfinished tasks back to
+/// `pending`), and records why the others stay `removing`, in one commit.
+fn drop_finished(store: &Store, plans: &mut [Plan]) -> Result<()> {
     let (_, returned) = store.transact("settle", |team, changes| {
         let tasks = store.tasks()?;
         let mut returned: Vec<(WorkerName, Vec<u64>)> = Vec::new();
-        for p in &plans {
+        for p in plans.iter() {
             let Some(w) = team.worker_mut(&p.worker.name) else {
                 continue;
             };
@@ -846,9 +1050,7 @@ pub fn settle_removing_seen(
             p.report.tasks_returned = r.clone();
         }
     }
-    Ok(SettleReport {
-        workers: plans.into_iter().map(|p| p.report).collect(),
-    })
+    Ok(())
 }
 
 /// A fresh snapshot to confirm kills. A server that no longer answers but whose pid still runs
@@ -856,13 +1058,7 @@ pub fn settle_removing_seen(
 /// the proof can say `gone` rather than `unverifiable`.
 pub fn confirm_listing(tmux: &Tmux, server_pid: u32) -> Listing {
     let l = tmux.list();
-    let exiting = match &l {
-        Listing::NoServer => true,
-        // `list-panes -a` on a server whose last session just went.
-        Listing::Failed(e) => e.contains("no current target"),
-        Listing::Panes(_) => false,
-    };
-    if !exiting {
+    if !l.server_exiting() {
         return l;
     }
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
@@ -870,4 +1066,40 @@ pub fn confirm_listing(tmux: &Tmux, server_pid: u32) -> Listing {
         std::thread::sleep(Duration::from_millis(5));
     }
     tmux.list()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The outcomes print as the words `down`'s text and JSON output and the audit log have
+    /// always carried: Display, serde and `as_str` agree.
+    #[test]
+    fn outcomes_print_their_words() {
+        use ProcOutcome as P;
+        let procs = [
+            (P::ExitedAfterTerm, "exited_after_term"),
+            (P::Killed, "killed"),
+            (P::Gone, "gone"),
+            (P::NotOwned, "not_owned"),
+            (P::StillAlive, "still_alive"),
+            (P::Shared, "shared"),
+            (P::ResidueKept, "residue_kept"),
+            (P::Skipped, "skipped"),
+            (P::Unverifiable, "unverifiable"),
+        ];
+        for (o, word) in procs {
+            assert_eq!(o.as_str(), word);
+            assert_eq!(o.to_string(), word);
+            assert_eq!(serde_json::to_value(o).unwrap(), json!(word));
+        }
+        for (o, word) in [
+            (PaneOutcome::Killed, "killed"),
+            (PaneOutcome::Gone, "gone"),
+            (PaneOutcome::Kept, "kept"),
+        ] {
+            assert_eq!(o.to_string(), word);
+            assert_eq!(serde_json::to_value(o).unwrap(), json!(word));
+        }
+    }
 }

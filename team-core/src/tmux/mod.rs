@@ -65,6 +65,18 @@ pub enum Listing {
     Failed(String),
 }
 
+impl Listing {
+    /// Whether the server is going away: none listens, or it answered `list-panes -a` with "no
+    /// current target", which a server whose last session just went says while it exits.
+    pub fn server_exiting(&self) -> bool {
+        match self {
+            Listing::NoServer => true,
+            Listing::Failed(e) => e.contains("no current target"),
+            Listing::Panes(_) => false,
+        }
+    }
+}
+
 impl Tmux {
     /// A handle for the server at `endpoint`, run with the tmux binary `bin`.
     pub fn new(bin: impl Into<PathBuf>, endpoint: impl Into<PathBuf>) -> Tmux {

@@ -133,6 +133,28 @@ pub enum TxnOutcome {
     Unknown(String),
 }
 
+/// What the text of a spawn chain's [`TxnOutcome::Unknown`] says, as far as the tools act on
+/// it (only this module reads tmux's words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitFailure {
+    /// A `split-window` found no room for another pane in its window ("no space for new
+    /// pane"): the chain stopped there, and the rest can go in a new window.
+    NoSpace,
+    /// Anything else: nothing is known of why.
+    Other,
+}
+
+impl SplitFailure {
+    /// Reads the text of an unknown outcome.
+    pub fn of(text: &str) -> SplitFailure {
+        if text.contains("no space for new pane") {
+            SplitFailure::NoSpace
+        } else {
+            SplitFailure::Other
+        }
+    }
+}
+
 /// What a new pane is started with.
 #[derive(Debug, Clone)]
 pub struct NewPane {
@@ -483,6 +505,16 @@ pub fn parse_new_pane(lines: &[String]) -> Result<PaneIncarnation> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_window_is_told_from_other_split_failures() {
+        assert_eq!(
+            SplitFailure::of("no space for new pane\n"),
+            SplitFailure::NoSpace
+        );
+        assert_eq!(SplitFailure::of("command too long"), SplitFailure::Other);
+        assert_eq!(SplitFailure::of(""), SplitFailure::Other);
+    }
 
     fn inc() -> PaneIncarnation {
         PaneIncarnation {

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use team_core::ops::down::{self, DownRequest};
-use team_core::ops::teardown::{SettleReport, Teardown};
+use team_core::ops::teardown::{ProcOutcome, SettleReport, Teardown};
 use team_core::paths::{TeamName, WorkerName};
 use team_core::{Error, Result};
 
@@ -88,7 +88,7 @@ pub fn print_settle(out: &mut Out, r: &SettleReport) -> CliResult<()> {
             ))?;
         }
         for p in &w.processes {
-            if p.outcome == "not_owned" {
+            if p.outcome == ProcOutcome::NotOwned {
                 out.line(&format!(
                     "  process {} not_owned, not signalled: {}",
                     p.pid,

@@ -1,0 +1,151 @@
+//! Step 5 of `up`: what each new worker needs on disk before its pane starts: its directory,
+//! its inbox, its worktree, and the runtime (startup) script that starts its agent
+//! ([`agent_command`]) with the first prompt ([`trigger_text`]).
+
+use super::{Plan, UpRequest};
+use crate::agent::{self, Profile, PromptMode};
+use crate::error::{Error, Result};
+use crate::fsutil;
+use crate::model::{Task, Team};
+use crate::ops::{Env, board, git};
+use crate::tmux::quote::sh_quote;
+
+/// The first prompt of `p`: the team's trigger text, or the default one naming its inbox.
+pub(super) fn trigger_text(team: &Team, p: &Plan) -> String {
+    let inbox = p.inbox.display().to_string();
+    match &team.settings.trigger {
+        Some(t) => t
+            .replace("{inbox}", &inbox)
+            .replace("{worker}", p.name.as_str()),
+        None => format!(
+            "You are {} of team {}. Read your inbox at {inbox} and work on the tasks listed there.",
+            p.name, team.name
+        ),
+    }
+}
+
+/// Writes a runtime file of the tools' own (inbox, startup script) with `mode`.
+fn write_private(
+    root: &crate::paths::StateRoot,
+    path: &std::path::Path,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<()> {
+    // Atomic, with the mode set at creation, and never through a symlink (`fsutil`); not
+    // fsynced: a runtime file, recorded before it is made (`fsutil::Sync::Never`).
+    fsutil::state_write_with(root.path(), path, bytes, mode, fsutil::Sync::Never)
+}
+
+/// Step 5 for one worker: its directory, inbox, worktree and startup script.
+pub(super) fn prepare(
+    env: &Env,
+    team: &Team,
+    req: &UpRequest,
+    p: &Plan,
+    tasks: &[Task],
+    profile: &Profile,
+) -> Result<()> {
+    let root = env.store.root();
+    if let Some(workers) = p.worker_dir.parent() {
+        fsutil::state_create_dir(root.path(), workers)?;
+    }
+    fsutil::state_create_dir_with(root.path(), &p.worker_dir, fsutil::Sync::Never)?;
+    write_private(
+        root,
+        &p.inbox,
+        inbox_text(team, req, p, tasks).as_bytes(),
+        0o600,
+    )?;
+
+    if let Some(wt) = &p.worktree {
+        if let Some(parent) = wt.path.parent() {
+            fsutil::state_create_dir(root.path(), parent)?;
+        }
+        let path = wt.path.to_string_lossy().to_string();
+        let out = match &wt.branch {
+            None => git(&team.workspace, &["worktree", "add", "--detach", &path])?,
+            Some(b) => git(&team.workspace, &["worktree", "add", "-b", b, &path])?,
+        };
+        if !out.ok {
+            return Err(Error::Refused(format!(
+                "git worktree add for {} failed: {}",
+                p.name, out.stderr
+            )));
+        }
+    }
+
+    let runtime = root.team_dir(&team.name).join("runtime");
+    fsutil::state_create_dir(root.path(), &runtime)?;
+    let role = req.role.as_ref().map_or("worker", |r| r.as_str());
+    let vars: [(&str, String); 8] = [
+        ("TEAM_NAME", team.name.to_string()),
+        ("TEAM_WORKER", p.name.to_string()),
+        ("TEAM_ROLE", role.to_string()),
+        ("TEAM_OWNER", team.owner_id.to_string()),
+        ("TEAM_INCARNATION", p.incarnation.to_string()),
+        ("TEAM_STATE_DIR", root.path().display().to_string()),
+        ("TEAM_WORKSPACE", team.workspace.display().to_string()),
+        ("TEAM_INBOX", p.inbox.display().to_string()),
+    ];
+    let mut s = format!(
+        "#!/bin/sh\n# Startup script of {} in team {} (written by team-scale up).\n",
+        p.name, team.name
+    );
+    for (k, v) in vars {
+        s.push_str(&format!("export {k}={}\n", sh_quote(&v)));
+    }
+    s.push_str(&format!(
+        "cd {} || exit 1\n",
+        sh_quote(&p.cwd.display().to_string())
+    ));
+    s.push_str(&agent_command(team, profile, &trigger_text(team, p)));
+    write_private(root, &p.script, s.as_bytes(), 0o700)
+}
+
+/// The first inbox of `p`: how to report and claim, and its tasks.
+fn inbox_text(team: &Team, req: &UpRequest, p: &Plan, tasks: &[Task]) -> String {
+    let mut s = format!(
+        "# Inbox of {} (team {})\n\nRole: {}\nWorking directory: {}\nReport your state with `team-scale worker-status --state idle|busy|done`.\nClaim a task with `team-scale task claim <id>`; when it is finished, `team-scale task done <id>` (or `task fail <id>`).\n\n## Your tasks\n\n",
+        p.name,
+        team.name,
+        req.role.as_ref().map_or("worker", |r| r.as_str()),
+        p.cwd.display()
+    );
+    s.push_str(&board::tasks_section(&p.name, tasks));
+    s
+}
+
+/// The agent profile of `team`: its recorded one, else detected from the worker command. User
+/// profiles come from `<state root>/agents.toml`.
+pub fn team_profile(env: &Env, team: &Team) -> Result<Profile> {
+    let user = agent::profiles::load_user(&env.store.root().path().join("agents.toml"))?;
+    let name = match &team.settings.agent {
+        Some(n) => n.clone(),
+        None => agent::detect(&team.settings.worker_cmd, &user),
+    };
+    agent::resolve(&name, &user)
+}
+
+/// The last lines of a runtime script: how the agent starts and how its first prompt reaches
+/// it. The prompt is always one single-quoted word given to the program as an argument (or to
+/// `printf` as data), never shell text, so no shell executes it.
+fn agent_command(team: &Team, profile: &Profile, prompt: &str) -> String {
+    let cmd = &team.settings.worker_cmd;
+    match profile.mode() {
+        PromptMode::Banner => format!(
+            "printf '%s\\n\\n' {}\nexec sh -c {}\n",
+            sh_quote(prompt),
+            sh_quote(cmd)
+        ),
+        PromptMode::LaunchArg => {
+            let mut s = format!("exec sh -c {} sh", sh_quote(&format!("{cmd} \"$@\"")));
+            for a in profile.launch_args(prompt) {
+                s.push(' ');
+                s.push_str(&sh_quote(&a));
+            }
+            s.push('\n');
+            s
+        }
+        PromptMode::Typed => format!("exec sh -c {}\n", sh_quote(cmd)),
+    }
+}
