@@ -799,8 +799,11 @@ fn the_reaper_ignores_a_lookalike_supervisor() {
         .arg("--ws")
         .arg(&ghost)
         .args(["--", "x"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    let _early = KillOnDrop(vec![fake.id()]);
     let child = read_pid(&pidfile);
     let _cleanup = KillOnDrop(vec![child, fake.id()]);
     wait_for("the lookalike's name", Duration::from_secs(5), || {

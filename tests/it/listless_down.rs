@@ -83,38 +83,141 @@ fn down_of_a_supervised_worker_is_one_tmux_call() {
     assert!(left.contains(&ws[0].1), "worker-1's pane stays");
 }
 
-/// A worker pane whose tag was changed after `up` (someone re-tagged it) is not killed, though
-/// no listing looked at it before the kill: the guard refuses, and the confirming listing says
-/// why. The worker stays `removing` with the reason.
-#[test]
-fn a_retagged_worker_pane_is_not_killed() {
+/// The worker's main process: the child of its pane's first process (the supervisor).
+fn worker_process(sock: &Path, pane: &str) -> u32 {
+    let o = tmux_at(sock, &["display-message", "-p", "-t", pane, "#{pane_pid}"]);
+    let sup = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let mut pid = 0;
+    wait_for("the worker's process", Duration::from_secs(10), || {
+        pid = std::fs::read_to_string(format!("/proc/{sup}/task/{sup}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        pid != 0
+    });
+    pid
+}
+
+/// Ends the given processes of this test (by pid) when the test ends, however it ends: a
+/// worker that ignores hangups outlives its server, and a lookalike lives until killed.
+struct KillOnDrop(Vec<u32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            if alive(*p) {
+                let _ = std::process::Command::new("kill")
+                    .args(["-KILL", &p.to_string()])
+                    .status();
+            }
+        }
+    }
+}
+
+/// A pane's first process (its supervisor) and that process's children, by pid.
+fn pane_processes(sock: &Path, pane: &str) -> Vec<u32> {
+    let o = tmux_at(sock, &["display-message", "-p", "-t", pane, "#{pane_pid}"]);
+    let sup: u32 = String::from_utf8_lossy(&o.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    let mut v: Vec<u32> = std::fs::read_to_string(format!("/proc/{sup}/task/{sup}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    v.push(sup);
+    v
+}
+
+/// Alive and not a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        let after = &s[s.rfind(')').map_or(0, |i| i + 1)..];
+        !after.trim_start().starts_with('Z')
+    })
+}
+
+/// A worker pane that someone changed after `up` recorded it is left alone, pane *and*
+/// processes, though no listing looked at it before the kill: the guard refuses, the
+/// confirming listing says why, and the worker stays `removing` with the reason. (The first
+/// listing-free `down` stopped the pane's processes before its kill was refused.)
+fn changed_pane_is_left_alone(change: &dyn Fn(&Path, &str), reason: &str) {
     let sb = Sandbox::new();
     let ws = team(&sb, "exec sleep 100000");
     let sock = sb.private_sock();
     let (name, pane) = &ws[1];
-    let o = tmux_at(
-        &sock,
-        &[
-            "set-option",
-            "-p",
-            "-t",
-            pane,
-            "@team_incarnation",
-            "someone-else",
-        ],
-    );
-    assert!(o.status.success());
+    let worker = worker_process(&sock, pane);
+    change(&sock, pane);
     let o = sb.run(
         "team-scale",
-        &["down", "t", "--worker", name, "--force", "--json"],
+        &[
+            "down", "t", "--worker", name, "--force", "--json", "--grace", "1s",
+        ],
     );
     assert_code(&o, 3);
     let all = String::from_utf8_lossy(&o.stdout);
+    assert!(all.contains(reason), "the reason says {reason}: {all}");
     assert!(
-        all.contains("incarnation"),
-        "the reason names the tag: {all}"
+        panes(&sock).contains(pane),
+        "a changed pane was killed: {all}"
     );
-    assert!(panes(&sock).contains(pane), "a re-tagged pane was killed");
+    assert!(
+        alive(worker),
+        "a changed pane's process was signalled: {all}"
+    );
+    kill_server(&sock);
+}
+
+#[test]
+fn a_retagged_worker_pane_is_left_alone() {
+    changed_pane_is_left_alone(
+        &|sock, pane| {
+            let o = tmux_at(
+                sock,
+                &["set-option", "-p", "-t", pane, "@team_incarnation", "x"],
+            );
+            assert!(o.status.success());
+        },
+        "incarnation",
+    );
+}
+
+#[test]
+fn an_untagged_worker_pane_is_left_alone() {
+    changed_pane_is_left_alone(
+        &|sock, pane| {
+            let o = tmux_at(sock, &["set-option", "-p", "-u", "-t", pane, "@team_owner"]);
+            assert!(o.status.success());
+        },
+        "tag_missing",
+    );
+}
+
+#[test]
+fn a_worker_pane_moved_to_another_session_is_left_alone() {
+    changed_pane_is_left_alone(
+        &|sock, pane| {
+            let o = tmux_at(sock, &["new-session", "-d", "-s", "mine", "sleep 100001"]);
+            assert!(o.status.success());
+            let o = tmux_at(sock, &["move-pane", "-d", "-s", pane, "-t", "mine:"]);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        },
+        "moved",
+    );
+}
+
+#[test]
+fn a_worker_pane_broken_out_to_its_own_window_is_left_alone() {
+    changed_pane_is_left_alone(
+        &|sock, pane| {
+            let o = tmux_at(sock, &["break-pane", "-d", "-s", pane]);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        },
+        "moved",
+    );
 }
 
 /// The recycled pane id: the server dies and a new one on the same socket has a pane with the
@@ -127,6 +230,10 @@ fn a_recycled_pane_id_on_a_new_server_is_not_killed() {
     let ws = team(&sb, "trap '' HUP; exec sleep 100000");
     let sock = sb.private_sock();
     let (name, pane) = &ws[1];
+    // Both workers ignore the hangup of the server's end: theirs to end, after the test.
+    let mut ours = pane_processes(&sock, &ws[0].1);
+    ours.extend(pane_processes(&sock, pane));
+    let _cleanup = KillOnDrop(ours);
     let _ = tmux_at(&sock, &["kill-server"]);
     wait_for("the old server to go", Duration::from_secs(5), || {
         !tmux_at(&sock, &["list-sessions"]).status.success()
@@ -158,5 +265,72 @@ fn a_recycled_pane_id_on_a_new_server_is_not_killed() {
         panes(&sock).contains(pane),
         "a recycled pane id on a new server was killed"
     );
+    kill_server(&sock);
+}
+
+/// A hostile record: worker-2's pane pid and start time edited to point at a lookalike
+/// supervisor (its name and a copy of worker-2's arguments, but not `team-scale`), which runs
+/// a child of its own. `down` must signal nothing of it: the lookalike proves nothing, and the
+/// pane does not match the record.
+#[test]
+fn a_record_pointing_at_a_lookalike_supervisor_signals_nothing() {
+    let sb = Sandbox::new();
+    let ws = team(&sb, "exec sleep 100000");
+    let sock = sb.private_sock();
+    let (name, pane) = &ws[1];
+    let o = tmux_at(&sock, &["display-message", "-p", "-t", pane, "#{pane_pid}"]);
+    let sup: u32 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+    let argv = std::fs::read(format!("/proc/{sup}/cmdline")).unwrap();
+    let args: Vec<String> = argv
+        .split(|b| *b == 0)
+        .skip(1)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let pidfile = sb.dir.path().join("fake.pid");
+    let mut fake = sb
+        .command(env!("CARGO_BIN_EXE_fake-supervisor"))
+        .env("FAKE_PIDFILE", &pidfile)
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut guard = KillOnDrop(vec![fake.id()]);
+    let mut child = 0;
+    wait_for("the lookalike's child", Duration::from_secs(10), || {
+        child = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        child != 0
+    });
+    guard.0.push(child);
+    wait_for("the lookalike's name", Duration::from_secs(5), || {
+        std::fs::read_to_string(format!("/proc/{}/comm", fake.id()))
+            .is_ok_and(|c| c.trim() == "team-supervise")
+    });
+    let start = team_core::process::start_time(fake.id()).unwrap().unwrap();
+    let team_json = sb.root().path().join("teams/t/team.json");
+    let mut t: Value = serde_json::from_slice(&std::fs::read(&team_json).unwrap()).unwrap();
+    for w in t["workers"].as_array_mut().unwrap() {
+        if w["name"] == name.as_str() {
+            w["pane"]["pane_pid"] = fake.id().into();
+            w["pane"]["process_start"] = start.into();
+        }
+    }
+    std::fs::write(&team_json, serde_json::to_vec_pretty(&t).unwrap()).unwrap();
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "t", "--worker", name, "--force", "--json", "--grace", "1s",
+        ],
+    );
+    let all = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_ne!(o.status.code(), Some(0), "{all}");
+    assert!(alive(child), "the lookalike's child was signalled: {all}");
+    assert!(panes(&sock).contains(pane), "{all}");
+    drop(guard);
+    let _ = fake.wait();
     kill_server(&sock);
 }

@@ -37,12 +37,15 @@
 //!   processes are proven by ancestry alone (which never needed the pane) and each pane by the
 //!   guard of its own `kill-pane`, which checks in tmux, in the command that kills, everything
 //!   a listing would: pane id and pid, session, window, server pid and start time, and every
-//!   tag. A `down 1` is one tmux call. A kill whose receipt does not come back (the pane
-//!   changed, the server is another) is judged by a fresh listing, exactly as before, and the
-//!   pane is kept. What changes is the order for a pane that no longer proves ours: its
-//!   supervisor's processes are stopped before the refused kill shows it (they are the
-//!   worker's by ancestry, and `down` asked for them); with a listing first they were left
-//!   running. Attacks: `tests/it/listless_down.rs`.
+//!   tag. A `down 1` is one tmux call. So the kills come first, and the processes after: a
+//!   kill whose receipt does not come back (the pane was re-tagged, moved, respawned, the
+//!   server is another) is judged by a fresh listing, exactly as before, and that worker's
+//!   pane *and processes* are left alone, as a listing first would have left them. (The first
+//!   version stopped the processes before the refused kill showed the change; a black-box
+//!   attacker found it.) The other workers' processes get the hangup of their pane first (the
+//!   supervisor, which survives it, passes it on to the pane's session, as a terminal would),
+//!   then SIGTERM and SIGKILL after `--grace` for any still running. Attacks:
+//!   `tests/it/listless_down.rs`.
 //!
 //! - **A pane that was just made may not run its supervisor yet**: its first process is `sh -c
 //!   '... exec team-scale supervise ... --incarnation <inc>'` until the `exec`, so teardown (a
@@ -625,11 +628,14 @@ pub enum Seen {
     /// tools made to the team's panes (`down` lists to pick its targets).
     Listing(Listing),
     /// From no listing at all, when every worker has a recorded pane whose first process is
-    /// its live, proven supervisor. Its processes are then found by ancestry alone (which
-    /// never needed the pane), and its pane is proven by the guard of its own `kill-pane`: the
-    /// recorded incarnation and tags, checked by tmux in the command that kills. A kill whose
-    /// receipt does not come back is judged by a fresh listing, as always. When a worker does
-    /// not qualify, the teardown takes a listing first ([`Seen::Fresh`]).
+    /// its live, proven supervisor. Its processes are found by ancestry (which never needed
+    /// the pane), and its pane is proven by the guard of its own `kill-pane`: the recorded
+    /// incarnation and tags, checked by tmux in the command that kills. So the kills come
+    /// first: a kill whose receipt does not come back is judged by a fresh listing, as always,
+    /// and a worker whose pane then does not prove ours keeps its processes (nothing of it is
+    /// touched, as with a listing first). The others' processes are stopped after their panes
+    /// (the supervisor, which survives the hangup, passes it on to the pane's session first).
+    /// When a worker does not qualify, the teardown takes a listing first ([`Seen::Fresh`]).
     Guarded,
 }
 
@@ -654,14 +660,26 @@ pub fn settle_removing_seen(
     let mut plans = plan_workers(&team, &names, &listing, &unadopted, guarded);
     // 2. Durable intents, one group commit, before any effect.
     let actionable = record_intents(t, &team, &mut plans)?;
-    // 3. Graceful stop of every proven process of every worker at once.
-    stop_processes(t, &mut plans, &actionable);
-    (t.fail)("down.stopped")?;
-    // 4. Proven kill-pane for every pane that proved ours, in one invocation.
-    kill_panes(t, &team, &mut plans, &actionable)?;
-    (t.fail)("down.killed")?;
-    // 5. Confirm the kills, then record every outcome.
-    confirm_kills(t, &team, &mut plans);
+    if guarded {
+        // 3-5 with no listing: the kills come first, since a pane is proven only by its
+        // kill's guard, and a worker whose pane does not prove ours keeps its processes too.
+        kill_panes(t, &team, &mut plans, &actionable)?;
+        (t.fail)("down.killed")?;
+        confirm_kills(t, &team, &mut plans);
+        hold_unproven(&mut plans, &actionable);
+        stop_processes(t, &mut plans, &actionable);
+        (t.fail)("down.stopped")?;
+    } else {
+        // 3. Graceful stop of every proven process of every worker at once.
+        stop_processes(t, &mut plans, &actionable);
+        (t.fail)("down.stopped")?;
+        // 4. Proven kill-pane for every pane that proved ours, in one invocation.
+        kill_panes(t, &team, &mut plans, &actionable)?;
+        (t.fail)("down.killed")?;
+        // 5. Confirm the kills.
+        confirm_kills(t, &team, &mut plans);
+    }
+    // 5. Record every outcome.
     record_outcomes(t, &team, &plans);
     // 6. Resources, for workers whose pane and processes are gone.
     remove_resources(t, &team, &mut plans)?;
@@ -965,6 +983,21 @@ fn confirm_kills(t: &Teardown, team: &Team, plans: &mut [Plan]) {
                 },
                 c.reason().unwrap_or_else(|| "pane still present".into())
             )),
+        }
+    }
+}
+
+/// With no listing ([`Seen::Guarded`]), after the kills: a worker whose kill was not confirmed
+/// (its pane changed: re-tagged, moved, respawned, another server) keeps its processes, as
+/// it would had a listing shown the change first. A pane confirmed gone is not such a change.
+fn hold_unproven(plans: &mut [Plan], actionable: &[usize]) {
+    for &i in actionable {
+        let p = &mut plans[i];
+        if !p.report.blocked.is_empty() && !p.procs.is_empty() {
+            p.procs.clear();
+            p.report
+                .blocked
+                .push("processes not touched: the pane does not prove ours".into());
         }
     }
 }
