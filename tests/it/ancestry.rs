@@ -3,28 +3,10 @@
 //! proofs, session-scoped `@team_owner`, "gone" decided before the scale lock) lost.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use tests::*;
-
-fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
-
-/// Alive and not a zombie.
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            let after = &s[s.rfind(')').map_or(0, |i| i + 1)..];
-            !after.trim_start().starts_with('Z')
-        })
-        .unwrap_or(false)
-}
 
 fn read_pid(path: &Path) -> u32 {
     let mut pid = 0;
@@ -40,21 +22,6 @@ fn read_pid(path: &Path) -> u32 {
         },
     );
     pid
-}
-
-/// Ends our own test processes by pid when the test ends, however it ends.
-struct KillOnDrop(Vec<u32>);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        for p in &self.0 {
-            if alive(*p) {
-                let _ = std::process::Command::new("kill")
-                    .args(["-KILL", &p.to_string()])
-                    .status();
-            }
-        }
-    }
 }
 
 /// `init <team> --private` with `cmd` as every worker's command, then `up <team> <n>`.

@@ -4,18 +4,10 @@
 //! must survive, as it does when a listing proves it first.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use tests::*;
-
-fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
 
 fn panes(sock: &Path) -> Vec<String> {
     let o = tmux_at(sock, &["list-panes", "-a", "-F", "#{pane_id}"]);
@@ -100,22 +92,6 @@ fn worker_process(sock: &Path, pane: &str) -> u32 {
     pid
 }
 
-/// Ends the given processes of this test (by pid) when the test ends, however it ends: a
-/// worker that ignores hangups outlives its server, and a lookalike lives until killed.
-struct KillOnDrop(Vec<u32>);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        for p in &self.0 {
-            if alive(*p) {
-                let _ = std::process::Command::new("kill")
-                    .args(["-KILL", &p.to_string()])
-                    .status();
-            }
-        }
-    }
-}
-
 /// A pane's first process (its supervisor) and that process's children, by pid.
 fn pane_processes(sock: &Path, pane: &str) -> Vec<u32> {
     let o = tmux_at(sock, &["display-message", "-p", "-t", pane, "#{pane_pid}"]);
@@ -130,14 +106,6 @@ fn pane_processes(sock: &Path, pane: &str) -> Vec<u32> {
         .collect();
     v.push(sup);
     v
-}
-
-/// Alive and not a zombie.
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        let after = &s[s.rfind(')').map_or(0, |i| i + 1)..];
-        !after.trim_start().starts_with('Z')
-    })
 }
 
 /// A worker pane that someone changed after `up` recorded it is left alone, pane *and*

@@ -356,3 +356,39 @@ pub fn assert_audit_pairs(path: &Path) -> usize {
     }
     by_id.len()
 }
+
+/// Waits (polling every 25 ms) until `ok`, failing the test after `timeout`.
+pub fn wait_for(what: &str, timeout: std::time::Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + timeout;
+    while !ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+}
+
+/// Whether `pid` runs and is not a zombie.
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        let after = &s[s.rfind(')').map_or(0, |i| i + 1)..];
+        !after.trim_start().starts_with('Z')
+    })
+}
+
+/// Ends a test's own processes, by pid, when the test ends however it ends (a worker that
+/// ignores hangups outlives its tmux server; a lookalike lives until killed).
+pub struct KillOnDrop(pub Vec<u32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            if alive(*p) {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &p.to_string()])
+                    .status();
+            }
+        }
+    }
+}

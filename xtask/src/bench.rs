@@ -649,6 +649,53 @@ pub fn populate(s: &Server, sessions: usize, per: usize) -> anyhow::Result<Vec<S
         .collect())
 }
 
+/// The median of 9 runs of `team-reap scan --json` over the server `s`.
+fn reap_scan_ms(b: &Bench, tt: &Path, s: &Server) -> anyhow::Result<f64> {
+    let sock = s.sock.display().to_string();
+    median_ms(9, || {
+        let o = b
+            .tool("team-reap")
+            .env("TMUX_TMPDIR", tt)
+            .args(["scan", "--json", "--socket", &sock])
+            .stdout(Stdio::null())
+            .status()?;
+        // scan exits 0 (or 1 under --check); any other code is a failure.
+        if o.code() != Some(0) {
+            bail!("team-reap scan exited {o}");
+        }
+        Ok(())
+    })
+}
+
+/// Tags every other pane of `panes` as a worker of the team `gone` of `ws` (whose state does
+/// not exist): the reaper's orphans.
+fn tag_orphans(s: &Server, panes: &[String], ws: &Path, owner: &str) -> anyhow::Result<()> {
+    let mut cmds: Vec<Vec<String>> = Vec::new();
+    for (i, p) in panes.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
+        for (k, v) in [
+            ("@team_owner", owner.to_string()),
+            ("@team_worker", format!("worker-{i}")),
+            (
+                "@team_incarnation",
+                format!("00000000-0000-4000-8000-{i:012}"),
+            ),
+            ("@team_workspace", ws.display().to_string()),
+            ("@team_name", "gone".to_string()),
+        ] {
+            cmds.push(vec![
+                "set-option".into(),
+                "-p".into(),
+                "-t".into(),
+                p.clone(),
+                k.into(),
+                v,
+            ]);
+        }
+    }
+    s.batch(&cmds)?;
+    Ok(())
+}
+
 /// The reaper: `scan --json` over 1,000 panes next to one bare `list-panes -a -F` with the
 /// same format, and the reap of 500 orphans next to one bare invocation of 500 `kill-pane`s.
 pub fn reap(b: &mut Bench) -> anyhow::Result<()> {
@@ -660,29 +707,7 @@ pub fn reap(b: &mut Bench) -> anyhow::Result<()> {
     let owner = "00000000-0000-4000-8000-00000000dead";
     let setup = |s: &Server| -> anyhow::Result<Vec<String>> {
         let panes = populate(s, 50, 20)?;
-        let mut cmds: Vec<Vec<String>> = Vec::new();
-        for (i, p) in panes.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
-            for (k, v) in [
-                ("@team_owner", owner.to_string()),
-                ("@team_worker", format!("worker-{i}")),
-                (
-                    "@team_incarnation",
-                    format!("00000000-0000-4000-8000-{i:012}"),
-                ),
-                ("@team_workspace", ws.display().to_string()),
-                ("@team_name", "gone".to_string()),
-            ] {
-                cmds.push(vec![
-                    "set-option".into(),
-                    "-p".into(),
-                    "-t".into(),
-                    p.clone(),
-                    k.into(),
-                    v,
-                ]);
-            }
-        }
-        s.batch(&cmds)?;
+        tag_orphans(s, &panes, &ws, owner)?;
         Ok(panes)
     };
     let s = Server::start(&sockdir, "reap")?;
@@ -690,20 +715,7 @@ pub fn reap(b: &mut Bench) -> anyhow::Result<()> {
     let orphans: Vec<String> = panes.iter().step_by(2).cloned().collect();
     let fmt = "n\t#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{session_id}\t#{window_id}\t#{pid}\t#{start_time}\t#{@team_owner}\t#{@team_worker}\t#{@team_incarnation}\t#{@team_workspace}\t#{@team_name}\t#{@team_role}\t#{@team_op}\t#{@team_session_owner}\t#{session_name}\tn";
     let floor = median_ms(9, || s.tmux(&["list-panes", "-a", "-F", fmt]).map(|_| ()))?;
-    let sock = s.sock.display().to_string();
-    let scan = median_ms(9, || {
-        let o = b
-            .tool("team-reap")
-            .env("TMUX_TMPDIR", &tt)
-            .args(["scan", "--json", "--socket", &sock])
-            .stdout(Stdio::null())
-            .status()?;
-        // scan exits 0 (or 1 under --check); any other code is a failure.
-        if o.code() != Some(0) {
-            bail!("team-reap scan exited {o}");
-        }
-        Ok(())
-    })?;
+    let scan = reap_scan_ms(b, &tt, &s)?;
     b.figure(
         "reap: scan --json, 1,000 panes / 50 sessions",
         scan,
@@ -805,26 +817,7 @@ fn reap_processes(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
     let owner = "00000000-0000-4000-8000-00000000beef";
     let s = Server::start(&sockdir, "reapp")?;
     let panes = populate(&s, sessions, per)?;
-    let mut cmds: Vec<Vec<String>> = Vec::new();
-    for (i, p) in panes.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
-        for (k, v) in [
-            ("@team_owner", owner.to_string()),
-            ("@team_worker", format!("worker-{i}")),
-            (
-                "@team_incarnation",
-                format!("00000000-0000-4000-8000-{i:012}"),
-            ),
-            ("@team_workspace", ws.display().to_string()),
-            ("@team_name", "gone".to_string()),
-        ] {
-            cmds.push(
-                ["set-option", "-p", "-t", p, k, &v]
-                    .map(String::from)
-                    .to_vec(),
-            );
-        }
-    }
-    s.batch(&cmds)?;
+    tag_orphans(&s, &panes, &ws, owner)?;
     let fmt = "n\t#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{session_id}\t#{window_id}\t#{pid}\t#{start_time}\t#{@team_owner}\t#{@team_worker}\t#{@team_incarnation}\t#{@team_workspace}\t#{@team_name}\t#{@team_role}\t#{@team_op}\t#{@team_session_owner}\t#{session_name}\tn";
     let pids: Vec<u32> = s
         .tmux(&["list-panes", "-a", "-F", "#{pane_pid}"])?
@@ -843,19 +836,7 @@ fn reap_processes(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
         std::hint::black_box(read);
         Ok(())
     })?;
-    let sock = s.sock.display().to_string();
-    let scan = median_ms(9, || {
-        let o = b
-            .tool("team-reap")
-            .env("TMUX_TMPDIR", &tt)
-            .args(["scan", "--json", "--socket", &sock])
-            .stdout(Stdio::null())
-            .status()?;
-        if o.code() != Some(0) {
-            bail!("team-reap scan exited {o}");
-        }
-        Ok(())
-    })?;
+    let scan = reap_scan_ms(b, &tt, &s)?;
     b.figure(
         &format!("reap: scan --json, {n} panes with {n} processes"),
         scan,
