@@ -302,3 +302,40 @@ fn a_record_pointing_at_a_lookalike_supervisor_signals_nothing() {
     let _ = fake.wait();
     kill_server(&sock);
 }
+
+/// The race of the second black-box round: a worker's pane is moved away while the teardown
+/// waits out `--grace` for a process that ignores SIGTERM. The old order (signals, grace,
+/// SIGKILL, then the kill of the pane) killed the processes of a pane it then kept, as not
+/// ours. Every teardown of supervised workers now kills the pane first, with its proof, so the
+/// outcome is one of the two consistent ones: pane and processes both gone, or both kept.
+/// `shutdown` lists panes first (no shortcut), so this is the listing path.
+#[test]
+fn a_pane_moved_during_the_grace_is_never_kept_with_its_processes_killed() {
+    let sb = Sandbox::new();
+    let ws = team(&sb, "trap '' TERM; exec sleep 100000");
+    let sock = sb.private_sock();
+    let pane = ws[1].1.clone();
+    let worker = worker_process(&sock, &pane);
+    let _cleanup = KillOnDrop(vec![worker]);
+    let run = sb
+        .cmd("team-scale")
+        .args(["shutdown", "t", "--json", "--grace", "3s"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let _ = tmux_at(&sock, &["break-pane", "-d", "-s", &pane]);
+    let o = run.wait_with_output().unwrap();
+    let all = String::from_utf8_lossy(&o.stdout);
+    let kept = panes(&sock).contains(&pane);
+    if kept {
+        assert!(alive(worker), "pane kept, its process killed: {all}");
+    } else {
+        wait_for(
+            "the worker's process to end",
+            Duration::from_secs(5),
+            || !alive(worker),
+        );
+    }
+    kill_server(&sock);
+}

@@ -37,15 +37,20 @@
 //!   processes are proven by ancestry alone (which never needed the pane) and each pane by the
 //!   guard of its own `kill-pane`, which checks in tmux, in the command that kills, everything
 //!   a listing would: pane id and pid, session, window, server pid and start time, and every
-//!   tag. A `down 1` is one tmux call. So the kills come first, and the processes after: a
-//!   kill whose receipt does not come back (the pane was re-tagged, moved, respawned, the
-//!   server is another) is judged by a fresh listing, exactly as before, and that worker's
-//!   pane *and processes* are left alone, as a listing first would have left them. (The first
-//!   version stopped the processes before the refused kill showed the change; a black-box
-//!   attacker found it.) The other workers' processes get the hangup of their pane first (the
-//!   supervisor, which survives it, passes it on to the pane's session, as a terminal would),
-//!   then SIGTERM and SIGKILL after `--grace` for any still running. Attacks:
-//!   `tests/it/listless_down.rs`.
+//!   tag. A `down 1` is one tmux call.
+//!
+//! - **The panes go first, then the processes**, in every teardown of workers that run under
+//!   supervisors (with or without a listing): the guard of a pane's kill is the last-instant
+//!   proof, and a worker whose kill is refused (its pane was re-tagged, moved, respawned, or the
+//!   server is another, before or *during* the teardown) keeps its processes too, as a listing
+//!   would have left them. The first orders (signals, `--grace`, SIGKILL, then the pane) killed
+//!   the processes of a pane they then kept, as not ours: two black-box attackers found it, once
+//!   without a listing and once during the grace. The supervisor survives its pane's hangup and
+//!   passes it on to the pane's session (as a terminal would), so the processes get the hangup,
+//!   then SIGTERM and SIGKILL after `--grace` for any still running, and stay below the
+//!   supervisor for their proofs meanwhile. Workers of panes made before supervisors keep the
+//!   old order: their processes hang below the pane's own process, which the kill would end.
+//!   Attacks: `tests/it/listless_down.rs`.
 //!
 //! - **A pane that was just made may not run its supervisor yet**: its first process is `sh -c
 //!   '... exec team-scale supervise ... --incarnation <inc>'` until the `exec`, so teardown (a
@@ -253,6 +258,8 @@ struct Plan {
     /// `None`: not listed, proven by the guard of its own `kill-pane` ([`Seen::Guarded`]).
     proof: Option<PaneProof>,
     procs: Vec<Proven>,
+    /// Its processes hang below its pane's own process, not a supervisor ([`Found::legacy`]).
+    legacy: bool,
     report: WorkerReport,
     audit_id: Option<uuid::Uuid>,
     /// The outcome of its `kill-pane` (step 4), when one was sent.
@@ -419,6 +426,9 @@ struct Found {
     blocked: Vec<String>,
     /// The recorded pane's own process is not the one recorded: touch nothing.
     pane_process_not_owned: bool,
+    /// Its processes were found below the pane's own process, not below a supervisor (a
+    /// pane made before supervisors): they stay below it only while the pane lives.
+    legacy: bool,
 }
 
 fn proc_report(id: process::ProcId, outcome: ProcOutcome, reason: Option<String>) -> ProcReport {
@@ -465,6 +475,7 @@ fn worker_processes(
             // A pane made before supervisors existed: its own process, proven by the pane's
             // incarnation and its environment, is the root of the walk (without a subreaper,
             // double-forked descendants may have escaped it: those are left alone).
+            f.legacy = true;
             legacy_pane_process(team, w, pane, &mut f);
             if f.pane_process_not_owned || f.proven.is_empty() {
                 return f;
@@ -660,9 +671,10 @@ pub fn settle_removing_seen(
     let mut plans = plan_workers(&team, &names, &listing, &unadopted, guarded);
     // 2. Durable intents, one group commit, before any effect.
     let actionable = record_intents(t, &team, &mut plans)?;
-    if guarded {
-        // 3-5 with no listing: the kills come first, since a pane is proven only by its
-        // kill's guard, and a worker whose pane does not prove ours keeps its processes too.
+    if guarded || plans.iter().all(|p| !p.legacy) {
+        // 3-5, the kills first: a pane is proven at the last instant by its kill's guard, and
+        // a worker whose pane does not prove ours then (re-tagged or moved, even during the
+        // grace) keeps its processes too. Its supervisor keeps them below it meanwhile.
         kill_panes(t, &team, &mut plans, &actionable)?;
         (t.fail)("down.killed")?;
         confirm_kills(t, &team, &mut plans);
@@ -670,6 +682,8 @@ pub fn settle_removing_seen(
         stop_processes(t, &mut plans, &actionable);
         (t.fail)("down.stopped")?;
     } else {
+        // A pane made before supervisors: its processes are proven below the pane's own
+        // process, which the kill would end, so they are stopped first.
         // 3. Graceful stop of every proven process of every worker at once.
         stop_processes(t, &mut plans, &actionable);
         (t.fail)("down.stopped")?;
@@ -824,6 +838,7 @@ fn plan_worker(
         tasks_returned: Vec::new(),
     };
     let mut procs = Vec::new();
+    let mut legacy = false;
     match &proof {
         Some(PaneProof::Mismatch(r) | PaneProof::Unverifiable(r)) => {
             report.blocked.push(format!("pane not touched: {r}"));
@@ -840,6 +855,7 @@ fn plan_worker(
             );
             report.processes.extend(found.reports);
             report.blocked.extend(found.blocked);
+            legacy = found.legacy;
             // The pane's process is not the recorded one: touch nothing of this worker.
             if !found.pane_process_not_owned {
                 procs = found.proven;
@@ -850,6 +866,7 @@ fn plan_worker(
         worker: w,
         proof,
         procs,
+        legacy,
         report,
         audit_id: None,
         kill: None,
@@ -987,9 +1004,10 @@ fn confirm_kills(t: &Teardown, team: &Team, plans: &mut [Plan]) {
     }
 }
 
-/// With no listing ([`Seen::Guarded`]), after the kills: a worker whose kill was not confirmed
-/// (its pane changed: re-tagged, moved, respawned, another server) keeps its processes, as
-/// it would had a listing shown the change first. A pane confirmed gone is not such a change.
+/// After the kills (kills first: every teardown of supervised workers): a worker whose kill was
+/// not confirmed (its pane changed: re-tagged, moved, respawned, another server) keeps its
+/// processes, as it would had a listing shown the change first. A pane confirmed gone is not
+/// such a change.
 fn hold_unproven(plans: &mut [Plan], actionable: &[usize]) {
     for &i in actionable {
         let p = &mut plans[i];
