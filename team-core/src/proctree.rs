@@ -163,6 +163,8 @@ pub struct Below {
 
 /// How deep a walk goes (a fork bomb is not a reason to recurse forever).
 const MAX_DEPTH: usize = 64;
+/// The most processes [`Tree::subtree`] reads.
+const MAX_SUBTREE: usize = 100_000;
 
 /// Reads `/proc/<pid>/stat` into `buf` in three system calls (`openat`, `read` until it is
 /// short, `close`): the scan reads every process's, so the generic `fs::read` (an `fstat` and
@@ -222,6 +224,56 @@ impl Tree {
             match read_stat(&dir, pid, &mut buf).and_then(|()| parse_stat(&buf)) {
                 Some(n) if n.id.pid == pid => t.insert(n),
                 _ => t.unreadable += 1,
+            }
+        }
+        Ok(t)
+    }
+
+    /// The process `pid` and its descendants only, found through the kernel's child lists
+    /// (`/proc/<pid>/task/<tid>/children`) rather than by reading every process: what a
+    /// supervisor needs when its pane hangs up, which every supervisor of a team does at once
+    /// when the team goes. A child forked while the walk runs may be missed (the caller's second
+    /// pass catches it). Without child lists (a kernel without `CONFIG_PROC_CHILDREN`), the
+    /// whole [`Tree::snapshot`].
+    pub fn subtree(pid: u32) -> Result<Tree> {
+        if !std::path::Path::new(&format!("/proc/{pid}/task/{pid}/children")).exists() {
+            return Tree::snapshot();
+        }
+        let dir = rustix::fs::open(
+            "/proc",
+            rustix::fs::OFlags::RDONLY
+                | rustix::fs::OFlags::DIRECTORY
+                | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|e| Error::io("open", std::path::Path::new("/proc"), e.into()))?;
+        let mut t = Tree::default();
+        let mut buf = Vec::with_capacity(1024);
+        let mut stack = vec![pid];
+        let mut seen = HashSet::new();
+        while let Some(p) = stack.pop() {
+            if !seen.insert(p) || seen.len() > MAX_SUBTREE {
+                continue;
+            }
+            match read_stat(&dir, p, &mut buf).and_then(|()| parse_stat(&buf)) {
+                Some(n) if n.id.pid == p => t.insert(n),
+                _ => {
+                    t.unreadable += 1;
+                    continue;
+                }
+            }
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+                continue;
+            };
+            for task in tasks.flatten() {
+                let Ok(c) = crate::process::read_procfs(task.path().join("children")) else {
+                    continue;
+                };
+                stack.extend(
+                    String::from_utf8_lossy(&c)
+                        .split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                );
             }
         }
         Ok(t)
@@ -515,6 +567,26 @@ pub fn listening_tcp(text: &str) -> Vec<u64> {
 
 #[cfg(test)]
 mod tests {
+
+    /// The child lists find a process's own children, and nothing above it.
+    #[test]
+    fn subtree_holds_the_children_and_not_the_parent() {
+        let mut c = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let me = std::process::id();
+        let t = Tree::subtree(me).unwrap();
+        let ok = t.node(c.id()).is_some();
+        let parent = t.node(me).map(|n| n.ppid);
+        let _ = c.kill();
+        let _ = c.wait();
+        assert!(ok, "the child is in the subtree");
+        assert!(
+            parent.is_some_and(|pp| t.node(pp).is_none()),
+            "the parent is not"
+        );
+    }
     use super::*;
 
     fn node(pid: u32, ppid: u32, sid: u32, comm: &str) -> Node {

@@ -159,7 +159,14 @@ impl MainExit {
 pub fn write_exit(args: &SupervisorArgs, exit: &MainExit) -> Result<()> {
     let path = args.exit_file();
     let bytes = serde_json::to_vec(exit).map_err(|e| Error::Internal(e.to_string()))?;
-    crate::fsutil::state_write(&args.state_root, &path, &bytes)
+    // A runtime file, like the worker's directory it lands in: not fsynced (`fsutil::Sync`).
+    crate::fsutil::state_write_with(
+        &args.state_root,
+        &path,
+        &bytes,
+        0o600,
+        crate::fsutil::Sync::Never,
+    )
 }
 
 #[cfg(test)]

@@ -166,10 +166,10 @@ fn forward_signals(fd: std::os::fd::OwnedFd, args: SupervisorArgs) {
 /// pidfd and proven below this supervisor first.
 fn hang_up_session(args: &SupervisorArgs) {
     use team_core::process::{ProcVerdict, Sig, prove_below};
-    let Ok(tree) = team_core::proctree::Tree::snapshot() else {
+    let me = std::process::id();
+    let Ok(tree) = team_core::proctree::Tree::subtree(me) else {
         return;
     };
-    let me = std::process::id();
     let Some(root) = tree.node(me).cloned() else {
         return;
     };
