@@ -446,3 +446,24 @@ fn an_empty_environment_is_unverifiable_not_absent() {
     assert!(scan.unreadable >= 1);
     assert!(kids.running(id));
 }
+
+/// `Tree::subtree` (a supervisor's walk at hangup) finds a process's own children through the
+/// kernel's child lists, and nothing above it.
+#[test]
+fn subtree_holds_the_children_and_not_the_parent() {
+    let mut c = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let me = std::process::id();
+    let t = team_core::proctree::Tree::subtree(me).unwrap();
+    let ok = t.node(c.id()).is_some();
+    let parent = t.node(me).map(|n| n.ppid);
+    let _ = c.kill();
+    let _ = c.wait();
+    assert!(ok, "the child is in the subtree");
+    assert!(
+        parent.is_some_and(|pp| t.node(pp).is_none()),
+        "the parent is not"
+    );
+}
