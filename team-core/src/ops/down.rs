@@ -38,7 +38,7 @@ use crate::view;
 
 use super::kill::{self, KillTarget};
 use super::teardown::Seen;
-use super::teardown::{self, SettleReport, Teardown};
+use super::teardown::{self, LeaderOutcome, SettleReport, Teardown};
 
 /// What `down` was asked.
 #[derive(Debug, Clone)]
@@ -492,8 +492,7 @@ pub struct ShutdownReport {
     pub already_stopped: bool,
     pub settle: SettleReport,
     pub tasks_returned: Vec<u64>,
-    /// `killed`, `gone`, `adopted` (left alone), `kept` (not proven ours), `skipped`.
-    pub leader: String,
+    pub leader: LeaderOutcome,
     pub leader_reason: Option<String>,
     pub stopped: bool,
     /// What became of the private socket file (a private team whose leader is gone only).
@@ -510,7 +509,7 @@ pub fn shutdown(t: &Teardown) -> Result<ShutdownReport> {
     if team.state == TeamState::Stopped && team.workers.is_empty() {
         rep.already_stopped = true;
         rep.stopped = true;
-        rep.leader = "skipped".into();
+        rep.leader = LeaderOutcome::Skipped;
         return Ok(rep);
     }
     let names: Vec<WorkerName> = team.workers.iter().map(|w| w.name.clone()).collect();
@@ -530,7 +529,7 @@ fn shutdown_after_intent(
     rep.tasks_returned = commit_removing(store, names, "shutdown")?;
     rep.settle = teardown::settle_removing(t, &[])?;
     if rep.settle.blocked() {
-        rep.leader = "skipped".into();
+        rep.leader = LeaderOutcome::Skipped;
         rep.leader_reason = Some("workers remain".into());
         return Ok(rep);
     }
@@ -539,16 +538,16 @@ fn shutdown_after_intent(
     // stays without waiting for it to go.
     let mut shared_server = false;
     if !team.leader.created_by_tools {
-        rep.leader = "adopted".into();
+        rep.leader = LeaderOutcome::Adopted;
     } else {
         let listing = t.tmux.list();
         if let crate::tmux::Listing::Panes(snap) = &listing {
             shared_server = snap.rows.iter().any(|r| r.session_id != team.session.id);
         }
         match view::prove_leader(&team, &listing) {
-            PaneProof::Gone(_) => rep.leader = "gone".into(),
+            PaneProof::Gone(_) => rep.leader = LeaderOutcome::Gone,
             PaneProof::Mismatch(r) | PaneProof::Unverifiable(r) => {
-                rep.leader = "kept".into();
+                rep.leader = LeaderOutcome::Kept;
                 rep.leader_reason = Some(r);
             }
             PaneProof::Live(_) | PaneProof::Dead(_) => {
@@ -561,9 +560,9 @@ fn shutdown_after_intent(
                 };
                 let r = kill::kill_panes(t.tmux, t.audit, &t.caller, t.op, &[target])?.remove(0);
                 if r.is_gone() {
-                    rep.leader = "killed".into();
+                    rep.leader = LeaderOutcome::Killed;
                 } else {
-                    rep.leader = "kept".into();
+                    rep.leader = LeaderOutcome::Kept;
                     rep.leader_reason = Some(r.reason().unwrap_or("not confirmed").to_string());
                 }
             }
@@ -575,7 +574,7 @@ fn shutdown_after_intent(
     })?;
     rep.stopped = true;
     // The private socket file, once its server is gone (it exits with its last session).
-    if team.private_server && matches!(rep.leader.as_str(), "killed" | "gone") {
+    if team.private_server && matches!(rep.leader, LeaderOutcome::Killed | LeaderOutcome::Gone) {
         rep.socket = Some(if shared_server {
             crate::tmux::socket::SocketRemoval::Kept("other sessions live on its server".into())
         } else {

@@ -184,7 +184,36 @@ macro_rules! prints_as_str {
         }
     )*};
 }
-prints_as_str!(ProcOutcome, PaneOutcome);
+prints_as_str!(ProcOutcome, PaneOutcome, LeaderOutcome);
+
+/// What `shutdown` did with the leader's pane. It prints as [`LeaderOutcome::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LeaderOutcome {
+    /// Killed, with proof.
+    Killed,
+    /// Already gone.
+    Gone,
+    /// Left alone: `init` adopted it (the tools did not create it).
+    Adopted,
+    /// Left alone: not proven ours, or its kill was not confirmed.
+    Kept,
+    /// Not reached (the team was stopped already, or workers remain).
+    #[default]
+    Skipped,
+}
+
+impl LeaderOutcome {
+    /// The word it prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LeaderOutcome::Killed => "killed",
+            LeaderOutcome::Gone => "gone",
+            LeaderOutcome::Adopted => "adopted",
+            LeaderOutcome::Kept => "kept",
+            LeaderOutcome::Skipped => "skipped",
+        }
+    }
+}
 
 /// What became of one process.
 #[derive(Debug, Clone, PartialEq, Eq)]

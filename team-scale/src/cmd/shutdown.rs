@@ -23,7 +23,9 @@ pub fn run(ctx: &Ctx, a: ShutdownArgs) -> CliResult<i32> {
     )?;
     let mut out = Out::new(ctx.json);
     print_settle(&mut out, &rep.settle)?;
-    let partial = rep.settle.blocked() || !rep.stopped || rep.leader == "kept";
+    let partial = rep.settle.blocked()
+        || !rep.stopped
+        || rep.leader == team_core::ops::teardown::LeaderOutcome::Kept;
     if rep.already_stopped {
         out.line(&format!("team {team} is already stopped"))?;
     } else {
