@@ -339,3 +339,75 @@ fn a_pane_moved_during_the_grace_is_never_kept_with_its_processes_killed() {
     }
     kill_server(&sock);
 }
+
+/// Round 3 of the black-box attacks: the reaper settles a team's debt (a worker left
+/// `removing`), and the pane is moved away between the reaper's scan and its kill. The kill is
+/// refused and the pane and its processes are left alone; the reaper reported the pane
+/// `killed` (it judged by whether the row it had scanned was still there) and exited 0. It
+/// must say what the teardown did: not killed, debt left, exit 3. A fail point holds the
+/// teardown right before its kills, so the move lands there every time.
+#[test]
+fn a_debt_pane_moved_before_the_reapers_kill_is_not_reported_killed() {
+    let sb = Sandbox::new();
+    let ws = team(&sb, "exec sleep 100000");
+    let sock = sb.private_sock();
+    let (name, pane) = &ws[1];
+    let worker = worker_process(&sock, pane);
+    // worker-2 becomes debt: its owner tag is changed, so `down` refuses it and it stays
+    // `removing`; then the tag is put back, so the reaper can prove it again.
+    let owner = String::from_utf8_lossy(
+        &tmux_at(
+            &sock,
+            &["display-message", "-p", "-t", pane, "#{@team_owner}"],
+        )
+        .stdout,
+    )
+    .trim()
+    .to_string();
+    assert!(
+        tmux_at(&sock, &["set-option", "-p", "-t", pane, "@team_owner", "x"])
+            .status
+            .success()
+    );
+    let o = sb.run("team-scale", &["down", "t", "--worker", name, "--force"]);
+    assert_code(&o, 3);
+    assert!(
+        tmux_at(
+            &sock,
+            &["set-option", "-p", "-t", pane, "@team_owner", &owner]
+        )
+        .status
+        .success()
+    );
+    let o = tmux_at(&sock, &["new-session", "-d", "-s", "mine", "sleep 100001"]);
+    assert!(o.status.success());
+    let scope = sb.dir.path().display().to_string();
+    let run = sb
+        .cmd("team-reap")
+        .args(["--only-under", &scope, "--json", "--grace", "1s"])
+        .env("TEAM_FAILPOINTS", "settle.before_kill=sleep3000")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    let o = tmux_at(&sock, &["move-pane", "-d", "-s", pane, "-t", "mine:"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run.wait_with_output().unwrap();
+    let lines = json_lines(&o.stdout);
+    assert!(
+        panes(&sock).contains(pane),
+        "the moved pane was killed: {lines:?}"
+    );
+    assert!(
+        alive(worker),
+        "the moved pane's process was signalled: {lines:?}"
+    );
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l["pane_id"] == pane.as_str() && l["action"] == "killed"),
+        "a pane the teardown kept is reported killed: {lines:?}"
+    );
+    assert_eq!(o.status.code(), Some(3), "debt is left: {lines:?}");
+    kill_server(&sock);
+}

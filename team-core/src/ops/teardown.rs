@@ -704,6 +704,7 @@ pub fn settle_removing_seen(
         // 3-5, the kills first: a pane is proven at the last instant by its kill's guard, and
         // a worker whose pane does not prove ours then (re-tagged or moved, even during the
         // grace) keeps its processes too. Its supervisor keeps them below it meanwhile.
+        (t.fail)("settle.before_kill")?;
         kill_panes(t, &team, &mut plans, &actionable)?;
         (t.fail)("down.killed")?;
         confirm_kills(t, &team, &mut plans);

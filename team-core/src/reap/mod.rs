@@ -35,6 +35,7 @@ use uuid::Uuid;
 use crate::audit::{AuditLog, Entry, Stage};
 use crate::error::Result;
 use crate::ops::kill::KillResult;
+use crate::ops::teardown::PaneOutcome;
 use crate::process::{self, ProcId, ProcVerdict, Proven, StopOutcome, TeamProc};
 use crate::tmux::{Listing, PaneRow, Tmux};
 
@@ -409,12 +410,15 @@ fn settle_debt(
             progress: &|_| {},
         };
         let result = crate::ops::reconcile::reconcile(&td);
-        let blocked: HashMap<String, Vec<String>> = match &result {
+        // What the teardown itself says of each worker's pane: a pane it kept (its kill
+        // refused, even if the pane has since moved away from where the scan saw it) is never
+        // reported as killed.
+        let settled: HashMap<String, (PaneOutcome, Vec<String>)> = match &result {
             Ok(r) => r
                 .settle
                 .workers
                 .iter()
-                .map(|w| (w.worker.to_string(), w.blocked.clone()))
+                .map(|w| (w.worker.to_string(), (w.pane, w.blocked.clone())))
                 .collect(),
             Err(_) => HashMap::new(),
         };
@@ -424,23 +428,27 @@ fn settle_debt(
                 if p.class.verdict != Verdict::Debt || p.key.as_ref() != Some(&key) {
                     continue;
                 }
-                let still = match &listing {
-                    Listing::Panes(snap) => snap
-                        .pane(&p.pane_id)
-                        .is_some_and(|r| Some(r) == p.row.as_ref()),
-                    Listing::NoServer => false,
-                    Listing::Failed(_) => true,
+                let worker = p
+                    .row
+                    .as_ref()
+                    .map(|r| r.tags.worker.clone())
+                    .unwrap_or_default();
+                let gone = match settled.get(&worker) {
+                    Some((PaneOutcome::Killed | PaneOutcome::Gone, _)) => true,
+                    Some((PaneOutcome::Kept, _)) => false,
+                    // Not in this teardown (settled by another run meanwhile): its pane id is
+                    // gone from a listing that answered.
+                    None => match &listing {
+                        Listing::Panes(snap) => snap.pane(&p.pane_id).is_none(),
+                        Listing::NoServer => true,
+                        Listing::Failed(_) => false,
+                    },
                 };
-                if !still && result.is_ok() {
+                if gone && result.is_ok() {
                     p.action = Action::Killed;
                     p.note = Some("settled through reconcile".into());
                 } else {
                     p.action = Action::Skipped;
-                    let worker = p
-                        .row
-                        .as_ref()
-                        .map(|r| r.tags.worker.clone())
-                        .unwrap_or_default();
                     p.note = Some(match &result {
                         Err(e) => format!(
                             "debt: reconcile failed: {e}; run team-scale reconcile {}",
@@ -448,9 +456,9 @@ fn settle_debt(
                         ),
                         Ok(_) => format!(
                             "debt: still removing ({}); run team-scale reconcile {}",
-                            blocked
+                            settled
                                 .get(&worker)
-                                .map(|b| b.join("; "))
+                                .map(|(_, b)| b.join("; "))
                                 .unwrap_or_default(),
                             key.name
                         ),
