@@ -700,28 +700,11 @@ pub fn settle_removing_seen(
     let mut plans = plan_workers(&team, &names, &listing, &unadopted, guarded);
     // 2. Durable intents, one group commit, before any effect.
     let actionable = record_intents(t, &team, &mut plans)?;
+    // 3-5. The effects: panes first when every worker runs under a supervisor.
     if guarded || plans.iter().all(|p| !p.legacy) {
-        // 3-5, the kills first: a pane is proven at the last instant by its kill's guard, and
-        // a worker whose pane does not prove ours then (re-tagged or moved, even during the
-        // grace) keeps its processes too. Its supervisor keeps them below it meanwhile.
-        (t.fail)("settle.before_kill")?;
-        kill_panes(t, &team, &mut plans, &actionable)?;
-        (t.fail)("down.killed")?;
-        confirm_kills(t, &team, &mut plans);
-        hold_unproven(&mut plans, &actionable);
-        stop_processes(t, &mut plans, &actionable);
-        (t.fail)("down.stopped")?;
+        panes_then_processes(t, &team, &mut plans, &actionable)?;
     } else {
-        // A pane made before supervisors: its processes are proven below the pane's own
-        // process, which the kill would end, so they are stopped first.
-        // 3. Graceful stop of every proven process of every worker at once.
-        stop_processes(t, &mut plans, &actionable);
-        (t.fail)("down.stopped")?;
-        // 4. Proven kill-pane for every pane that proved ours, in one invocation.
-        kill_panes(t, &team, &mut plans, &actionable)?;
-        (t.fail)("down.killed")?;
-        // 5. Confirm the kills.
-        confirm_kills(t, &team, &mut plans);
+        processes_then_panes(t, &team, &mut plans, &actionable)?;
     }
     // 5. Record every outcome.
     record_outcomes(t, &team, &plans);
@@ -733,6 +716,41 @@ pub fn settle_removing_seen(
     Ok(SettleReport {
         workers: plans.into_iter().map(|p| p.report).collect(),
     })
+}
+
+/// Steps 3-5, the kills first: a pane is proven at the last instant by its kill's guard, and a
+/// worker whose pane does not prove ours then (re-tagged or moved, even during the grace)
+/// keeps its processes too. Its supervisor keeps them below it meanwhile.
+fn panes_then_processes(
+    t: &Teardown,
+    team: &Team,
+    plans: &mut [Plan],
+    actionable: &[usize],
+) -> Result<()> {
+    (t.fail)("settle.before_kill")?;
+    kill_panes(t, team, plans, actionable)?;
+    (t.fail)("down.killed")?;
+    confirm_kills(t, team, plans);
+    hold_unproven(plans, actionable);
+    stop_processes(t, plans, actionable);
+    (t.fail)("down.stopped")
+}
+
+/// Steps 3-5 for panes made before supervisors: their processes are proven below the pane's
+/// own process, which the kill would end, so they are stopped first (all workers at once),
+/// then the panes are killed and the kills confirmed.
+fn processes_then_panes(
+    t: &Teardown,
+    team: &Team,
+    plans: &mut [Plan],
+    actionable: &[usize],
+) -> Result<()> {
+    stop_processes(t, plans, actionable);
+    (t.fail)("down.stopped")?;
+    kill_panes(t, team, plans, actionable)?;
+    (t.fail)("down.killed")?;
+    confirm_kills(t, team, plans);
+    Ok(())
 }
 
 /// The `removing` workers among `names` (all of them when `names` is empty).
