@@ -68,81 +68,84 @@ pub fn parse_tasks(bytes: &[u8]) -> Result<Vec<TaskSpec>> {
     let Value::Array(items) = v else {
         return Err(bad_input("expected an array of task objects".into()));
     };
-    let mut out = Vec::with_capacity(items.len());
-    for (i, item) in items.into_iter().enumerate() {
-        let at = |f: &str| format!("tasks[{i}].{f}");
-        if !item.is_object() {
-            return Err(bad_input(format!("tasks[{i}]: expected an object")));
-        }
-        let raw: RawTask =
-            serde_json::from_value(item).map_err(|e| bad_input(format!("tasks[{i}]: {e}")))?;
-        let text = |f: &str, v: Option<Value>, required: bool| -> Result<Option<String>> {
-            match v {
-                None | Some(Value::Null) if !required => Ok(None),
-                Some(Value::String(s)) if !(required && s.trim().is_empty()) => Ok(Some(s)),
-                Some(Value::String(_)) => Err(bad_input(format!("{}: is empty", at(f)))),
-                _ => Err(bad_input(format!("{}: expected a string", at(f)))),
-            }
-        };
-        let subject = text("subject", Some(raw.subject), true)?.unwrap_or_default();
-        let description = text("description", raw.description, false)?.unwrap_or_default();
-        let owner = text("owner", raw.owner, false)?;
-        if let Some(o) = &owner {
-            let ok = match o.strip_prefix("new:") {
-                Some(k) => k.parse::<usize>().is_ok_and(|k| k >= 1),
-                None => WorkerName::new(o).is_ok(),
-            };
-            if !ok {
-                return Err(bad_input(format!(
-                    "{}: {o:?} is neither a worker name nor new:<k>",
-                    at("owner")
-                )));
-            }
-        }
-        let role = match text("role", raw.role, false)? {
-            None => None,
-            Some(r) => {
-                Some(RoleName::new(&r).map_err(|e| bad_input(format!("{}: {e}", at("role"))))?)
-            }
-        };
-        let mut blocked_by = Vec::new();
-        match raw.blocked_by {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(refs)) => {
-                for r in refs {
-                    let parsed = match &r {
-                        Value::Number(n) => n.as_u64().filter(|n| *n >= 1).map(TaskRef::Id),
-                        Value::String(s) => s
-                            .strip_prefix("new:")
-                            .and_then(|k| k.parse::<usize>().ok())
-                            .filter(|k| *k >= 1)
-                            .map(TaskRef::New),
-                        _ => None,
-                    };
-                    blocked_by.push(parsed.ok_or_else(|| {
-                        bad_input(format!(
-                            "{}: {r} is neither a task id nor \"new:<k>\"",
-                            at("blocked_by")
-                        ))
-                    })?);
-                }
-            }
-            Some(_) => {
-                return Err(bad_input(format!(
-                    "{}: expected an array",
-                    at("blocked_by")
-                )));
-            }
-        }
-        out.push(TaskSpec {
-            subject,
-            description,
-            owner,
-            role,
-            blocked_by,
-        });
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| parse_task(i, item))
+        .collect()
+}
+
+/// `tasks[i]`: one task object.
+fn parse_task(i: usize, item: Value) -> Result<TaskSpec> {
+    let at = |f: &str| format!("tasks[{i}].{f}");
+    if !item.is_object() {
+        return Err(bad_input(format!("tasks[{i}]: expected an object")));
     }
-    Ok(out)
+    let raw: RawTask =
+        serde_json::from_value(item).map_err(|e| bad_input(format!("tasks[{i}]: {e}")))?;
+    let subject = task_text(&at("subject"), Some(raw.subject), true)?.unwrap_or_default();
+    let description = task_text(&at("description"), raw.description, false)?.unwrap_or_default();
+    let owner = task_text(&at("owner"), raw.owner, false)?;
+    if let Some(o) = &owner {
+        let ok = match o.strip_prefix("new:") {
+            Some(k) => k.parse::<usize>().is_ok_and(|k| k >= 1),
+            None => WorkerName::new(o).is_ok(),
+        };
+        if !ok {
+            return Err(bad_input(format!(
+                "{}: {o:?} is neither a worker name nor new:<k>",
+                at("owner")
+            )));
+        }
+    }
+    let role = match task_text(&at("role"), raw.role, false)? {
+        None => None,
+        Some(r) => Some(RoleName::new(&r).map_err(|e| bad_input(format!("{}: {e}", at("role"))))?),
+    };
+    let blocked_by = task_refs(&at("blocked_by"), raw.blocked_by)?;
+    Ok(TaskSpec {
+        subject,
+        description,
+        owner,
+        role,
+        blocked_by,
+    })
+}
+
+/// A text field of a task (`field` names it in errors): a string, non-empty when `required`;
+/// absent or null when not.
+fn task_text(field: &str, v: Option<Value>, required: bool) -> Result<Option<String>> {
+    match v {
+        None | Some(Value::Null) if !required => Ok(None),
+        Some(Value::String(s)) if !(required && s.trim().is_empty()) => Ok(Some(s)),
+        Some(Value::String(_)) => Err(bad_input(format!("{field}: is empty"))),
+        _ => Err(bad_input(format!("{field}: expected a string"))),
+    }
+}
+
+/// `blocked_by`: an array of task ids (`n >= 1`) and `"new:<k>"` references.
+fn task_refs(field: &str, v: Option<Value>) -> Result<Vec<TaskRef>> {
+    let refs = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(refs)) => refs,
+        Some(_) => return Err(bad_input(format!("{field}: expected an array"))),
+    };
+    refs.into_iter()
+        .map(|r| {
+            let parsed = match &r {
+                Value::Number(n) => n.as_u64().filter(|n| *n >= 1).map(TaskRef::Id),
+                Value::String(s) => s
+                    .strip_prefix("new:")
+                    .and_then(|k| k.parse::<usize>().ok())
+                    .filter(|k| *k >= 1)
+                    .map(TaskRef::New),
+                _ => None,
+            };
+            parsed.ok_or_else(|| {
+                bad_input(format!("{field}: {r} is neither a task id nor \"new:<k>\""))
+            })
+        })
+        .collect()
 }
 
 /// A task being made.
@@ -160,74 +163,77 @@ pub(crate) fn validate_tasks(
     new_names: &[WorkerName],
     existing: &HashSet<u64>,
 ) -> Result<Vec<PlannedTask>> {
-    let mut out = Vec::new();
-    for (i, s) in specs.iter().enumerate() {
-        let owner = match &s.owner {
-            None => None,
-            Some(o) => Some(match o.strip_prefix("new:") {
-                Some(k) => {
-                    let k: usize = k.parse().unwrap_or(0);
-                    new_names.get(k.wrapping_sub(1)).cloned().ok_or_else(|| {
-                        bad_input(format!(
-                            "tasks[{i}].owner: {o:?}, but this call creates only {} workers",
-                            new_names.len()
-                        ))
-                    })?
-                }
-                None => {
-                    let name = WorkerName::new(o)?;
-                    let member = team
-                        .worker(&name)
-                        .is_some_and(|w| w.lifecycle == Lifecycle::Active);
-                    if !member && !new_names.contains(&name) {
-                        return Err(bad_input(format!(
-                            "tasks[{i}].owner: {o:?} is neither a member of team {} nor a worker this call creates ({})",
-                            team.name,
-                            new_names
-                                .iter()
-                                .map(|n| n.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )));
-                    }
-                    name
-                }
-            }),
-        };
-        for r in &s.blocked_by {
-            match r {
-                // An id this call will assign (the scale lock is held, so the ids that
-                // `next_task_id` hands out are fixed): the k-th task of the input.
-                TaskRef::Id(id)
-                    if !existing.contains(id)
-                        && (*id < team.next_task_id
-                            || *id >= team.next_task_id + specs.len() as u64) =>
-                {
-                    return Err(bad_input(format!(
-                        "tasks[{i}].blocked_by: task {id} does not exist (and this call creates tasks {} to {})",
-                        team.next_task_id,
-                        team.next_task_id + specs.len() as u64 - 1
-                    )));
-                }
-                TaskRef::Id(id) if *id == team.next_task_id + i as u64 => {
-                    return Err(bad_input(format!(
-                        "tasks[{i}].blocked_by: task {id} is this task itself"
-                    )));
-                }
-                TaskRef::New(k) if *k > specs.len() || *k == i + 1 => {
-                    return Err(bad_input(format!(
-                        "tasks[{i}].blocked_by: \"new:{k}\" names no other task of this input"
-                    )));
-                }
-                _ => {}
+    specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let owner = match &s.owner {
+                None => None,
+                Some(o) => Some(resolve_owner(team, i, o, new_names)?),
+            };
+            for r in &s.blocked_by {
+                check_ref(team, specs.len(), existing, i, r)?;
             }
-        }
-        out.push(PlannedTask {
-            spec: s.clone(),
-            owner,
+            Ok(PlannedTask {
+                spec: s.clone(),
+                owner,
+            })
+        })
+        .collect()
+}
+
+/// `tasks[i].owner`: `new:<k>` (the k-th worker this call creates) or an active member or a
+/// worker this call creates, by name.
+fn resolve_owner(team: &Team, i: usize, o: &str, new_names: &[WorkerName]) -> Result<WorkerName> {
+    if let Some(k) = o.strip_prefix("new:") {
+        let k: usize = k.parse().unwrap_or(0);
+        return new_names.get(k.wrapping_sub(1)).cloned().ok_or_else(|| {
+            bad_input(format!(
+                "tasks[{i}].owner: {o:?}, but this call creates only {} workers",
+                new_names.len()
+            ))
         });
     }
-    Ok(out)
+    let name = WorkerName::new(o)?;
+    let member = team
+        .worker(&name)
+        .is_some_and(|w| w.lifecycle == Lifecycle::Active);
+    if !member && !new_names.contains(&name) {
+        return Err(bad_input(format!(
+            "tasks[{i}].owner: {o:?} is neither a member of team {} nor a worker this call creates ({})",
+            team.name,
+            new_names
+                .iter()
+                .map(|n| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(name)
+}
+
+/// One `tasks[i].blocked_by` reference, among the `n` tasks of this input: an existing id, an
+/// id this call assigns (the scale lock is held, so the ids `next_task_id` hands out are
+/// fixed: the k-th task of the input) other than the task's own, or `new:<k>` naming another
+/// task of this input.
+fn check_ref(team: &Team, n: usize, existing: &HashSet<u64>, i: usize, r: &TaskRef) -> Result<()> {
+    let first = team.next_task_id;
+    match r {
+        TaskRef::Id(id) if !existing.contains(id) && (*id < first || *id >= first + n as u64) => {
+            Err(bad_input(format!(
+                "tasks[{i}].blocked_by: task {id} does not exist (and this call creates tasks {} to {})",
+                first,
+                first + n as u64 - 1
+            )))
+        }
+        TaskRef::Id(id) if *id == first + i as u64 => Err(bad_input(format!(
+            "tasks[{i}].blocked_by: task {id} is this task itself"
+        ))),
+        TaskRef::New(k) if *k > n || *k == i + 1 => Err(bad_input(format!(
+            "tasks[{i}].blocked_by: \"new:{k}\" names no other task of this input"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The tasks to write, with ids from `first_id` on and every `new:<k>` resolved.
