@@ -166,6 +166,16 @@ const MAX_DEPTH: usize = 64;
 /// The most processes [`Tree::subtree`] reads.
 const MAX_SUBTREE: usize = 100_000;
 
+/// `/proc`, opened once for the `openat`s of a scan.
+fn open_proc() -> Result<rustix::fd::OwnedFd> {
+    rustix::fs::open(
+        "/proc",
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .map_err(|e| Error::io("open", std::path::Path::new("/proc"), e.into()))
+}
+
 /// Reads `/proc/<pid>/stat` into `buf` in three system calls (`openat`, `read` until it is
 /// short, `close`): the scan reads every process's, so the generic `fs::read` (an `fstat` and
 /// reads that start at 32 bytes) would double its cost. `None` when it cannot be read.
@@ -206,14 +216,7 @@ impl Tree {
         }
         let proc_dir = PathBuf::from("/proc");
         let entries = std::fs::read_dir(&proc_dir).map_err(|e| Error::io("list", &proc_dir, e))?;
-        let dir = rustix::fs::open(
-            "/proc",
-            rustix::fs::OFlags::RDONLY
-                | rustix::fs::OFlags::DIRECTORY
-                | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )
-        .map_err(|e| Error::io("open", &proc_dir, e.into()))?;
+        let dir = open_proc()?;
         let mut t = Tree::default();
         let mut buf = Vec::with_capacity(1024);
         for entry in entries.flatten() {
@@ -239,14 +242,7 @@ impl Tree {
         if !std::path::Path::new(&format!("/proc/{pid}/task/{pid}/children")).exists() {
             return Tree::snapshot();
         }
-        let dir = rustix::fs::open(
-            "/proc",
-            rustix::fs::OFlags::RDONLY
-                | rustix::fs::OFlags::DIRECTORY
-                | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )
-        .map_err(|e| Error::io("open", std::path::Path::new("/proc"), e.into()))?;
+        let dir = open_proc()?;
         let mut t = Tree::default();
         let mut buf = Vec::with_capacity(1024);
         let mut stack = vec![pid];
