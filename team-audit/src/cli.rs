@@ -128,6 +128,10 @@ pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
             "TMUX_TMPDIR",
             "the directory of the user's tmux socket directory (default /tmp)",
         ),
+        (
+            "TEAM_TMUX_NATIVE",
+            "0 runs the tmux binary for every tmux call instead of speaking its protocol",
+        ),
         ("RUST_LOG", "log filter for stderr (overrides -v)"),
     ],
     files: &[(

@@ -239,13 +239,21 @@ impl Tree {
     /// pass catches it). Without child lists (a kernel without `CONFIG_PROC_CHILDREN`), the
     /// whole [`Tree::snapshot`].
     pub fn subtree(pid: u32) -> Result<Tree> {
-        if !std::path::Path::new(&format!("/proc/{pid}/task/{pid}/children")).exists() {
+        Tree::subtrees(&[pid])
+    }
+
+    /// Each of `roots` and its descendants, as [`Tree::subtree`]: what a teardown needs, whose
+    /// walks all start at the supervisors of the workers it removes. The cost follows the
+    /// workers' processes, not every process on the machine.
+    pub fn subtrees(roots: &[u32]) -> Result<Tree> {
+        let me = std::process::id();
+        if !std::path::Path::new(&format!("/proc/{me}/task/{me}/children")).exists() {
             return Tree::snapshot();
         }
         let dir = open_proc()?;
         let mut t = Tree::default();
         let mut buf = Vec::with_capacity(1024);
-        let mut stack = vec![pid];
+        let mut stack = roots.to_vec();
         let mut seen = HashSet::new();
         while let Some(p) = stack.pop() {
             if !seen.insert(p) || seen.len() > MAX_SUBTREE {

@@ -124,6 +124,10 @@ pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
             "the state root of every team (as --state-dir)",
         ),
         ("TEAM_AUDIT_LOG", "the audit log (as --audit-log)"),
+        (
+            "TEAM_TMUX_NATIVE",
+            "0 runs the tmux binary for every tmux call instead of speaking its protocol",
+        ),
         ("RUST_LOG", "log filter for stderr (overrides -v)"),
     ],
     files: &[

@@ -334,6 +334,10 @@ pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
             "HOME",
             "the search for the workspace's .team stops there (and at a file-system boundary)",
         ),
+        (
+            "TEAM_TMUX_NATIVE",
+            "0 runs the tmux binary for every tmux call instead of speaking its protocol",
+        ),
         ("RUST_LOG", "log filter for stderr (overrides -v)"),
     ],
     files: &[

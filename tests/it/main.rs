@@ -22,6 +22,7 @@ mod layout;
 mod leader;
 mod listless_down;
 mod locks;
+mod native_client;
 mod progress;
 mod proofs;
 mod quoting;

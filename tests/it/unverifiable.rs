@@ -88,6 +88,8 @@ fn a_failed_listing_never_drops_a_worker_whose_pane_was_not_recorded() {
         .cmd("team-scale")
         .args(["reconcile", "demo"])
         .env("PATH", &path)
+        // The fake stands in for the tmux binary, which only runs with the native client off.
+        .env("TEAM_TMUX_NATIVE", "0")
         .output()
         .unwrap();
     let t = team_json(&sb);

@@ -119,6 +119,12 @@ pub fn tmux_at(sock: &Path, args: &[&str]) -> Output {
         .expect("run tmux")
 }
 
+/// Turns on `team-core`'s native tmux client in this test process, as the binaries do (with
+/// this process's environment; `TMUX`, `TMUX_PANE` and `TEAM_*` are dropped by it).
+pub fn native_client() {
+    team_core::tmux::wire::configure(std::env::vars_os());
+}
+
 /// Kills the server on `sock` (explicit socket only).
 pub fn kill_server(sock: &Path) {
     let _ = tmux_at(sock, &["kill-server"]);
@@ -185,8 +191,9 @@ impl TmuxServer {
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
-    /// A `team-core` handle on this server.
+    /// A `team-core` handle on this server, speaking tmux's protocol as the binaries do.
     pub fn core(&self) -> team_core::tmux::Tmux {
+        native_client();
         team_core::tmux::Tmux::new(tmux_bin(), &self.sock)
     }
 

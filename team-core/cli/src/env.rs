@@ -14,6 +14,11 @@ pub fn which_tmux() -> Option<PathBuf> {
     which::which("tmux").ok()
 }
 
+/// Whether tmux calls may speak tmux's protocol directly: unless `TEAM_TMUX_NATIVE=0`.
+pub fn tmux_native() -> bool {
+    std::env::var_os("TEAM_TMUX_NATIVE").is_none_or(|v| v != "0")
+}
+
 /// `$TMUX_TMPDIR` when set and not empty, else `/tmp` (as tmux itself does).
 pub fn tmux_tmpdir() -> PathBuf {
     std::env::var_os("TMUX_TMPDIR")

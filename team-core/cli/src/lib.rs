@@ -124,6 +124,11 @@ pub fn init(c: &CommonFlags) {
     // Every process the tools start loses the caller's TEAM_* variables (team-core's runners
     // apply it; the library itself reads no environment).
     team_core::childenv::init(std::env::vars_os().map(|(k, _)| k));
+    // tmux calls speak tmux's protocol directly, with the environment the tmux binary would
+    // have inherited, unless TEAM_TMUX_NATIVE=0.
+    if env::tmux_native() {
+        team_core::tmux::wire::configure(std::env::vars_os());
+    }
     init_tracing(c.verbose, c.quiet);
     env::configure_failpoints();
 }

@@ -442,9 +442,16 @@ fn tagged_pane(
     }
 }
 
-/// A snapshot of the process tree, taken once per teardown.
-fn process_tree() -> Result<crate::proctree::Tree> {
-    crate::proctree::Tree::snapshot()
+/// The process tree a teardown walks, read once: the subtrees of the recorded pane processes
+/// of the workers it removes (each one's supervisor, or a legacy pane's own process), since
+/// every walk starts at one of them. Whether a root is still the process recorded is proven
+/// separately, before its walk.
+fn process_tree(team: &Team, names: &[WorkerName]) -> Result<crate::proctree::Tree> {
+    let roots: Vec<u32> = names
+        .iter()
+        .filter_map(|n| team.worker(n)?.pane.as_ref().map(|p| p.pane_pid))
+        .collect();
+    crate::proctree::Tree::subtrees(&roots)
 }
 
 /// A worker's processes, found by ancestry and proven one by one.
@@ -821,7 +828,7 @@ fn plan_workers(
     unadopted: &[(WorkerName, String)],
     guarded: bool,
 ) -> Vec<Plan> {
-    let tree = process_tree();
+    let tree = process_tree(team, names);
     let inspect = crate::proctree::Proc::new();
     names
         .iter()

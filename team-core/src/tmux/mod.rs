@@ -19,6 +19,7 @@ pub mod quote;
 pub mod snapshot;
 pub mod socket;
 pub mod txn;
+pub mod wire;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -52,6 +53,7 @@ pub struct Tmux {
     endpoint: PathBuf,
     config: Option<PathBuf>,
     timeout: Duration,
+    native: bool,
 }
 
 /// The result of the snapshot call.
@@ -85,7 +87,21 @@ impl Tmux {
             endpoint: endpoint.into(),
             config: None,
             timeout: Duration::from_secs(15),
+            native: true,
         }
+    }
+
+    /// How long one call may take before it is given up (15 s unless set).
+    pub fn with_timeout(mut self, timeout: Duration) -> Tmux {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Whether calls may speak tmux's protocol directly ([`wire`], when configured for the
+    /// process) or always run the binary.
+    pub fn with_native(mut self, native: bool) -> Tmux {
+        self.native = native;
+        self
     }
 
     /// The config file a server started by this handle reads (`-f`); none means tmux's default.
@@ -99,10 +115,30 @@ impl Tmux {
         &self.endpoint
     }
 
-    /// Runs tmux with `args` after `-S <endpoint>`.
+    /// Runs one tmux command list on this server: spoken directly ([`wire`]) when it can be,
+    /// else by the binary as `tmux -u -S <endpoint> [-f <config>] args...`.
     pub fn run<S: AsRef<str>>(&self, args: &[S]) -> Result<Output> {
+        INVOCATIONS.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(endpoint = %self.endpoint.display(), args = ?args.iter().map(|a| a.as_ref()).collect::<Vec<_>>(), "tmux");
+        if self.native {
+            match wire::run(&self.endpoint, args, self.timeout) {
+                wire::Attempt::Done(out) => return Ok(out),
+                wire::Attempt::Failed(msg) => {
+                    return Err(Error::TmuxUnavailable {
+                        endpoint: self.endpoint.clone(),
+                        msg,
+                    });
+                }
+                wire::Attempt::StepAside(why) => tracing::debug!(why, "tmux binary"),
+            }
+        }
+        self.run_binary(args)
+    }
+
+    /// Runs the tmux binary with `args` after `-S <endpoint>`, bounded in time.
+    fn run_binary<S: AsRef<str>>(&self, args: &[S]) -> Result<Output> {
         let mut cmd = Command::new(&self.bin);
-        cmd.arg("-S").arg(&self.endpoint);
+        cmd.arg("-u").arg("-S").arg(&self.endpoint);
         if let Some(c) = &self.config {
             cmd.arg("-f").arg(c);
         }
@@ -115,8 +151,6 @@ impl Tmux {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        INVOCATIONS.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(endpoint = %self.endpoint.display(), args = ?args.iter().map(|a| a.as_ref()).collect::<Vec<_>>(), "tmux");
         let child = cmd.spawn().map_err(|e| Error::TmuxUnavailable {
             endpoint: self.endpoint.clone(),
             msg: format!("cannot run {}: {e}", self.bin.display()),
