@@ -327,11 +327,10 @@ fn converse(sock: &mut UnixStream, deadline: Instant) -> Attempt {
             return Attempt::Failed(format!("reading from tmux: {e}"));
         }
         match sock.read(&mut chunk) {
-            // As the tmux client says when the server goes away mid-command.
-            Ok(0) => {
-                stderr.extend_from_slice(b"server exited unexpectedly\n");
-                return done(false, stdout, stderr);
-            }
+            // As the tmux client says when the server goes away mid-command (a server that
+            // was exiting as the client connected resets the connection instead).
+            Ok(0) => return lost(stdout, stderr),
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => return lost(stdout, stderr),
             Ok(n) => inbuf.extend_from_slice(&chunk[..n]),
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
@@ -340,6 +339,11 @@ fn converse(sock: &mut UnixStream, deadline: Instant) -> Attempt {
             Err(e) => return Attempt::Failed(format!("reading from tmux: {e}")),
         }
     }
+}
+
+fn lost(stdout: Vec<u8>, mut stderr: Vec<u8>) -> Attempt {
+    stderr.extend_from_slice(b"server exited unexpectedly\n");
+    done(false, stdout, stderr)
 }
 
 fn int(data: &[u8], at: usize) -> i32 {
