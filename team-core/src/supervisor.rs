@@ -20,8 +20,8 @@
 //! (Indexed from ARCHITECTURE.md.)
 //!
 //! - **Processes are a worker's by ancestry.** Every worker pane's first process is `team-scale
-//!   supervise` (`TEAM_OP=<op> exec team-scale supervise --team .. --worker .. --owner ..
-//!   --incarnation .. --root .. --ws .. -- sh <runtime script>`). It sets
+//!   supervise` (`team-scale supervise --op .. --team .. --worker .. --owner .. --incarnation ..
+//!   --root .. --ws .. -- sh <runtime script>`, run by tmux without a shell). It sets
 //!   `PR_SET_CHILD_SUBREAPER`, so whatever the worker starts stays below it, `setsid` and
 //!   double-forked daemons included; names itself `team-supervise`; starts the script with every
 //!   inherited `TEAM_*` removed; forwards SIGHUP/SIGINT/SIGTERM to the worker's main process;
@@ -56,6 +56,9 @@ pub const SUBCOMMAND: &str = "supervise";
 /// Who a supervisor works for: everything needed to find the worker's state again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SupervisorArgs {
+    /// The scale operation that started it: in its argv, so a pane shows whose it is in
+    /// `#{pane_start_command}` from its first instant, before any tag is set.
+    pub op: Option<Uuid>,
     pub team: TeamName,
     pub worker: WorkerName,
     pub owner: Uuid,
@@ -67,11 +70,14 @@ pub struct SupervisorArgs {
 }
 
 impl SupervisorArgs {
-    /// The arguments after the binary: `supervise --team T --worker W --owner O --incarnation I
-    /// --root R --ws WS --`. The command to run follows the `--`.
+    /// The arguments after the binary: `supervise [--op OP] --team T --worker W --owner O
+    /// --incarnation I --root R --ws WS --`. The command to run follows the `--`.
     pub fn to_argv(&self) -> Vec<String> {
-        vec![
-            SUBCOMMAND.into(),
+        let mut v: Vec<String> = vec![SUBCOMMAND.into()];
+        if let Some(op) = self.op {
+            v.extend(["--op".into(), op.to_string()]);
+        }
+        v.extend([
             "--team".into(),
             self.team.to_string(),
             "--worker".into(),
@@ -85,7 +91,8 @@ impl SupervisorArgs {
             "--ws".into(),
             self.workspace.display().to_string(),
             "--".into(),
-        ]
+        ]);
+        v
     }
 
     /// Reads the arguments back from a NUL-separated `/proc/<pid>/cmdline`. `None` unless the
@@ -97,8 +104,18 @@ impl SupervisorArgs {
             .unwrap_or(cmdline)
             .split(|&b| b == 0)
             .collect();
-        let s = |i: usize| -> Option<&str> { std::str::from_utf8(words.get(i)?).ok() };
-        if s(1)? != SUBCOMMAND || s(14)? != "--" {
+        let word = |i: usize| -> Option<&str> { std::str::from_utf8(words.get(i)?).ok() };
+        if word(1)? != SUBCOMMAND {
+            return None;
+        }
+        // `--op OP` first when present: every later word sits two places on.
+        let op = match word(2)? {
+            "--op" => Some(Uuid::parse_str(word(3)?).ok()?),
+            _ => None,
+        };
+        let at = if op.is_some() { 2 } else { 0 };
+        let s = |i: usize| word(i + at);
+        if s(14)? != "--" {
             return None;
         }
         let flag = |i: usize, name: &str| -> Option<&str> { (s(i)? == name).then(|| s(i + 1))? };
@@ -107,6 +124,7 @@ impl SupervisorArgs {
             p.is_absolute().then_some(p)
         };
         Some(SupervisorArgs {
+            op,
             team: TeamName::new(flag(2, "--team")?).ok()?,
             worker: WorkerName::new(flag(4, "--worker")?).ok()?,
             owner: Uuid::parse_str(flag(6, "--owner")?).ok()?,
@@ -175,6 +193,7 @@ mod tests {
 
     fn args() -> SupervisorArgs {
         SupervisorArgs {
+            op: Some(Uuid::new_v4()),
             team: TeamName::new("demo").unwrap(),
             worker: WorkerName::new("worker-2").unwrap(),
             owner: Uuid::new_v4(),
@@ -202,7 +221,15 @@ mod tests {
             "sh".into(),
             "/ws/.team/teams/demo/runtime/worker-2.sh".into(),
         ]);
-        assert_eq!(SupervisorArgs::from_cmdline(&cmdline(&words)), Some(a));
+        assert_eq!(
+            SupervisorArgs::from_cmdline(&cmdline(&words)),
+            Some(a.clone())
+        );
+        // A supervisor started before `--op` existed reads the same, without it.
+        let old = SupervisorArgs { op: None, ..a };
+        let mut words = vec!["/usr/bin/team-scale".to_string()];
+        words.extend(old.to_argv());
+        assert_eq!(SupervisorArgs::from_cmdline(&cmdline(&words)), Some(old));
     }
 
     #[test]
@@ -211,7 +238,14 @@ mod tests {
         let mut words = vec!["/usr/bin/team-scale".to_string()];
         words.extend(a.to_argv());
         // A relative root, a bad name, a missing separator, another subcommand.
-        for (i, bad) in [(11, "rel/.team"), (3, "Bad Name"), (14, "x"), (1, "status")] {
+        // (`--op OP` takes words 2 and 3.)
+        for (i, bad) in [
+            (13, "rel/.team"),
+            (5, "Bad Name"),
+            (16, "x"),
+            (1, "status"),
+            (3, "not-a-uuid"),
+        ] {
             let mut w = words.clone();
             w[i] = bad.into();
             assert_eq!(SupervisorArgs::from_cmdline(&cmdline(&w)), None, "{bad}");

@@ -99,6 +99,9 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SuperviseArgs {
+    /// The scale operation that started it.
+    #[arg(long)]
+    pub op: Option<String>,
     #[arg(long)]
     pub team: String,
     #[arg(long)]

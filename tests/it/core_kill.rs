@@ -45,6 +45,7 @@ fn start() -> (Server, Tmux, PaneIncarnation) {
                 ("@team_role".into(), "leader".into()),
             ],
             horizontal: false,
+            ..Default::default()
         },
         session_tags: vec![],
     };
@@ -64,6 +65,7 @@ fn split(tmux: &Tmux, from: &PaneIncarnation, inc: &str) -> PaneIncarnation {
                 ("@team_incarnation".into(), inc.into()),
             ],
             horizontal: false,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -195,6 +195,7 @@ fn a_missing_receipt_is_not_done() {
             env: vec![],
             tags: vec![],
             horizontal: false,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -154,6 +154,7 @@ impl Env {
                 ("@team_name".into(), "t".into()),
             ],
             horizontal: false,
+            ..Default::default()
         };
         let out = self
             .tmux()

@@ -305,11 +305,7 @@ fn up_one_then_three_makes_tagged_live_members() {
             .unwrap();
         let op = w["op_id"].as_str().unwrap();
         assert_eq!(pane.op, op);
-        assert!(
-            pane.start.contains(&format!("TEAM_OP={op}")),
-            "{}",
-            pane.start
-        );
+        assert!(pane.start.contains(&format!("--op {op}")), "{}", pane.start);
         let name = w["name"].as_str().unwrap();
         wait_for_text(&fx, &pane.id, &format!("I am {name}/worker"));
         // The trigger named the inbox.

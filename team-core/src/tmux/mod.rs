@@ -291,6 +291,11 @@ impl Tmux {
         // The first pane's variables go on its command line, never `new-session -e`: that sets
         // the *session's* environment, which every pane later split into the session (a user's
         // own) would inherit, reading as the team's leader to anything that trusts variables.
+        if !s.pane.argv.is_empty() || s.pane.start_dir.is_some() {
+            return Err(Error::Internal(
+                "a new session's first pane takes a shell command only".into(),
+            ));
+        }
         argv.push(with_exports(&s.pane.env, &s.pane.command)?);
         // Every option is set on an explicit target: `=name:` is this exact session (never a
         // prefix match) and, as a pane target, its only pane (set-option's `-t` is a pane

@@ -22,9 +22,10 @@
 //! - **Scale-up in one server-side step**: `Txn::spawn_chain` proves the source pane once, then
 //!   splits the source and each new pane in turn, tagging each (`@team_owner`, `@team_worker`,
 //!   `@team_incarnation`, `@team_workspace`, `@team_name`, `@team_op`) in the same command list;
-//!   even shares via `-l N%`. Each pane's start command is `TEAM_OP=<op> exec sh
-//!   <runtime/worker-N.sh>`, so the op id is visible in `#{pane_start_command}` from the first
-//!   instant. A typical `up N` is three tmux invocations whatever N is.
+//!   even shares via `-l N%`. Each pane's start command is the supervisor's argv with `--op
+//!   <op>` in it (tmux runs it without a shell: see `ops::up::spawn::start`), so the op id is
+//!   visible in `#{pane_start_command}` from the first instant. A typical `up N` is two tmux
+//!   calls whatever N is.
 //!
 //! - **tmux messages are at most 16 KiB**: transaction batches are split to fit
 //!   (`txn::MAX_ARGV_BYTES`), so 500 proven kills take about 25 invocations, not 500.
@@ -156,16 +157,46 @@ impl SplitFailure {
 }
 
 /// What a new pane is started with.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct NewPane {
-    /// The shell command the pane runs.
+    /// The shell command the pane runs (through tmux's `default-shell -c`), unless `argv`
+    /// is given.
     pub command: String,
+    /// The program and its arguments, run by tmux directly (no shell) when not empty.
+    pub argv: Vec<String>,
+    /// The pane's working directory (`-c`); the client's when unset.
+    pub start_dir: Option<String>,
     /// Environment for the pane's process (`-e`).
     pub env: Vec<(String, String)>,
     /// Tags set on the new pane in the same step (pane options).
     pub tags: Vec<(String, String)>,
     /// Split side by side (`-h`) instead of stacked.
     pub horizontal: bool,
+}
+
+impl NewPane {
+    /// What follows a `split-window`/`new-window`'s own flags: ` -c <dir>`, each ` -e K=V`,
+    /// then the command: one shell string, or (with `argv`) each word, which tmux then runs
+    /// without a shell.
+    fn launch(&self) -> String {
+        let mut s = String::new();
+        if let Some(d) = &self.start_dir {
+            s.push_str(&format!(" -c {}", quote(d)));
+        }
+        for (k, v) in &self.env {
+            s.push_str(&format!(" -e {}", quote(&format!("{k}={v}"))));
+        }
+        if self.argv.is_empty() {
+            s.push(' ');
+            s.push_str(&quote(&self.command));
+        } else {
+            for w in &self.argv {
+                s.push(' ');
+                s.push_str(&quote(w));
+            }
+        }
+        s
+    }
 }
 
 /// The `-P -F` format that reports a new pane's incarnation.
@@ -264,11 +295,7 @@ impl Txn {
             split.push_str(" -h");
         }
         split.push_str(&format!(" -P -F {}", quote(NEW_PANE_FORMAT)));
-        for (k, v) in &p.env {
-            split.push_str(&format!(" -e {}", quote(&format!("{k}={v}"))));
-        }
-        split.push(' ');
-        split.push_str(&quote(&p.command));
+        split.push_str(&p.launch());
         let mut cmds = vec![split];
         for (k, v) in &p.tags {
             check_option_name(k)?;
@@ -282,11 +309,7 @@ impl Txn {
     pub fn new_window(guard: Guard, p: &NewPane) -> Result<Txn> {
         let t = quote(&format!("{}:", guard.target));
         let mut nw = format!("new-window -t {t} -P -F {}", quote(NEW_PANE_FORMAT));
-        for (k, v) in &p.env {
-            nw.push_str(&format!(" -e {}", quote(&format!("{k}={v}"))));
-        }
-        nw.push(' ');
-        nw.push_str(&quote(&p.command));
+        nw.push_str(&p.launch());
         let mut cmds = vec![nw];
         for (k, v) in &p.tags {
             check_option_name(k)?;
@@ -343,11 +366,7 @@ impl Txn {
                 c
             };
             c.push_str(&format!(" -P -F {}", quote(NEW_PANE_FORMAT)));
-            for (k, v) in &p.env {
-                c.push_str(&format!(" -e {}", quote(&format!("{k}={v}"))));
-            }
-            c.push(' ');
-            c.push_str(&quote(&p.command));
+            c.push_str(&p.launch());
             cmds.push(c);
             for (k, v) in &p.tags {
                 check_option_name(k)?;

@@ -265,6 +265,7 @@ fn init_private(
                 ("@team_name".into(), name.clone()),
             ],
             horizontal: false,
+            ..Default::default()
         },
         // Never a pane tag's name at session scope: `#{@team_owner}` of a user's pane split
         // into this session would read the session's value.

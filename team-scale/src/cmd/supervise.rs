@@ -30,6 +30,7 @@ pub fn run(a: SuperviseArgs) -> CliResult<i32> {
         }
     };
     let args = SupervisorArgs {
+        op: a.op.as_deref().map(|o| parse_uuid(o, "op")).transpose()?,
         team: TeamName::new(&a.team)?,
         worker: WorkerName::new(&a.worker)?,
         owner: parse_uuid(&a.owner, "owner")?,

@@ -10,7 +10,7 @@
 //! 5. prepare worker dirs, inboxes, startup scripts, worktrees (`up.prepared`);
 //! 6. create all panes in as few tmux invocations as possible: one guarded chain that splits the
 //!    source and then each new pane in turn, every pane tagged (owner, worker, incarnation,
-//!    workspace, name, op) in the same server-side step and started with `TEAM_OP=<op>` in its
+//!    workspace, name, op) in the same server-side step and started with `--op <op>` in its
 //!    start command; a full window (`no space for new pane`) continues in a new window of the
 //!    team's session (`up.split`);
 //! 7. record the incarnations in team.json, still `pending` (`up.tagged`);
@@ -418,7 +418,7 @@ impl New<'_> {
         }
         step("up.prepared")?;
         // 6. Panes.
-        let start = |p: &Plan| spawn::start_command(self.env, team, self.op, p);
+        let start = |p: &Plan| spawn::start(self.env, team, self.op, p);
         let windows = spawn::spawn_panes(
             team,
             self.tmux,

@@ -128,24 +128,26 @@ pub fn team_profile(env: &Env, team: &Team) -> Result<Profile> {
 
 /// The last lines of a runtime script: how the agent starts and how its first prompt reaches
 /// it. The prompt is always one single-quoted word given to the program as an argument (or to
-/// `printf` as data), never shell text, so no shell executes it.
+/// `printf` as data), never shell text, so no shell executes it. The worker command itself is
+/// shell text, run by `eval` in the script's own shell (one process fewer than `sh -c`, and
+/// the same parse): a command that starts with `exec` replaces the script.
 fn agent_command(team: &Team, profile: &Profile, prompt: &str) -> String {
     let cmd = &team.settings.worker_cmd;
     match profile.mode() {
         PromptMode::Banner => format!(
-            "printf '%s\\n\\n' {}\nexec sh -c {}\n",
+            "printf '%s\\n\\n' {}\neval {}\n",
             sh_quote(prompt),
             sh_quote(cmd)
         ),
         PromptMode::LaunchArg => {
-            let mut s = format!("exec sh -c {} sh", sh_quote(&format!("{cmd} \"$@\"")));
+            let mut s = String::from("set --");
             for a in profile.launch_args(prompt) {
                 s.push(' ');
                 s.push_str(&sh_quote(&a));
             }
-            s.push('\n');
+            s.push_str(&format!("\neval {}\n", sh_quote(&format!("{cmd} \"$@\""))));
             s
         }
-        PromptMode::Typed => format!("exec sh -c {}\n", sh_quote(cmd)),
+        PromptMode::Typed => format!("eval {}\n", sh_quote(cmd)),
     }
 }

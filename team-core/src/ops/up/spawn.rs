@@ -19,15 +19,18 @@ use crate::error::{Error, Result};
 use crate::model::{PaneIncarnation, Team};
 use crate::ops::Env;
 use crate::paths::WorkerName;
-use crate::tmux::quote::sh_quote;
 use crate::tmux::txn::{MAX_ARGV_BYTES, NewPane, SplitFailure, parse_new_panes};
 use crate::tmux::{Guard, Listing, Tmux, Txn, TxnOutcome};
 
-/// A worker pane's start command: `cd <dir>`, then `TEAM_OP=<op>` (so the op id shows in
-/// `#{pane_start_command}` from the first instant), then the supervisor, which runs the
-/// startup script as its child (see `crate::supervisor`).
-pub(super) fn start_command(env: &Env, team: &Team, op: Uuid, p: &Plan) -> String {
+/// How a worker pane starts: tmux runs the supervisor directly (no shell in between) in the
+/// worker's directory (`-c`; the supervisor runs there too, since tmux shows a pane's directory
+/// from its foreground process), with `--op <op>` among its arguments (so the op id shows in
+/// `#{pane_start_command}` from the first instant), and the supervisor runs the startup
+/// script as its child (see `crate::supervisor`). The script makes its own `cd` and fails if
+/// it cannot.
+pub(super) fn start(env: &Env, team: &Team, op: Uuid, p: &Plan) -> NewPane {
     let args = crate::supervisor::SupervisorArgs {
+        op: Some(op),
         team: team.name.clone(),
         worker: p.name.clone(),
         owner: team.owner_id,
@@ -35,17 +38,15 @@ pub(super) fn start_command(env: &Env, team: &Team, op: Uuid, p: &Plan) -> Strin
         state_root: env.store.root().path().to_path_buf(),
         workspace: team.workspace.clone(),
     };
-    let mut words = vec![sh_quote(&env.supervisor.display().to_string())];
-    words.extend(args.to_argv().iter().map(|a| sh_quote(a)));
-    words.push("sh".into());
-    words.push(sh_quote(&p.script.display().to_string()));
-    // The supervisor runs in the worker's directory too: tmux shows a pane's directory
-    // (`#{pane_current_path}`) from its foreground process group's leader, the supervisor.
-    format!(
-        "cd {} && TEAM_OP={op} exec {}",
-        sh_quote(&p.cwd.display().to_string()),
-        words.join(" ")
-    )
+    let mut argv = vec![env.supervisor.display().to_string()];
+    argv.extend(args.to_argv());
+    argv.push("sh".into());
+    argv.push(p.script.display().to_string());
+    NewPane {
+        argv,
+        start_dir: Some(p.cwd.display().to_string()),
+        ..NewPane::default()
+    }
 }
 
 /// The tags of `p`'s pane, set in the step that creates it.
@@ -68,7 +69,7 @@ pub(super) fn spawn_panes(
     source: &Source,
     op: Uuid,
     plans: &[Plan],
-    start: &dyn Fn(&Plan) -> String,
+    start: &dyn Fn(&Plan) -> NewPane,
     made: &mut Vec<(WorkerName, PaneIncarnation)>,
 ) -> Result<Vec<String>> {
     let mut remaining: Vec<usize> = (0..plans.len()).collect();
@@ -192,7 +193,7 @@ fn chain_panes(
     plans: &[Plan],
     run: &[usize],
     layout: Layout,
-    start: &dyn Fn(&Plan) -> String,
+    start: &dyn Fn(&Plan) -> NewPane,
 ) -> (Vec<NewPane>, Vec<Option<u8>>) {
     let l = run.len();
     let mut sizes = Vec::with_capacity(l);
@@ -206,13 +207,12 @@ fn chain_panes(
         sizes.push(size);
         let p = &plans[i];
         panes.push(NewPane {
-            command: start(p),
-            env: Vec::new(),
             tags: pane_tags(team, p, op)
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v))
                 .collect(),
             horizontal,
+            ..start(p)
         });
     }
     (panes, sizes)
