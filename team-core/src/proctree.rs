@@ -127,6 +127,16 @@ pub fn parse_stat(stat: &[u8]) -> Option<Node> {
     })
 }
 
+/// Field 20 of a `/proc/<pid>/stat` line: how many threads the process has.
+fn num_threads(stat: &[u8]) -> Option<u64> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let f = stat[close + 1..]
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|f| !f.is_empty())
+        .nth(17)?; // fields 3.. after the comm: the 18th is field 20
+    std::str::from_utf8(f).ok()?.parse().ok()
+}
+
 /// One snapshot of the process tree.
 #[derive(Debug, Default)]
 pub struct Tree {
@@ -266,11 +276,18 @@ impl Tree {
                     continue;
                 }
             }
-            let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
-                continue;
+            // Each thread keeps its own list: a process of one thread (most, and what its
+            // stat says) has one list at a known path, without listing its tasks.
+            let lists: Vec<PathBuf> = if num_threads(&buf) == Some(1) {
+                vec![PathBuf::from(format!("/proc/{p}/task/{p}/children"))]
+            } else {
+                let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+                    continue;
+                };
+                tasks.flatten().map(|t| t.path().join("children")).collect()
             };
-            for task in tasks.flatten() {
-                let Ok(c) = crate::process::read_procfs(task.path().join("children")) else {
+            for list in lists {
+                let Ok(c) = crate::process::read_procfs(list) else {
                     continue;
                 };
                 stack.extend(
@@ -572,6 +589,15 @@ pub fn listening_tcp(text: &str) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn num_threads_is_field_20() {
+        let line =
+            b"4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 7 0 123456 0 0";
+        assert_eq!(num_threads(line), Some(7));
+        assert_eq!(parse_stat(line).unwrap().id.start_time, 123456);
+        assert_eq!(num_threads(b"garbage"), None);
+    }
 
     fn node(pid: u32, ppid: u32, sid: u32, comm: &str) -> Node {
         Node {

@@ -467,3 +467,68 @@ fn subtree_holds_the_children_and_not_the_parent() {
         "the parent is not"
     );
 }
+
+#[test]
+fn subtree_of_a_single_threaded_process_holds_its_children_and_grandchildren() {
+    // `sh` has one thread: its children are read from its one list, without listing tasks.
+    let mut sh = std::process::Command::new("sh")
+        .args(["-c", "sleep 30 & sh -c 'sleep 30 & wait' & wait"])
+        .spawn()
+        .unwrap();
+    let root = sh.id();
+    let kids = || {
+        let t = team_core::proctree::Tree::subtree(root).unwrap();
+        let mut sleeps = 0;
+        let mut stack = vec![root];
+        let mut seen = std::collections::HashSet::new();
+        // Count the `sleep`s reachable from the root in the tree's own nodes.
+        while let Some(p) = stack.pop() {
+            if !seen.insert(p) {
+                continue;
+            }
+            for pid in std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            {
+                if let Some(n) = t.node(pid)
+                    && n.ppid == p
+                {
+                    if n.comm == "sleep" {
+                        sleeps += 1;
+                    }
+                    stack.push(pid);
+                }
+            }
+        }
+        sleeps
+    };
+    let mut found = 0;
+    for _ in 0..100 {
+        found = kids();
+        if found == 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Only this test's own processes, by pid: the shells and their sleeps.
+    let t = team_core::proctree::Tree::subtree(root).unwrap();
+    let pids: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| *p != root && t.node(*p).is_some())
+        .collect();
+    for p in pids {
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_raw(p as i32).unwrap(),
+            rustix::process::Signal::KILL,
+        );
+    }
+    let _ = sh.kill();
+    let _ = sh.wait();
+    assert_eq!(
+        found, 2,
+        "a child and a grandchild sleep are in the subtree"
+    );
+}

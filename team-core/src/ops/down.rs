@@ -118,21 +118,31 @@ pub fn restore_drains(store: &Store, only: Option<&[WorkerName]>) -> Result<Vec<
 /// unfinished tasks to `pending`. Returns the task ids.
 pub fn commit_removing(store: &Store, names: &[WorkerName], op: &str) -> Result<Vec<u64>> {
     let (_, ids) = store.transact(op, |team, changes| {
-        let tasks = store.tasks()?;
-        let mut ids = Vec::new();
-        for n in names {
-            let w = team.worker_mut(n).ok_or_else(|| {
-                Error::Refused(format!("worker {n} vanished during the operation"))
-            })?;
-            if w.lifecycle == Lifecycle::Removing {
-                continue;
-            }
-            w.lifecycle = Lifecycle::Removing;
-            w.removal_reasons.clear();
-            ids.extend(teardown::return_tasks(&tasks, n, changes));
-        }
-        Ok(ids)
+        removing_changes(store, team, names, changes)
     })?;
+    Ok(ids)
+}
+
+/// The changes of [`commit_removing`], inside a transaction.
+fn removing_changes(
+    store: &Store,
+    team: &mut Team,
+    names: &[WorkerName],
+    changes: &mut crate::store::Changes,
+) -> Result<Vec<u64>> {
+    let tasks = store.tasks()?;
+    let mut ids = Vec::new();
+    for n in names {
+        let w = team
+            .worker_mut(n)
+            .ok_or_else(|| Error::Refused(format!("worker {n} vanished during the operation")))?;
+        if w.lifecycle == Lifecycle::Removing {
+            continue;
+        }
+        w.lifecycle = Lifecycle::Removing;
+        w.removal_reasons.clear();
+        ids.extend(teardown::return_tasks(&tasks, n, changes));
+    }
     Ok(ids)
 }
 
@@ -331,13 +341,22 @@ fn down_after_intent(
         None => Seen::Guarded,
     };
 
-    // Mark draining, remembering the state before. With --force nothing waits for the drain
+    // Mark draining, remembering the state before, unless every target is idle: then they are
+    // committed to `removing` in that same write. With --force nothing waits for the drain
     // and the commit that follows moves the targets to `removing` at once (which late status
     // reports already respect), so the marks, one durable write per worker, are skipped.
-    if !req.force {
-        mark_draining(store, &targets)?;
-    }
+    // (With --force, neither: the commit below.)
+    let committed = match req.force {
+        true => None,
+        false => match drain_or_commit(store, &targets)? {
+            Drain::Committed(ids) => Some(ids),
+            Drain::Marked => None,
+        },
+    };
     let result = (|| {
+        if let Some(ids) = committed {
+            return Ok(ids);
+        }
         (t.fail)("down.drained")?;
         // Before the commit an interrupt undoes the drain marks (below) and removes nothing.
         crate::interrupt::check("down.drain")?;
@@ -417,14 +436,34 @@ fn exited(store: &Store, w: &crate::model::Worker) -> Option<bool> {
     }
 }
 
-/// Marks the targets `draining`, remembering each one's state before.
-fn mark_draining(store: &Store, targets: &[WorkerName]) -> Result<()> {
-    store.transact("drain", |team, changes| {
-        for n in targets {
+/// What the first durable step of a `down` without `--force` did.
+enum Drain {
+    /// Every target reported idle or done: they went to `removing` at once (the task ids
+    /// put back to `pending`).
+    Committed(Vec<u64>),
+    /// They were marked `draining`; `down` waits for those that were busy.
+    Marked,
+}
+
+/// Under one hold of the state lock: when every target reports idle or done, nothing can
+/// make one busy before the commit (claims and reports take the same lock), so the targets
+/// go to `removing` in this one durable write; otherwise each is marked `draining`,
+/// remembering its state before.
+fn drain_or_commit(store: &Store, targets: &[WorkerName]) -> Result<Drain> {
+    let (_, d) = store.transact("drain", |team, changes| {
+        let prev = targets
+            .iter()
+            .map(|n| store.status(n))
+            .collect::<Result<Vec<_>>>()?;
+        if prev.iter().all(|p| is_idle(effective(p))) {
+            return Ok(Drain::Committed(removing_changes(
+                store, team, targets, changes,
+            )?));
+        }
+        for (n, prev) in targets.iter().zip(prev) {
             let w = team
                 .worker(n)
                 .ok_or_else(|| Error::Refused(format!("worker {n} vanished")))?;
-            let prev = store.status(n)?;
             let s = WorkerStatus {
                 schema_version: SCHEMA_VERSION,
                 worker: n.clone(),
@@ -436,9 +475,9 @@ fn mark_draining(store: &Store, targets: &[WorkerName]) -> Result<()> {
             };
             changes.put_status(&s);
         }
-        Ok(())
+        Ok(Drain::Marked)
     })?;
-    Ok(())
+    Ok(d)
 }
 
 /// Waits until every target that was busy reports idle/done or its pane is gone, up to
