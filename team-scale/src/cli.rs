@@ -97,6 +97,19 @@ pub enum Command {
     Supervise(SuperviseArgs),
 }
 
+/// `team-scale supervise ...` alone (see `main`): the subcommand word, then its arguments.
+#[derive(Debug, Parser)]
+#[command(
+    name = "team-scale",
+    override_usage = "team-scale supervise [--op <OP>] --team <TEAM> --worker <WORKER> --owner <OWNER> --incarnation <INCARNATION> --root <ROOT> --ws <WS> -- <COMMAND>..."
+)]
+pub struct SuperviseCli {
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new([team_core::supervisor::SUBCOMMAND]), hide = true)]
+    pub subcommand: String,
+    #[command(flatten)]
+    pub args: SuperviseArgs,
+}
+
 #[derive(Debug, Args)]
 pub struct SuperviseArgs {
     /// The scale operation that started it.

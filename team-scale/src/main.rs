@@ -1,4 +1,12 @@
 //! `team-scale`: create or adopt a team, add and remove workers, shut down, reconcile, status.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **The supervisor parses only its own arguments**: `team-scale supervise` is the first
+//!   process of every worker pane, and an `up 64` starts 64 at once on two cores; it skips the
+//!   whole command tree, logging setup and the tmux client it never uses.
 
 mod cli;
 mod cmd;
@@ -9,6 +17,15 @@ use std::process::ExitCode;
 use team_cli::{error, out};
 
 fn main() -> ExitCode {
+    // The first process of every worker pane (64 of them start at once on `up 64`) parses its
+    // own arguments only, and sets up nothing it does not use (logging, the tmux client).
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == team_core::supervisor::SUBCOMMAND)
+    {
+        let s: cli::SuperviseCli = team_cli::parse("team-scale");
+        return team_cli::finish(cmd::supervise::run(s.args));
+    }
     let cli: cli::Cli = team_cli::parse("team-scale");
     team_cli::init(&cli.global.common);
     team_cli::finish(cmd::run(cli))

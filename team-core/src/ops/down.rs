@@ -14,6 +14,11 @@
 //!   nothing: drain marks are undone (a worker that never reported is back to no status file) and
 //!   `down` exits 75; `--force` removes without waiting.
 //!
+//! - **Idle targets skip the drain marks**: when every target reports idle or done at the
+//!   moment of the drain's write (under the state lock, which claims and reports take too),
+//!   that write commits them to `removing` directly: nothing could make one busy in between,
+//!   so the marks, a second durable write and the wait would change nothing.
+//!
 //! - **`down --force` skips the drain marks**: nothing waits for the drain, and the commit that
 //!   follows moves the targets to `removing` at once, which late reports already respect.
 //!

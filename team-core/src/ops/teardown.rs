@@ -52,10 +52,17 @@
 //!   old order: their processes hang below the pane's own process, which the kill would end.
 //!   Attacks: `tests/it/listless_down.rs`.
 //!
-//! - **A pane that was just made may not run its supervisor yet**: its first process is `sh -c
-//!   '... exec team-scale supervise ... --incarnation <inc>'` until the `exec`, so teardown (a
-//!   rollback right after the split) waits, bounded, while that process's command line names the
-//!   incarnation, before it judges the pane's process.
+//! - **A pane that was just made may not run its supervisor yet**: until its `exec`, its first
+//!   process is tmux's own child (tmux's comm and command line; panes of earlier versions ran
+//!   `sh -c '... exec team-scale supervise ... --incarnation <inc>'` first), so teardown (a
+//!   rollback right after the split) waits, bounded, while it is one of those, before it judges
+//!   the pane's process.
+//!
+//! - **A teardown walks only its workers' subtrees**: the process tree it reads is the
+//!   subtrees of the removed workers' pane processes (`proctree::Tree::subtrees`, through the
+//!   kernel's child lists), since every walk starts at one of them; the cost follows the
+//!   workers' processes, not every process on the machine. Each root's identity is proven
+//!   before its walk, and each process found through a pidfd, as before.
 //!
 //! - **Tagged panes are adopted only on the team's recorded server.** After a crash between split
 //!   and record, a worker's pane is found by its tags; a pane with those tags on another server
@@ -606,11 +613,16 @@ fn prove_members(
 fn check_supervisor_settled(pid: u32, start: Option<u64>, inc: &str) -> process::SupervisorCheck {
     let mut v = process::check_supervisor(pid, start, inc);
     for _ in 0..40 {
+        // Still tmux's child before its `exec` (tmux's comm, tmux's command line), or a
+        // starter that names this incarnation (panes made by earlier versions ran `sh -c
+        // '... exec team-scale supervise ...'`).
         let starting = matches!(v, process::SupervisorCheck::Other(_))
-            && crate::process::read_procfs(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+            && (crate::process::read_procfs(format!("/proc/{pid}/comm")).is_ok_and(|c| {
+                crate::proctree::is_tmux_comm(String::from_utf8_lossy(&c).trim_end())
+            }) || crate::process::read_procfs(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
                 let c = String::from_utf8_lossy(&c);
                 c.contains(crate::supervisor::SUBCOMMAND) && c.contains(inc)
-            });
+            }));
         if !starting {
             break;
         }

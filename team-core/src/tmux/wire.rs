@@ -9,7 +9,8 @@
 //!
 //! (Indexed from ARCHITECTURE.md.)
 //!
-//! - **Only a running server, only protocol 8.** This client connects to the socket and
+//! - **tmux calls speak its protocol directly** (issue 15): a `down 1` is one tmux call, and
+//!   the `tmux` process was most of its cost. **Only a running server, only protocol 8.** This client connects to the socket and
 //!   sends the identify messages and the command as tmux 3.1 to 3.6 do (`PROTOCOL_VERSION` 8,
 //!   16-byte imsg headers, at most 16 KiB per message). Whenever it cannot be sure the server
 //!   understood it *before* the command could have run, it steps aside and the `tmux` binary

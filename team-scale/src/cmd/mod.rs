@@ -12,7 +12,7 @@ mod reconcile;
 mod send;
 mod shutdown;
 mod status;
-mod supervise;
+pub mod supervise;
 mod task;
 mod up;
 mod watch;

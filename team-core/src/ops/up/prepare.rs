@@ -1,6 +1,15 @@
 //! Step 5 of `up`: what each new worker needs on disk before its pane starts: its directory,
 //! its inbox, its worktree, and the runtime (startup) script that starts its agent
 //! ([`agent_command`]) with the first prompt ([`trigger_text`]).
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **The worker command runs by `eval`**: the script's last line is `eval '<worker cmd>'`
+//!   (after `set -- <args>` when the prompt is a launch argument), where it was `exec sh -c
+//!   '<worker cmd>'`: the same parse of the same text by the same shell, one process start
+//!   fewer per worker, and a command that begins with `exec` replaces the script itself.
 
 use super::{Plan, UpRequest};
 use crate::agent::{self, Profile, PromptMode};

@@ -6,6 +6,13 @@
 //!
 //! (Indexed from ARCHITECTURE.md.)
 //!
+//! - **Worker panes start without a shell**: tmux runs the supervisor's argv itself (`-c` for
+//!   the worker's directory), where it used to run `sh -c 'cd .. && TEAM_OP=.. exec
+//!   team-scale supervise ..'`: one process start fewer per pane, and a pane's first process is
+//!   its supervisor from the `exec` on. The op id moved from the environment into the
+//!   supervisor's arguments (`--op`), so it still shows in `#{pane_start_command}`; the script
+//!   still makes its own `cd` and fails if it cannot.
+//!
 //! - **No space for a new pane** aborts the rest of a chain (no receipt); `up` finds what was made
 //!   by its tags and continues in a new window guarded by `@team_session_owner`. A session the
 //!   tools did not create (an adopted leader's) gets no new windows: `up` refuses with the reason.
