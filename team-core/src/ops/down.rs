@@ -243,7 +243,20 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
     // A worker whose process has exited or whose pane is provably gone does no work: it
     // counts as idle, whatever it last reported. Told without tmux when every candidate runs
     // under its supervisor (see `exited`), else from a listing, which the teardown then reuses.
-    let by_process: Option<Vec<bool>> = active.iter().map(|w| exited(store, w)).collect();
+    // Only asked where it can change the pick: not for named targets, nor for a worker that
+    // reports idle or done already.
+    let reported_idle =
+        |w: &crate::model::Worker| is_idle(effective(status_of.get(&w.name).unwrap_or(&None)));
+    let by_process: Option<Vec<bool>> = active
+        .iter()
+        .map(|w| {
+            if !req.names.is_empty() || reported_idle(w) {
+                Some(false)
+            } else {
+                exited(store, w)
+            }
+        })
+        .collect();
     let (dead, listing) = match by_process {
         Some(d) => (d, None),
         None => {
