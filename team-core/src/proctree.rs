@@ -319,6 +319,11 @@ impl Tree {
         self.nodes.get(&pid)
     }
 
+    /// Whether any process seen has `pid` for its parent.
+    pub fn has_children(&self, pid: u32) -> bool {
+        self.children.get(&pid).is_some_and(|c| !c.is_empty())
+    }
+
     /// Reports every descendant of `pid` as skipped, for `why`.
     fn skip_below(&self, pid: u32, why: &str, skipped: &mut Vec<Skipped>) {
         let mut stack = vec![(pid, 0usize)];

@@ -202,7 +202,7 @@ pub struct InitArgs {
     /// The most workers the team may have (1 to 1024).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub max_workers: u32,
-    /// The command each worker runs (through `sh -c`). Its program must be on PATH.
+    /// The command each worker runs (shell text, run by `sh`). Its program must be on PATH.
     #[arg(long, default_value = "exec \"${SHELL:-/bin/sh}\"")]
     pub worker_cmd: String,
     /// The agent profile of the workers: codex, claude, gemini, aider, shell, custom, or one
@@ -313,8 +313,9 @@ pub struct PolicyArgs {
     /// leader to assign (manual, the default).
     #[arg(long, value_parser = ["auto", "manual"])]
     pub reassign: Option<String>,
-    /// The most workers the team may have (1-64; refused below its current member count).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    /// The most workers the team may have (1 to 1024, as at `init`; refused below its current
+    /// member count).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub max_workers: Option<u32>,
 }
 

@@ -420,6 +420,17 @@ fn policy_max_workers_is_refused_below_the_members() {
         &sb.run("team-scale", &["policy", "demo", "--max-workers", "0"]),
         64,
     );
+    assert_code(
+        &sb.run("team-scale", &["policy", "demo", "--max-workers", "1025"]),
+        64,
+    );
+    // As high as `init` takes (a team made with more than 64 can be set back to its size).
+    let o = sb.run(
+        "team-scale",
+        &["policy", "demo", "--max-workers", "256", "--json"],
+    );
+    assert_code(&o, 0);
+    assert_eq!(json_lines(&o.stdout)[0]["max_workers"], 256);
     let o = sb.run(
         "team-scale",
         &["policy", "demo", "--max-workers", "2", "--json"],

@@ -411,3 +411,108 @@ fn a_debt_pane_moved_before_the_reapers_kill_is_not_reported_killed() {
     assert_eq!(o.status.code(), Some(3), "debt is left: {lines:?}");
     kill_server(&sock);
 }
+
+/// Attack: something else answers on the team's socket (the real server moved aside, still
+/// running), saying "done" to every command and listing no pane at all. An empty answer
+/// proves nothing: no worker is taken for gone, and no process of a live pane is signalled.
+#[test]
+fn an_empty_answer_on_the_socket_proves_no_pane_gone() {
+    let sb = Sandbox::new();
+    let ws = team(&sb, "exec sleep 100000");
+    let sock = sb.private_sock();
+    let procs = pane_processes(&sock, &ws[1].1);
+    let aside = sb.dir.path().join("real-server");
+    std::fs::rename(&sock, &aside).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    impostor_tmux(&sock, stop.clone());
+    let down = sb.run(
+        "team-scale",
+        &[
+            "down", "t", "--worker", "worker-2", "--force", "--grace", "1s",
+        ],
+    );
+    let reconcile = sb.run("team-scale", &["reconcile", "t", "--grace", "1s"]);
+    let alive_after: Vec<u32> = procs.iter().copied().filter(|p| alive(*p)).collect();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    std::thread::sleep(Duration::from_millis(50));
+    let _ = std::fs::remove_file(&sock);
+    std::fs::rename(&aside, &sock).unwrap();
+    assert_eq!(
+        alive_after,
+        procs,
+        "worker-2's processes were signalled on an empty answer\ndown: {}{}\nreconcile: {}{}",
+        String::from_utf8_lossy(&down.stdout),
+        String::from_utf8_lossy(&down.stderr),
+        String::from_utf8_lossy(&reconcile.stdout),
+        String::from_utf8_lossy(&reconcile.stderr)
+    );
+    assert!(
+        panes(&sock).contains(&ws[1].1),
+        "worker-2's pane is still there"
+    );
+    assert_ne!(
+        down.status.code(),
+        Some(0),
+        "down did not remove it: not a success"
+    );
+}
+
+/// Every process below `pid` (its subtree), by pid.
+fn descendants(pid: u32) -> Vec<u32> {
+    let t = team_core::proctree::Tree::subtree(pid).unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| *p != pid && t.node(*p).is_some())
+        .collect()
+}
+
+/// Attack: a worker that keeps starting detached processes that ignore SIGTERM and SIGHUP,
+/// one every 0.2 s, so new ones appear during `--grace`. `down` must not call the worker
+/// removed while any of them runs: it stops the late ones too, or reports cleanup debt.
+#[test]
+fn processes_started_during_the_grace_are_stopped_too() {
+    let sb = Sandbox::new();
+    let ws = team(
+        &sb,
+        "trap '' TERM HUP; while :; do setsid sh -c 'exec sleep 7111' & sleep 0.2; done",
+    );
+    let sock = sb.private_sock();
+    let sup = pane_processes(&sock, &ws[1].1).pop().unwrap();
+    wait_for("a detached child", Duration::from_secs(10), || {
+        descendants(sup).len() >= 3
+    });
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "t", "--worker", "worker-2", "--force", "--grace", "1s", "--json",
+        ],
+    );
+    // Give a supervisor with nothing left time to exit.
+    let mut left = Vec::new();
+    for _ in 0..40 {
+        left = descendants(sup).into_iter().filter(|p| alive(*p)).collect();
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Our own leftovers, by pid, whatever the outcome.
+    let _g = KillOnDrop(left.clone());
+    if o.status.code() == Some(0) {
+        assert_eq!(
+            left,
+            Vec::<u32>::new(),
+            "down said worker-2 was removed while processes of it still run: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    } else {
+        assert_eq!(
+            o.status.code(),
+            Some(3),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}

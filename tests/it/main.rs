@@ -16,6 +16,7 @@ mod core_kill;
 mod core_process;
 mod durable_dirs;
 mod hook_guard;
+mod hostile_paths;
 mod init_status;
 mod interrupts;
 mod layout;

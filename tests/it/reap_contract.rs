@@ -82,3 +82,19 @@ fn absent_fields_are_null_never_empty() {
         }
     }
 }
+
+/// Attack: the only socket is answered by something that says "done" to every command and
+/// lists nothing (no tmux server does). That is not a server seen: exit 69, not a clean 0.
+#[test]
+fn an_empty_answer_on_every_socket_is_69() {
+    let sb = Sandbox::new();
+    let dir = team_core::paths::tmux_socket_dir(&sb.tt);
+    std::fs::create_dir_all(&dir).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    tests::impostor_tmux(&dir.join("fake"), stop.clone());
+    let o = sb.run("team-reap", &["run", "--no-processes"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_code(&o, 69);
+}

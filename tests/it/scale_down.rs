@@ -943,3 +943,49 @@ fn crash_at_every_step_then_reconcile_converges() {
         );
     }
 }
+
+/// Attack: a worker reports idle, then claims a task (as an agent does when it starts work).
+/// `down` without `--force` must take it for busy: it removes an idle worker that holds no
+/// task instead, and the claimed task stays the worker's, in progress.
+#[test]
+fn a_worker_that_claimed_a_task_after_reporting_idle_is_busy() {
+    let e = Env::new();
+    e.init();
+    e.add_worker(SLEEPER, false);
+    e.add_worker(SLEEPER, false);
+    e.add_worker(SLEEPER, false);
+    e.set_status("worker-1", "idle");
+    e.set_status("worker-2", "idle");
+    let id = e.add_task(Some("worker-2"), TaskStatus::Pending);
+    e.ok(&[
+        "task",
+        "claim",
+        &id.to_string(),
+        "t",
+        "--worker",
+        "worker-2",
+    ]);
+    let o = e.cmd(&["down", "t", "1", "--grace", "1s"], &[]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let t = e.store().load().unwrap();
+    assert_eq!(
+        names(&t),
+        ["worker-2", "worker-3"],
+        "the worker holding a task stays"
+    );
+    let task = e
+        .store()
+        .tasks()
+        .unwrap()
+        .into_iter()
+        .find(|t| t.id == id)
+        .unwrap();
+    assert_eq!(task.status, TaskStatus::InProgress);
+    // Named, without --force: it is drained, not taken, while it holds the task.
+    let o = e.cmd(
+        &["down", "t", "--worker", "worker-2", "--drain-timeout", "1s"],
+        &[],
+    );
+    assert_eq!(code(&o), 75, "{}{}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(names(&e.store().load().unwrap()), ["worker-2", "worker-3"]);
+}

@@ -399,3 +399,50 @@ impl Drop for KillOnDrop {
         }
     }
 }
+
+/// A listener that answers every command it is sent with tmux's "exit 0" and nothing else, as
+/// no tmux server does (a server with no pane at all has exited). Runs until `stop` is set.
+pub fn impostor_tmux(sock: &Path, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    use std::io::{Read, Write};
+    let l = std::os::unix::net::UnixListener::bind(sock).unwrap();
+    l.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok((mut c, _)) = l.accept() else {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                continue;
+            };
+            let _ = c.set_nonblocking(false);
+            let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            // Read whole messages until the command (type 200) has come.
+            'conn: loop {
+                let mut at = 0;
+                while buf.len() >= at + 16 {
+                    let kind = u32::from_ne_bytes(buf[at..at + 4].try_into().unwrap());
+                    let len = u16::from_ne_bytes(buf[at + 4..at + 6].try_into().unwrap()) as usize;
+                    if len < 16 || buf.len() < at + len {
+                        break;
+                    }
+                    if kind == 200 {
+                        let mut exit = Vec::new();
+                        exit.extend_from_slice(&203u32.to_ne_bytes());
+                        exit.extend_from_slice(&20u16.to_ne_bytes());
+                        exit.extend_from_slice(&0u16.to_ne_bytes());
+                        exit.extend_from_slice(&8u32.to_ne_bytes());
+                        exit.extend_from_slice(&u32::MAX.to_ne_bytes());
+                        exit.extend_from_slice(&0i32.to_ne_bytes());
+                        let _ = c.write_all(&exit);
+                        break 'conn;
+                    }
+                    at += len;
+                }
+                match c.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+        }
+    });
+}

@@ -14,9 +14,15 @@ pub fn which_tmux() -> Option<PathBuf> {
     which::which("tmux").ok()
 }
 
-/// Whether tmux calls may speak tmux's protocol directly: unless `TEAM_TMUX_NATIVE=0`.
+/// Whether tmux calls may speak tmux's protocol directly: unless `TEAM_TMUX_NATIVE` is `0`,
+/// `false`, `no` or `off` (in any case).
 pub fn tmux_native() -> bool {
-    std::env::var_os("TEAM_TMUX_NATIVE").is_none_or(|v| v != "0")
+    std::env::var("TEAM_TMUX_NATIVE").map_or(true, |v| {
+        !matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "0" | "false" | "no" | "off"
+        )
+    })
 }
 
 /// `$TMUX_TMPDIR` when set and not empty, else `/tmp` (as tmux itself does).

@@ -86,6 +86,15 @@ fn is_idle(s: Option<WorkState>) -> bool {
     matches!(s, Some(WorkState::Idle | WorkState::Done))
 }
 
+/// Whether `w` holds a task it claimed and has not finished: it is working, whatever it last
+/// reported (a worker that reported idle and then claimed a task).
+fn holds_task(tasks: &[crate::model::Task], w: &WorkerName) -> bool {
+    tasks.iter().any(|t| {
+        t.status == crate::model::TaskStatus::InProgress
+            && t.claim.as_ref().is_some_and(|c| &c.worker == w)
+    })
+}
+
 /// Puts back the state a `draining` worker had, for active workers left draining by an
 /// operation that did not commit. Returns who was restored. The caller holds the scale lock.
 pub fn restore_drains(store: &Store, only: Option<&[WorkerName]>) -> Result<Vec<WorkerName>> {
@@ -271,10 +280,13 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
             (d, Some(listing))
         }
     };
+    let tasks = store.tasks()?;
     let mut statuses = Vec::new();
     for (w, dead) in active.iter().zip(dead) {
         let s = if dead {
             Some(WorkState::Idle)
+        } else if holds_task(&tasks, &w.name) {
+            Some(WorkState::Busy)
         } else {
             effective(status_of.get(&w.name).unwrap_or(&None))
         };
@@ -473,7 +485,10 @@ fn drain_or_commit(store: &Store, targets: &[WorkerName]) -> Result<Drain> {
             .iter()
             .map(|n| store.status(n))
             .collect::<Result<Vec<_>>>()?;
-        if prev.iter().all(|p| is_idle(effective(p))) {
+        let tasks = store.tasks()?;
+        if prev.iter().all(|p| is_idle(effective(p)))
+            && !targets.iter().any(|n| holds_task(&tasks, n))
+        {
             return Ok(Drain::Committed(removing_changes(
                 store, team, targets, changes,
             )?));
@@ -509,11 +524,13 @@ fn wait_drained(
 ) -> Result<(Vec<WorkerName>, bool)> {
     let deadline = Instant::now() + timeout;
     let mut waiting: Vec<WorkerName> = Vec::new();
+    let tasks = t.store.tasks()?;
     for n in targets {
-        if let Some(s) = t.store.status(n)?
-            && s.state == WorkState::Draining
-            && !is_idle(s.before_drain)
-        {
+        let marked_busy = t
+            .store
+            .status(n)?
+            .is_some_and(|s| s.state == WorkState::Draining && !is_idle(s.before_drain));
+        if marked_busy || holds_task(&tasks, n) {
             waiting.push(n.clone());
         }
     }
@@ -522,10 +539,19 @@ fn wait_drained(
     while !waiting.is_empty() && Instant::now() < deadline && !crate::interrupt::requested() {
         std::thread::sleep(Duration::from_millis(50));
         let mut still = Vec::new();
+        let tasks = t.store.tasks()?;
         for n in waiting {
-            match t.store.status(&n)? {
-                Some(s) if matches!(s.state, WorkState::Idle | WorkState::Done) => {}
-                _ => still.push(n),
+            // Idle or done, reported since the drain or already before it.
+            let reported = match t.store.status(&n)? {
+                Some(s) => {
+                    matches!(s.state, WorkState::Idle | WorkState::Done)
+                        || (s.state == WorkState::Draining && is_idle(s.before_drain))
+                }
+                None => false,
+            };
+            // A worker that still holds a task is still working, whatever it reported.
+            if !reported || holds_task(&tasks, &n) {
+                still.push(n);
             }
         }
         waiting = still;

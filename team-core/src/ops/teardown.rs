@@ -752,6 +752,7 @@ fn panes_then_processes(
     confirm_kills(t, team, plans);
     hold_unproven(plans, actionable);
     stop_processes(t, plans, actionable);
+    sweep_late_processes(team, plans, actionable);
     (t.fail)("down.stopped")
 }
 
@@ -1000,6 +1001,80 @@ fn stop_processes(t: &Teardown, plans: &mut [Plan], actionable: &[usize]) {
             outcome,
             reason,
         });
+    }
+}
+
+/// How many times [`sweep_late_processes`] walks a worker's subtree again.
+const SWEEPS: usize = 5;
+
+/// Step 5, after the grace: what a worker started while it was being stopped (a fork during
+/// `--grace`, a daemon started by a trap) was not in the first walk. The subtree of each
+/// supervised worker whose pane went is walked again and whatever is proven there is stopped
+/// at once (its worker has had its grace), up to [`SWEEPS`] times; a worker still starting
+/// processes after that keeps its record as cleanup debt, never reported removed while a
+/// process of it runs.
+fn sweep_late_processes(team: &Team, plans: &mut [Plan], actionable: &[usize]) {
+    let eligible = |p: &Plan| !p.legacy && p.report.blocked.is_empty() && p.worker.pane.is_some();
+    let inspect = crate::proctree::Proc::new();
+    for round in 0..=SWEEPS {
+        let idx: Vec<usize> = actionable
+            .iter()
+            .copied()
+            .filter(|&i| eligible(&plans[i]))
+            .collect();
+        let roots: Vec<u32> = idx
+            .iter()
+            .filter_map(|&i| plans[i].worker.pane.as_ref().map(|p| p.pane_pid))
+            .collect();
+        if roots.is_empty() {
+            return;
+        }
+        let tree = crate::proctree::Tree::subtrees(&roots);
+        let mut all: Vec<Proven> = Vec::new();
+        let mut owner_of: Vec<usize> = Vec::new();
+        for &i in &idx {
+            // A supervisor with nothing left below it (or gone) has nothing to prove.
+            let root = plans[i].worker.pane.as_ref().map_or(0, |p| p.pane_pid);
+            if tree.as_ref().is_ok_and(|t| !t.has_children(root)) {
+                continue;
+            }
+            let t = tree.as_ref().map_err(|e| e.to_string());
+            let f = worker_processes(team, &plans[i].worker, true, t, &inspect);
+            for p in f.proven {
+                owner_of.push(i);
+                all.push(p);
+            }
+        }
+        if all.is_empty() {
+            return;
+        }
+        if round == SWEEPS {
+            for i in owner_of {
+                let why = "processes still start below its supervisor; stopped again on the next reconcile";
+                if !plans[i].report.blocked.iter().any(|b| b == why) {
+                    plans[i].report.blocked.push(why.into());
+                }
+            }
+            return;
+        }
+        for ((id, o), i) in process::terminate(all, Duration::ZERO)
+            .into_iter()
+            .zip(owner_of)
+        {
+            let (outcome, reason) = ProcOutcome::of_stop(o);
+            if outcome == ProcOutcome::StillAlive {
+                plans[i]
+                    .report
+                    .blocked
+                    .push(format!("process {} still alive", id.pid));
+            }
+            plans[i].report.processes.push(ProcReport {
+                pid: id.pid,
+                start_time: Some(id.start_time),
+                outcome,
+                reason,
+            });
+        }
     }
 }
 

@@ -199,6 +199,11 @@ impl Tmux {
         let fmt = snapshot::format(&nonce);
         match self.run(&["list-panes", "-a", "-F", &fmt]) {
             Err(e) => Listing::Failed(e.to_string()),
+            // A tmux server always has a pane (with none left it exits, or says "no current
+            // target"): an answer that lists none is not a server's, and proves nothing gone.
+            Ok(o) if o.success && o.stdout.trim().is_empty() => Listing::Failed(
+                "the socket answered a listing with no pane at all, as no tmux server does".into(),
+            ),
             Ok(o) if o.success => Listing::Panes(Snapshot::parse(&o.stdout, &nonce)),
             Ok(o) if is_no_server(&o.stderr) => Listing::NoServer,
             Ok(o) => Listing::Failed(o.stderr.trim().to_string()),
@@ -207,7 +212,7 @@ impl Tmux {
 
     /// Whether a server answers on the socket.
     pub fn server_answers(&self) -> bool {
-        matches!(self.run(&["display-message", "-p", "ok"]), Ok(o) if o.success)
+        matches!(self.run(&["display-message", "-p", "ok"]), Ok(o) if o.success && o.stdout == "ok\n")
     }
 
     /// Runs transactions in one invocation and reads each one's outcome.

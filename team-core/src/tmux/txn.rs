@@ -164,7 +164,8 @@ pub struct NewPane {
     pub command: String,
     /// The program and its arguments, run by tmux directly (no shell) when not empty.
     pub argv: Vec<String>,
-    /// The pane's working directory (`-c`); the client's when unset.
+    /// The pane's working directory (`-c`, taken literally: never tmux format syntax); the
+    /// client's when unset.
     pub start_dir: Option<String>,
     /// Environment for the pane's process (`-e`).
     pub env: Vec<(String, String)>,
@@ -181,7 +182,9 @@ impl NewPane {
     fn launch(&self) -> String {
         let mut s = String::new();
         if let Some(d) = &self.start_dir {
-            s.push_str(&format!(" -c {}", quote(d)));
+            // tmux expands formats in `-c` (`#(cmd)` would run `cmd`): every `#` doubled reads
+            // back as itself.
+            s.push_str(&format!(" -c {}", quote(&d.replace('#', "##"))));
         }
         for (k, v) in &self.env {
             s.push_str(&format!(" -e {}", quote(&format!("{k}={v}"))));

@@ -9,8 +9,9 @@
 //! (Indexed from ARCHITECTURE.md.)
 //!
 //! - **`team-reap` exits 69** when tmux is not on `PATH`, or when sockets were found but no
-//!   server answers on any of them, even with `-q`: cron must not read "cannot see" as "nothing
-//!   to do". No socket at all is exit 0 (there is nothing of ours to reap).
+//!   server gave a usable listing on any of them (none answers, or every answer failed: silent,
+//!   garbled, empty), even with `-q`: cron must not read "cannot see" as "nothing to do". No
+//!   socket at all is exit 0 (there is nothing of ours to reap).
 
 mod report;
 
@@ -295,7 +296,8 @@ fn processes(
 /// server answering at all (69), then `--check` finding work (1), then work left by a run
 /// that kills (3).
 fn decide(g: &Global, plan: &Plan, servers: &[Server], t: &Tally) -> Outcome {
-    let no_server = !servers.is_empty() && servers.iter().all(|s| s.status == ServerStatus::Dead);
+    // A socket whose listing failed (a silent or garbled answer) saw nothing either.
+    let no_server = !servers.is_empty() && servers.iter().all(|s| s.status != ServerStatus::Listed);
     if t.audit_failed {
         Outcome::AuditFailed
     } else if no_server {
@@ -340,10 +342,17 @@ fn finish(
         .with_hint("check the audit log's directory and disk, or pass --audit-log")),
         Outcome::NoServer => Err(CliError::fail(
             outcome.class(),
-            format!(
-                "no tmux server answers on any of the {} sockets found; nothing could be checked",
-                servers.len()
-            ),
+            if servers.iter().all(|s| s.status == ServerStatus::Dead) {
+                format!(
+                    "no tmux server answers on any of the {} sockets found; nothing could be checked",
+                    servers.len()
+                )
+            } else {
+                format!(
+                    "no tmux server gave a usable listing on any of the {} sockets found (see the unverifiable ones above); nothing could be checked",
+                    servers.len()
+                )
+            },
         )),
         _ => Ok(code),
     }
