@@ -468,6 +468,26 @@ fn descendants(pid: u32) -> Vec<u32> {
         .collect()
 }
 
+/// Kills, on drop, every process below each supervisor given (by pid, a few rounds, since the
+/// forkers start new ones until they are gone themselves).
+struct ForkersDown(Vec<u32>);
+
+impl Drop for ForkersDown {
+    fn drop(&mut self) {
+        for _ in 0..20 {
+            let mut left = Vec::new();
+            for &s in &self.0 {
+                left.extend(descendants(s).into_iter().filter(|p| alive(*p)));
+            }
+            if left.is_empty() {
+                return;
+            }
+            drop(KillOnDrop(left));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
 /// Attack: a worker that keeps starting detached processes that ignore SIGTERM and SIGHUP,
 /// one every 0.2 s, so new ones appear during `--grace`. `down` must not call the worker
 /// removed while any of them runs: it stops the late ones too, or reports cleanup debt.
@@ -480,6 +500,9 @@ fn processes_started_during_the_grace_are_stopped_too() {
     );
     let sock = sb.private_sock();
     let sup = pane_processes(&sock, &ws[1].1).pop().unwrap();
+    // Both workers run the forker and ignore the hangup of their pane: whatever happens
+    // below, every process of both ends with the test (by pid, our own descendants).
+    let _reap = ForkersDown(vec![pane_processes(&sock, &ws[0].1).pop().unwrap(), sup]);
     wait_for("a detached child", Duration::from_secs(10), || {
         descendants(sup).len() >= 3
     });
