@@ -14,6 +14,10 @@
 //!   nothing: drain marks are undone (a worker that never reported is back to no status file) and
 //!   `down` exits 75; `--force` removes without waiting.
 //!
+//! - **A worker holding a claimed task is busy**, whatever it last reported: `down` without
+//!   `--force` does not pick it, and a drain waits until it holds none (a worker that reported
+//!   idle and then claimed a task had it taken back mid-work).
+//!
 //! - **Idle targets skip the drain marks**: when every target reports idle or done at the
 //!   moment of the drain's write (under the state lock, which claims and reports take too),
 //!   that write commits them to `removing` directly: nothing could make one busy in between,

@@ -58,6 +58,12 @@
 //!   rollback right after the split) waits, bounded, while it is one of those, before it judges
 //!   the pane's process.
 //!
+//! - **Late forks are swept**: after the grace, the subtree of each supervised worker whose pane
+//!   went is walked again and whatever is proven there is stopped at once, up to five times; a
+//!   worker still starting processes after that keeps its record as cleanup debt (exit 3).
+//!   Before, a worker forking during `--grace` left processes running while `down` reported it
+//!   removed (a black-box attacker's fork loop).
+//!
 //! - **A teardown walks only its workers' subtrees**: the process tree it reads is the
 //!   subtrees of the removed workers' pane processes (`proctree::Tree::subtrees`, through the
 //!   kernel's child lists), since every walk starts at one of them; the cost follows the

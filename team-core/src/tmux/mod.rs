@@ -8,6 +8,11 @@
 //!
 //! (Indexed from ARCHITECTURE.md.)
 //!
+//! - **An empty listing proves nothing**: a tmux server always has a pane (with none left it
+//!   exits, or says "no current target"), so a listing that answers with no pane at all is not
+//!   a server's (something else on the socket: a black-box attacker's listener made `down` take
+//!   live panes for gone) and reads as failed, never as "every pane is gone".
+//!
 //! - **Environment at session scope**: the leader's `TEAM_*` variables are exported on its pane's
 //!   command line, never with `new-session -e` (which sets the *session's* environment, inherited
 //!   by every pane later split into the session). Worker panes get theirs from their runtime
