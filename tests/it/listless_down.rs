@@ -413,48 +413,54 @@ fn a_debt_pane_moved_before_the_reapers_kill_is_not_reported_killed() {
 }
 
 /// Attack: something else answers on the team's socket (the real server moved aside, still
-/// running), saying "done" to every command and listing no pane at all. An empty answer
-/// proves nothing: no worker is taken for gone, and no process of a live pane is signalled.
+/// running), saying "done" to every command and listing no pane at all, or only lines that are
+/// not panes of this call. Such an answer proves nothing: no worker is taken for gone, and no
+/// process of a live pane is signalled, by `down`, `reconcile` or `shutdown`.
 #[test]
 fn an_empty_answer_on_the_socket_proves_no_pane_gone() {
-    let sb = Sandbox::new();
-    let ws = team(&sb, "exec sleep 100000");
-    let sock = sb.private_sock();
-    let procs = pane_processes(&sock, &ws[1].1);
-    let aside = sb.dir.path().join("real-server");
-    std::fs::rename(&sock, &aside).unwrap();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    impostor_tmux(&sock, stop.clone());
-    let down = sb.run(
-        "team-scale",
-        &[
-            "down", "t", "--worker", "worker-2", "--force", "--grace", "1s",
-        ],
-    );
-    let reconcile = sb.run("team-scale", &["reconcile", "t", "--grace", "1s"]);
-    let alive_after: Vec<u32> = procs.iter().copied().filter(|p| alive(*p)).collect();
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    std::thread::sleep(Duration::from_millis(50));
-    let _ = std::fs::remove_file(&sock);
-    std::fs::rename(&aside, &sock).unwrap();
-    assert_eq!(
-        alive_after,
-        procs,
-        "worker-2's processes were signalled on an empty answer\ndown: {}{}\nreconcile: {}{}",
-        String::from_utf8_lossy(&down.stdout),
-        String::from_utf8_lossy(&down.stderr),
-        String::from_utf8_lossy(&reconcile.stdout),
-        String::from_utf8_lossy(&reconcile.stderr)
-    );
-    assert!(
-        panes(&sock).contains(&ws[1].1),
-        "worker-2's pane is still there"
-    );
-    assert_ne!(
-        down.status.code(),
-        Some(0),
-        "down did not remove it: not a success"
-    );
+    for out in [&b""[..], b"x\n", b"%1\t123\t$0\n"] {
+        let sb = Sandbox::new();
+        let ws = team(&sb, "exec sleep 100000");
+        let sock = sb.private_sock();
+        let procs = pane_processes(&sock, &ws[1].1);
+        let aside = sb.dir.path().join("real-server");
+        std::fs::rename(&sock, &aside).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        impostor_tmux(&sock, stop.clone(), out);
+        let down = sb.run(
+            "team-scale",
+            &[
+                "down", "t", "--worker", "worker-2", "--force", "--grace", "1s",
+            ],
+        );
+        let reconcile = sb.run("team-scale", &["reconcile", "t", "--grace", "1s"]);
+        let shutdown = sb.run("team-scale", &["shutdown", "t", "--grace", "1s"]);
+        let alive_after: Vec<u32> = procs.iter().copied().filter(|p| alive(*p)).collect();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(50));
+        let _ = std::fs::remove_file(&sock);
+        std::fs::rename(&aside, &sock).unwrap();
+        assert_eq!(
+            alive_after,
+            procs,
+            "answer {out:?}: worker-2's processes were signalled\ndown: {}{}\nreconcile: {}{}\nshutdown: {}{}",
+            String::from_utf8_lossy(&down.stdout),
+            String::from_utf8_lossy(&down.stderr),
+            String::from_utf8_lossy(&reconcile.stdout),
+            String::from_utf8_lossy(&reconcile.stderr),
+            String::from_utf8_lossy(&shutdown.stdout),
+            String::from_utf8_lossy(&shutdown.stderr)
+        );
+        assert!(
+            panes(&sock).contains(&ws[1].1),
+            "answer {out:?}: worker-2's pane is still there"
+        );
+        assert_ne!(
+            down.status.code(),
+            Some(0),
+            "answer {out:?}: down removed nothing"
+        );
+    }
 }
 
 /// Every process below `pid` (its subtree), by pid.

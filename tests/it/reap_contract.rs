@@ -84,7 +84,8 @@ fn absent_fields_are_null_never_empty() {
 }
 
 /// Attack: the only socket is answered by something that says "done" to every command and
-/// lists nothing (no tmux server does). That is not a server seen: exit 69, not a clean 0.
+/// lists nothing, or only lines that are not panes (no tmux server does either). That is not a
+/// server seen: exit 69, not a clean 0.
 #[test]
 fn an_empty_answer_on_every_socket_is_69() {
     let sb = Sandbox::new();
@@ -92,9 +93,15 @@ fn an_empty_answer_on_every_socket_is_69() {
     std::fs::create_dir_all(&dir).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    tests::impostor_tmux(&dir.join("fake"), stop.clone());
-    let o = sb.run("team-reap", &["run", "--no-processes"]);
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    assert_code(&o, 69);
+    // Nothing at all, a garbled line, a plausible-looking pane line without this call's nonce.
+    for (i, out) in [&b""[..], b"x\n", b"%99 x\n"].into_iter().enumerate() {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sock = dir.join(format!("fake{i}"));
+        tests::impostor_tmux(&sock, stop.clone(), out);
+        let o = sb.run("team-reap", &["run", "--no-processes"]);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let _ = std::fs::remove_file(&sock);
+        assert_code(&o, 69);
+    }
 }

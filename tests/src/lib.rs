@@ -400,9 +400,24 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// A listener that answers every command it is sent with tmux's "exit 0" and nothing else, as
-/// no tmux server does (a server with no pane at all has exited). Runs until `stop` is set.
-pub fn impostor_tmux(sock: &Path, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+/// A listener that answers every command it is sent with `stdout` (nothing when empty) and
+/// tmux's "exit 0", as no tmux server answers a listing (a server with no pane at all has
+/// exited, and a real one prints each pane in the asked format). Runs until `stop` is set.
+pub fn impostor_tmux(
+    sock: &Path,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stdout: &'static [u8],
+) {
+    fn msg(kind: u32, data: &[u8]) -> Vec<u8> {
+        let mut m = Vec::new();
+        m.extend_from_slice(&kind.to_ne_bytes());
+        m.extend_from_slice(&((16 + data.len()) as u16).to_ne_bytes());
+        m.extend_from_slice(&0u16.to_ne_bytes());
+        m.extend_from_slice(&8u32.to_ne_bytes());
+        m.extend_from_slice(&u32::MAX.to_ne_bytes());
+        m.extend_from_slice(data);
+        m
+    }
     use std::io::{Read, Write};
     let l = std::os::unix::net::UnixListener::bind(sock).unwrap();
     l.set_nonblocking(true).unwrap();
@@ -426,14 +441,23 @@ pub fn impostor_tmux(sock: &Path, stop: std::sync::Arc<std::sync::atomic::Atomic
                         break;
                     }
                     if kind == 200 {
-                        let mut exit = Vec::new();
-                        exit.extend_from_slice(&203u32.to_ne_bytes());
-                        exit.extend_from_slice(&20u16.to_ne_bytes());
-                        exit.extend_from_slice(&0u16.to_ne_bytes());
-                        exit.extend_from_slice(&8u32.to_ne_bytes());
-                        exit.extend_from_slice(&u32::MAX.to_ne_bytes());
-                        exit.extend_from_slice(&0i32.to_ne_bytes());
-                        let _ = c.write_all(&exit);
+                        let mut answer = Vec::new();
+                        if !stdout.is_empty() {
+                            // Stream 1 on the client's stdout, then its data (MSG_WRITE_OPEN,
+                            // MSG_WRITE), as a server prints.
+                            let mut open = 1i32.to_ne_bytes().to_vec();
+                            open.extend_from_slice(&1i32.to_ne_bytes());
+                            open.extend_from_slice(&0i32.to_ne_bytes());
+                            answer.extend(msg(303, &open));
+                            let mut data = 1i32.to_ne_bytes().to_vec();
+                            data.extend_from_slice(stdout);
+                            answer.extend(msg(304, &data));
+                        }
+                        answer.extend(msg(203, &0i32.to_ne_bytes()));
+                        let _ = c.write_all(&answer);
+                        // As a server does: the client hangs up first (it may still answer
+                        // our messages meanwhile).
+                        while matches!(c.read(&mut chunk), Ok(n) if n > 0) {}
                         break 'conn;
                     }
                     at += len;

@@ -9,9 +9,10 @@
 //! (Indexed from ARCHITECTURE.md.)
 //!
 //! - **An empty listing proves nothing**: a tmux server always has a pane (with none left it
-//!   exits, or says "no current target"), so a listing that answers with no pane at all is not
-//!   a server's (something else on the socket: a black-box attacker's listener made `down` take
-//!   live panes for gone) and reads as failed, never as "every pane is gone".
+//!   exits, or says "no current target") and prints each in the asked format, this call's nonce
+//!   first; so a listing without one well-formed pane line (nothing, or only other lines) is
+//!   not a server's (something else on the socket: two black-box attackers' listeners made
+//!   `down` take live panes for gone) and reads as failed, never as "every pane is gone".
 //!
 //! - **Environment at session scope**: the leader's `TEAM_*` variables are exported on its pane's
 //!   command line, never with `new-session -e` (which sets the *session's* environment, inherited
@@ -205,11 +206,19 @@ impl Tmux {
         match self.run(&["list-panes", "-a", "-F", &fmt]) {
             Err(e) => Listing::Failed(e.to_string()),
             // A tmux server always has a pane (with none left it exits, or says "no current
-            // target"): an answer that lists none is not a server's, and proves nothing gone.
-            Ok(o) if o.success && o.stdout.trim().is_empty() => Listing::Failed(
-                "the socket answered a listing with no pane at all, as no tmux server does".into(),
-            ),
-            Ok(o) if o.success => Listing::Panes(Snapshot::parse(&o.stdout, &nonce)),
+            // target") and prints each in the asked format, this call's nonce first: an answer
+            // without one well-formed pane line is not a server's, and proves nothing gone.
+            Ok(o) if o.success => {
+                let snap = Snapshot::parse(&o.stdout, &nonce);
+                if snap.rows.is_empty() {
+                    Listing::Failed(format!(
+                        "the socket answered a listing without one pane line of this call ({} other line(s)), as no tmux server does",
+                        snap.malformed.len()
+                    ))
+                } else {
+                    Listing::Panes(snap)
+                }
+            }
             Ok(o) if is_no_server(&o.stderr) => Listing::NoServer,
             Ok(o) => Listing::Failed(o.stderr.trim().to_string()),
         }
