@@ -141,29 +141,7 @@ fn a_new_pane_gets_the_client_s_path_and_working_directory_as_with_the_binary() 
     // A server started with a PATH of its own, so a pane that got the server's would show.
     let server_path = "/usr/local/bin:/usr/bin:/bin:/no-such-dir-server-path";
     assert_ne!(std::env::var("PATH").unwrap(), server_path);
-    let dir = tempfile::tempdir().unwrap();
-    let s = TmuxServer {
-        sock: dir.path().join("sock"),
-        dir,
-    };
-    let o = std::process::Command::new("tmux")
-        .args(["-S"])
-        .arg(&s.sock)
-        .args([
-            "-f",
-            "/dev/null",
-            "new-session",
-            "-d",
-            "-s",
-            "base",
-            "sleep 100000",
-        ])
-        .env("PATH", server_path)
-        .env_remove("TMUX")
-        .env_remove("TMUX_PANE")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = TmuxServer::start_with_path(server_path);
     let out = s.dir.path().join("env");
     let pane = native(&s)
         .run(&[

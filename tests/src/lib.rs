@@ -146,12 +146,30 @@ impl TmuxServer {
         s
     }
 
+    /// Starts a server as [`TmuxServer::start`] does, with `PATH` set to `path` for it (and so
+    /// for its global environment).
+    pub fn start_with_path(path: &str) -> TmuxServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let sock = dir.path().join("sock");
+        let s = TmuxServer { dir, sock };
+        s.start_with(Some(path));
+        s
+    }
+
     /// Starts a (new) server on the same socket.
     pub fn start_again(&self) {
+        self.start_with(None);
+    }
+
+    fn start_with(&self, path: Option<&str>) {
         // A server that was just killed may still be exiting: retry briefly.
         let mut last = String::new();
         for _ in 0..50 {
-            let o = Command::new(tmux_bin())
+            let mut c = Command::new(tmux_bin());
+            if let Some(p) = path {
+                c.env("PATH", p);
+            }
+            let o = c
                 .arg("-S")
                 .arg(&self.sock)
                 .args([

@@ -992,8 +992,13 @@ fn stop_processes(t: &Teardown, plans: &mut [Plan], actionable: &[usize]) {
             t.grace
         ));
     }
-    let outcomes = process::terminate(all, t.grace);
-    for ((id, o), i) in outcomes.into_iter().zip(owner_of) {
+    stop(plans, all, owner_of, t.grace);
+}
+
+/// Stops `all` (SIGTERM, then SIGKILL after `grace`) and reports each outcome to its worker's
+/// plan (`owner_of`, in the same order); one still alive blocks its worker.
+fn stop(plans: &mut [Plan], all: Vec<Proven>, owner_of: Vec<usize>, grace: Duration) {
+    for ((id, o), i) in process::terminate(all, grace).into_iter().zip(owner_of) {
         let (outcome, reason) = ProcOutcome::of_stop(o);
         if outcome == ProcOutcome::StillAlive {
             plans[i]
@@ -1063,24 +1068,7 @@ fn sweep_late_processes(team: &Team, plans: &mut [Plan], actionable: &[usize]) {
             }
             return;
         }
-        for ((id, o), i) in process::terminate(all, Duration::ZERO)
-            .into_iter()
-            .zip(owner_of)
-        {
-            let (outcome, reason) = ProcOutcome::of_stop(o);
-            if outcome == ProcOutcome::StillAlive {
-                plans[i]
-                    .report
-                    .blocked
-                    .push(format!("process {} still alive", id.pid));
-            }
-            plans[i].report.processes.push(ProcReport {
-                pid: id.pid,
-                start_time: Some(id.start_time),
-                outcome,
-                reason,
-            });
-        }
+        stop(plans, all, owner_of, Duration::ZERO);
     }
 }
 
