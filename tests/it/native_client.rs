@@ -286,3 +286,51 @@ fn a_server_that_hangs_up_mid_command_reads_as_tmux_says_it() {
         show(&ob)
     );
 }
+
+/// With the native client off (`TEAM_TMUX_NATIVE=0`) every call runs the `tmux` binary: a
+/// whole life of a team still works that way, and leaves no pane behind.
+#[test]
+fn a_team_lives_and_ends_with_the_native_client_off() {
+    let sb = tests::Sandbox::new();
+    let run = |args: &[&str]| {
+        sb.cmd("team-scale")
+            .env("TEAM_TMUX_NATIVE", "0")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    tests::assert_code(
+        &run(&[
+            "init",
+            "t",
+            "--private",
+            "--worker-cmd",
+            "exec sleep 100000",
+        ]),
+        0,
+    );
+    let o = run(&["up", "t", "2", "--ready-timeout", "0", "--json"]);
+    tests::assert_code(&o, 0);
+    let summary = tests::json_lines(&o.stdout)
+        .into_iter()
+        .find(|l| l["type"] == "summary")
+        .unwrap();
+    // Two tmux calls, as with the native client: the listing and the split chain.
+    assert_eq!(summary["tmux_invocations"], 2);
+    let panes = |sock: &Path| {
+        let o = tests::tmux_at(sock, &["list-panes", "-a", "-F", "#{@team_worker}"]);
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| !l.is_empty())
+            .count()
+    };
+    let sock = sb.private_sock();
+    assert_eq!(panes(&sock), 2, "two tagged worker panes");
+    tests::assert_code(&run(&["down", "t", "1", "--force", "--grace", "1s"]), 0);
+    assert_eq!(panes(&sock), 1);
+    tests::assert_code(&run(&["status", "t"]), 0);
+    tests::assert_code(&run(&["shutdown", "t", "--grace", "1s"]), 0);
+    wait_for("the server to go", Duration::from_secs(5), || {
+        !Tmux::new("tmux", &sock).with_native(false).server_answers()
+    });
+}
