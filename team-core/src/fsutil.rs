@@ -45,7 +45,9 @@
 //!   Their paths are recorded durably in the team's state before they are made, so a cleanup
 //!   after any crash finds them or finds them absent (absent is success), and a crash of the
 //!   machine takes the tmux server and every pane that would read them. State (team, tasks,
-//!   journal, locks' directories) is still made durable at every step.
+//!   journal, locks' directories) is still made durable at every step. The two directories
+//!   they go in (`workers/`, `runtime/`) are made, durably, with the team (`Store::create`),
+//!   so the first `up` has none to make before its split.
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{Read, Write};

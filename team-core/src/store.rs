@@ -264,6 +264,11 @@ impl Store {
         self.root.ensure()?;
         let _g = self.lock_state("init")?;
         fsutil::state_create_dir(self.rp(), &self.team_dir())?;
+        // The directories every worker's files go in, made (durably) with the team: the first
+        // `up` then makes none of its own before its split.
+        for d in ["workers", "runtime"] {
+            fsutil::state_create_dir(self.rp(), &self.team_dir().join(d))?;
+        }
         self.replay_unlocked()?;
         let old = self.read_team_unlocked()?;
         if let Some(old) = &old
