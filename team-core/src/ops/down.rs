@@ -136,19 +136,19 @@ pub fn restore_drains(store: &Store, only: Option<&[WorkerName]>) -> Result<Vec<
 /// unfinished tasks to `pending`. Returns the task ids.
 pub fn commit_removing(store: &Store, names: &[WorkerName], op: &str) -> Result<Vec<u64>> {
     let (_, ids) = store.transact(op, |team, changes| {
-        removing_changes(store, team, names, changes)
+        let tasks = store.tasks()?;
+        removing_changes(team, names, &tasks, changes)
     })?;
     Ok(ids)
 }
 
 /// The changes of [`commit_removing`], inside a transaction.
 fn removing_changes(
-    store: &Store,
     team: &mut Team,
     names: &[WorkerName],
+    tasks: &[crate::model::Task],
     changes: &mut crate::store::Changes,
 ) -> Result<Vec<u64>> {
-    let tasks = store.tasks()?;
     let mut ids = Vec::new();
     for n in names {
         let w = team
@@ -159,7 +159,7 @@ fn removing_changes(
         }
         w.lifecycle = Lifecycle::Removing;
         w.removal_reasons.clear();
-        ids.extend(teardown::return_tasks(&tasks, n, changes));
+        ids.extend(teardown::return_tasks(tasks, n, changes));
     }
     Ok(ids)
 }
@@ -494,7 +494,7 @@ fn drain_or_commit(store: &Store, targets: &[WorkerName]) -> Result<Drain> {
             && !targets.iter().any(|n| holds_task(&tasks, n))
         {
             return Ok(Drain::Committed(removing_changes(
-                store, team, targets, changes,
+                team, targets, &tasks, changes,
             )?));
         }
         for (n, prev) in targets.iter().zip(prev) {

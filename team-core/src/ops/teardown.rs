@@ -1049,8 +1049,10 @@ fn sweep_late_processes(team: &Team, plans: &mut [Plan], actionable: &[usize]) {
             if tree.as_ref().is_ok_and(|t| !t.has_children(root)) {
                 continue;
             }
+            // Only a walk from its live supervisor: a pid that is no longer one (it exited and
+            // the pid was reused) proves nothing here, so no fallback to a legacy proof.
             let t = tree.as_ref().map_err(|e| e.to_string());
-            let f = worker_processes(team, &plans[i].worker, true, t, &inspect);
+            let f = worker_processes(team, &plans[i].worker, false, t, &inspect);
             for p in f.proven {
                 owner_of.push(i);
                 all.push(p);
