@@ -18,12 +18,16 @@ pub(super) fn check_new_paths(
     names: &[WorkerName],
 ) -> Result<()> {
     let team_dir = root.team_dir(&team.name);
-    for d in ["runtime", "workers"] {
-        fsutil::state_dir_exists(root.path(), &team_dir.join(d))?;
-    }
+    // Each directory is walked once (a symlinked one is refused here); absent, nothing is in it.
+    let runtime = fsutil::state_dir(root.path(), &team_dir.join("runtime"), false)?;
+    let workers = fsutil::state_dir(root.path(), &team_dir.join("workers"), false)?;
+    let kind = |dir: &Option<fsutil::StateDir>, path: &std::path::Path| match dir {
+        Some(d) => d.kind(path),
+        None => Ok(None),
+    };
     for name in names {
         let script = root.runtime_script(&team.name, name);
-        if let Some(kind) = fsutil::state_kind(root.path(), &script)?
+        if let Some(kind) = kind(&runtime, &script)?
             && kind != "regular file"
         {
             return Err(Error::UnsafePath {
@@ -34,7 +38,7 @@ pub(super) fn check_new_paths(
             });
         }
         let dir = root.worker_dir(&team.name, name);
-        if let Some(kind) = fsutil::state_kind(root.path(), &dir)? {
+        if let Some(kind) = kind(&workers, &dir)? {
             return Err(Error::UnsafePath {
                 path: dir,
                 why: format!(

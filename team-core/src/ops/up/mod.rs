@@ -413,8 +413,9 @@ impl New<'_> {
     ) -> Result<(Team, Vec<AddedWorker>)> {
         step("up.reserved")?;
         // 5. Prepare.
+        let dirs = prepare::open_dirs(self.env, team)?;
         for p in self.plans {
-            prepare::prepare(self.env, team, self.req, p, self.tasks, self.profile)?;
+            prepare::prepare(self.env, &dirs, team, self.req, p, self.tasks, self.profile)?;
         }
         step("up.prepared")?;
         // 6. Panes.

@@ -33,21 +33,44 @@ pub(super) fn trigger_text(team: &Team, p: &Plan) -> String {
     }
 }
 
-/// Writes a runtime file of the tools' own (inbox, startup script) with `mode`.
+/// The two directories step 5 writes in, opened once for every new worker: the team's
+/// `workers/` and `runtime/` (made durably when missing).
+pub(super) struct Dirs {
+    workers: fsutil::StateDir,
+    runtime: fsutil::StateDir,
+}
+
+/// Opens (or makes) the directories of [`Dirs`].
+pub(super) fn open_dirs(env: &Env, team: &Team) -> Result<Dirs> {
+    let root = env.store.root();
+    let team_dir = root.team_dir(&team.name);
+    let open = |d: &str| -> Result<fsutil::StateDir> {
+        let path = team_dir.join(d);
+        fsutil::state_dir(root.path(), &path, true)?
+            .ok_or_else(|| Error::Internal(format!("{} was not created", path.display())))
+    };
+    Ok(Dirs {
+        workers: open("workers")?,
+        runtime: open("runtime")?,
+    })
+}
+
+/// Writes a runtime file of the tools' own (inbox, startup script) with `mode` in `dir`:
+/// atomic, with the mode set at creation, never through a symlink (`fsutil`), and not
+/// fsynced: a runtime file, recorded before it is made (`fsutil::Sync::Never`).
 fn write_private(
-    root: &crate::paths::StateRoot,
+    dir: &fsutil::StateDir,
     path: &std::path::Path,
     bytes: &[u8],
     mode: u32,
 ) -> Result<()> {
-    // Atomic, with the mode set at creation, and never through a symlink (`fsutil`); not
-    // fsynced: a runtime file, recorded before it is made (`fsutil::Sync::Never`).
-    fsutil::state_write_with(root.path(), path, bytes, mode, fsutil::Sync::Never)
+    dir.write(path, bytes, mode, fsutil::Sync::Never)
 }
 
 /// Step 5 for one worker: its directory, inbox, worktree and startup script.
 pub(super) fn prepare(
     env: &Env,
+    dirs: &Dirs,
     team: &Team,
     req: &UpRequest,
     p: &Plan,
@@ -55,12 +78,11 @@ pub(super) fn prepare(
     profile: &Profile,
 ) -> Result<()> {
     let root = env.store.root();
-    if let Some(workers) = p.worker_dir.parent() {
-        fsutil::state_create_dir(root.path(), workers)?;
-    }
-    fsutil::state_create_dir_with(root.path(), &p.worker_dir, fsutil::Sync::Never)?;
+    let worker_dir = dirs
+        .workers
+        .create_dir(&p.worker_dir, fsutil::Sync::Never)?;
     write_private(
-        root,
+        &worker_dir,
         &p.inbox,
         inbox_text(team, req, p, tasks).as_bytes(),
         0o600,
@@ -83,8 +105,6 @@ pub(super) fn prepare(
         }
     }
 
-    let runtime = root.team_dir(&team.name).join("runtime");
-    fsutil::state_create_dir(root.path(), &runtime)?;
     let role = req.role.as_ref().map_or("worker", |r| r.as_str());
     let vars: [(&str, String); 8] = [
         ("TEAM_NAME", team.name.to_string()),
@@ -108,7 +128,7 @@ pub(super) fn prepare(
         sh_quote(&p.cwd.display().to_string())
     ));
     s.push_str(&agent_command(team, profile, &trigger_text(team, p)));
-    write_private(root, &p.script, s.as_bytes(), 0o700)
+    write_private(&dirs.runtime, &p.script, s.as_bytes(), 0o700)
 }
 
 /// The first inbox of `p`: how to report and claim, and its tasks.
