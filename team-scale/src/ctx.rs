@@ -74,12 +74,7 @@ impl Ctx {
         let tmux_bin = team_cli::env::tmux_bin();
         let tmux_env = team_cli::env::ambient_pane();
         let audit_log = g.audit_log.clone().unwrap_or_else(|| root.audit_log());
-        let scaling_env_off = std::env::var("TEAM_SCALING").is_ok_and(|v| {
-            matches!(
-                v.trim().to_ascii_lowercase().as_str(),
-                "0" | "off" | "false" | "no"
-            )
-        });
+        let scaling_env_off = team_cli::env::is_off("TEAM_SCALING");
         Ok(Ctx {
             found_above,
             audit_log,

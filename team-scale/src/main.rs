@@ -11,6 +11,7 @@
 mod cli;
 mod cmd;
 mod ctx;
+mod priority;
 
 use std::process::ExitCode;
 

@@ -138,3 +138,102 @@ fn readers_racing_writers_always_see_a_whole_state() {
     let writes = writer.join().unwrap();
     assert!(reads > 5 && writes > 5, "reads {reads}, writes {writes}");
 }
+
+/// The nice value of a running process (`/proc/<pid>/stat`, field 19).
+fn nice_of(pid: u32) -> Option<i32> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &s[s.rfind(')')? + 1..];
+    // Fields from the 3rd on: state is index 0, nice (field 19) index 16.
+    after.split_whitespace().nth(16)?.parse().ok()
+}
+
+/// Runs `team-scale args` with its output going to a pipe (as an agent's tool call or a
+/// script polling the team) while the team's socket answers nothing, so the reader stays in
+/// its listing; returns its nice value once it has had time to set it, and ends it.
+fn reader_nice(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> i32 {
+    let mut c = sb.cmd("team-scale");
+    c.args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut child = c.spawn().unwrap();
+    let _end = tests::KillOnDrop(vec![child.id()]);
+    // The priority is set before anything else is done; give it that moment, and stop early
+    // once it shows.
+    let t0 = Instant::now();
+    let mut nice = nice_of(child.id()).unwrap_or(0);
+    while nice == 0 && t0.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(20));
+        nice = nice_of(child.id()).unwrap_or(nice);
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the reader {args:?} was still reading"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    nice
+}
+
+/// Attack: twenty agents poll `status --json` back to back on a two-core machine, and the
+/// leader's `up`/`down` get a tenth of the CPU. A reader whose output goes to a program yields:
+/// it runs at nice 19 (`status`, `list`, `task list`, `peek`), unless `TEAM_READERS_YIELD` is
+/// off. A command that changes the team keeps its priority. (The readers seen here are those
+/// that wait on tmux; `team-scale`'s unit test names every reader.)
+#[test]
+fn a_reader_writing_to_a_program_yields_the_cpu() {
+    let sb = Sandbox::new();
+    assert_code(&sb.run("team-scale", &["init", "demo", "--private"]), 0);
+    assert_code(
+        &sb.run("team-scale", &["up", "demo", "1", "--ready-timeout", "0"]),
+        0,
+    );
+    // The team's socket accepts and never answers: every reader waits in its listing.
+    let sock = sb.private_sock();
+    let aside = sb.dir.path().join("real-server");
+    std::fs::rename(&sock, &aside).unwrap();
+    // However the test ends, the real server is back on its socket before the sandbox kills it.
+    let _back = PutBack(sock.clone(), aside.clone());
+    let silent = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = held.clone();
+    std::thread::spawn(move || {
+        for c in silent.incoming().flatten() {
+            keep.lock().unwrap().push(c);
+        }
+    });
+    for args in [
+        &["status", "demo", "--json"][..],
+        &["status", "demo"],
+        &["peek", "demo", "worker-1"],
+    ] {
+        assert_eq!(reader_nice(&sb, args, &[]), 19, "{args:?} yields");
+    }
+    assert_eq!(
+        reader_nice(
+            &sb,
+            &["status", "demo", "--json"],
+            &[("TEAM_READERS_YIELD", "off")]
+        ),
+        0,
+        "TEAM_READERS_YIELD=off keeps the priority"
+    );
+    // A writer keeps its priority (`up` waits in the same listing).
+    assert_eq!(
+        reader_nice(&sb, &["up", "demo", "1", "--ready-timeout", "0"], &[]),
+        0,
+        "a writer keeps its priority"
+    );
+}
+
+/// Moves a server's socket (`.1`) back over its stand-in (`.0`) when dropped.
+struct PutBack(std::path::PathBuf, std::path::PathBuf);
+
+impl Drop for PutBack {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::rename(&self.1, &self.0);
+    }
+}

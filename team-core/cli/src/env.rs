@@ -14,15 +14,21 @@ pub fn which_tmux() -> Option<PathBuf> {
     which::which("tmux").ok()
 }
 
-/// Whether tmux calls may speak tmux's protocol directly: unless `TEAM_TMUX_NATIVE` is `0`,
-/// `false`, `no` or `off` (in any case).
-pub fn tmux_native() -> bool {
-    std::env::var("TEAM_TMUX_NATIVE").map_or(true, |v| {
-        !matches!(
+/// Whether the variable `name` is set to `0`, `false`, `no` or `off` (in any case, spaces
+/// around ignored): how every on-by-default behaviour of the tools is switched off.
+pub fn is_off(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| {
+        matches!(
             v.trim().to_ascii_lowercase().as_str(),
             "0" | "false" | "no" | "off"
         )
     })
+}
+
+/// Whether tmux calls may speak tmux's protocol directly: unless `TEAM_TMUX_NATIVE` is off
+/// ([`is_off`]).
+pub fn tmux_native() -> bool {
+    !is_off("TEAM_TMUX_NATIVE")
 }
 
 /// `$TMUX_TMPDIR` when set and not empty, else `/tmp` (as tmux itself does).

@@ -31,6 +31,7 @@ pub fn run(cli: Cli) -> CliResult<i32> {
         Command::Supervise(a) => return supervise::run(a),
         other => other,
     };
+    crate::priority::background_reader(&cmd, team_cli::env::is_off("TEAM_READERS_YIELD"));
     let here = matches!(&cmd, Command::Init(a) if a.here);
     let ctx = Ctx::from_env(&cli.global, here)?;
     // Interruptible operations: roll back or finish the step in progress, then exit 130.
