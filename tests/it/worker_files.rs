@@ -100,6 +100,25 @@ fn a_symlinked_runtime_dir_is_refused_before_any_effect() {
     assert!(!team_dir(&sb).join("workers/worker-1").exists());
 }
 
+/// Attack: the team's `workers/` is swapped for a symlink to a directory elsewhere, so the new
+/// worker's directory, inbox and startup script would land outside the state root. `up`
+/// writes through the directory it walked to without following a symlink, so it refuses
+/// before any effect, and nothing lands outside.
+#[test]
+fn a_symlinked_workers_dir_is_refused_before_any_effect() {
+    let sb = Sandbox::new();
+    init(&sb);
+    let outside = sb.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let workers = team_dir(&sb).join("workers");
+    let _ = std::fs::remove_dir_all(&workers);
+    std::os::unix::fs::symlink(&outside, &workers).unwrap();
+
+    let o = up(&sb);
+    refused_before_any_effect(&sb, &o, &workers.display().to_string());
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+}
+
 /// The supervisor writes `exit.json` into the worker dir when its child dies, which is while
 /// the teardown removes that dir: the removal must not fail with "Directory not empty".
 #[test]

@@ -506,14 +506,24 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let only = |g: &str| groups.is_empty() || groups.iter().any(|a| *a == g);
     let bin = crate::util::build_bins(root, true, false)?;
     let out = root.join("target/bench");
-    let dir = out.join(format!("run-{}", std::process::id()));
+    std::fs::create_dir_all(&out)?;
+    // The teams live outside cargo's target dir, as a user's workspace does: every build
+    // creates and deletes thousands of files there, and on an ext4 without a journal (this
+    // machine's) creating a file next to many recently deleted ones costs up to 40x more, a
+    // cost the floors (tmux alone, no files) never pay.
+    let dir = std::env::temp_dir().join(format!("team-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let mut b = Bench {
         bin,
         dir: dir.clone(),
         figures: Vec::new(),
     };
-    let machine = machine();
+    let machine = format!(
+        "{}; creating a file in the scratch dir ({}): {:.0} µs",
+        machine(),
+        dir.display(),
+        create_cost_us(&dir)?
+    );
     println!("machine: {machine}");
     let result = (|| -> anyhow::Result<()> {
         if only("scale") {
@@ -551,6 +561,20 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         bail!("targets missed: {}", missed.join("; "));
     }
     Ok(())
+}
+
+/// What creating (and then removing) an empty file costs in `dir`, in µs (the median of 200):
+/// `up` makes three per worker, so this machine figure goes with the table.
+fn create_cost_us(dir: &Path) -> anyhow::Result<f64> {
+    let mut times = Vec::new();
+    for i in 0..200 {
+        let p = dir.join(format!("create-probe-{i}"));
+        let t = Instant::now();
+        std::fs::File::create_new(&p)?;
+        times.push(t.elapsed().as_secs_f64() * 1e6);
+        std::fs::remove_file(&p)?;
+    }
+    Ok(median(times))
 }
 
 fn machine() -> String {
@@ -940,6 +964,13 @@ fn summary_invocations(lines: &[serde_json::Value]) -> f64 {
         .map_or(f64::NAN, |n| n as f64)
 }
 
+/// Waits for what the last step started to finish starting (or exiting): a pane's shell and
+/// command, tmux's utmp helper, a supervisor. Each timed step, a floor included, then starts on
+/// a quiet machine instead of sharing its CPUs with the tail of the one before.
+fn settle() {
+    std::thread::sleep(Duration::from_millis(300));
+}
+
 /// One bare invocation that makes `n` panes with the same command in a new session.
 fn bare_splits(s: &Server, session: &str, n: usize) -> anyhow::Result<(f64, Vec<String>)> {
     s.tmux(&[
@@ -997,8 +1028,10 @@ fn scale(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
         for r in 0..runs {
             let t = Team::new(b, &format!("up{n}-{r}"), 128)?;
             let s = t.server();
+            settle();
             let (floor, _) = bare_splits(&s, "floor", n)?;
             floors.push(floor);
+            settle();
             let t0 = Instant::now();
             let lines = t.run(
                 b,
@@ -1075,9 +1108,11 @@ fn scale(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
                 args.extend(["kill-pane".into(), "-t".into(), p.clone()]);
             }
             let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            settle();
             let t0 = Instant::now();
             s.tmux(&refs)?;
             floors.push(t0.elapsed().as_secs_f64() * 1000.0);
+            settle();
             let mut args = vec!["down", "bench"];
             let ns = n.to_string();
             args.push(&ns);
