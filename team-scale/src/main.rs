@@ -27,6 +27,9 @@ fn main() -> ExitCode {
         let s: cli::SuperviseCli = team_cli::parse("team-scale");
         return team_cli::finish(cmd::supervise::run(s.args));
     }
+    // A reader writing to a program yields the CPU before it even parses its command line.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().take(3).collect();
+    priority::background_reader_early(&args, team_cli::env::is_off("TEAM_READERS_YIELD"));
     let cli: cli::Cli = team_cli::parse("team-scale");
     team_cli::init(&cli.global.common);
     team_cli::finish(cmd::run(cli))

@@ -139,18 +139,21 @@ fn readers_racing_writers_always_see_a_whole_state() {
     assert!(reads > 5 && writes > 5, "reads {reads}, writes {writes}");
 }
 
-/// The nice value of a running process (`/proc/<pid>/stat`, field 19).
-fn nice_of(pid: u32) -> Option<i32> {
+/// `SCHED_IDLE`, as `/proc/<pid>/stat` shows a scheduling policy.
+const SCHED_IDLE: i32 = 5;
+
+/// The scheduling policy of a running process (`/proc/<pid>/stat`, field 41).
+fn policy_of(pid: u32) -> Option<i32> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after = &s[s.rfind(')')? + 1..];
-    // Fields from the 3rd on: state is index 0, nice (field 19) index 16.
-    after.split_whitespace().nth(16)?.parse().ok()
+    // Fields from the 3rd on: state is index 0, policy (field 41) index 38.
+    after.split_whitespace().nth(38)?.parse().ok()
 }
 
 /// Runs `team-scale args` with its output going to a pipe (as an agent's tool call or a
 /// script polling the team) while the team's socket answers nothing, so the reader stays in
-/// its listing; returns its nice value once it has had time to set it, and ends it.
-fn reader_nice(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> i32 {
+/// its listing; returns its scheduling policy once it has had time to set it, and ends it.
+fn reader_policy(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> i32 {
     let mut c = sb.cmd("team-scale");
     c.args(args)
         .stdout(std::process::Stdio::piped())
@@ -163,10 +166,10 @@ fn reader_nice(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> i32 {
     // The priority is set before anything else is done; give it that moment, and stop early
     // once it shows.
     let t0 = Instant::now();
-    let mut nice = nice_of(child.id()).unwrap_or(0);
-    while nice == 0 && t0.elapsed() < Duration::from_secs(3) {
+    let mut policy = policy_of(child.id()).unwrap_or(0);
+    while policy == 0 && t0.elapsed() < Duration::from_secs(3) {
         std::thread::sleep(Duration::from_millis(20));
-        nice = nice_of(child.id()).unwrap_or(nice);
+        policy = policy_of(child.id()).unwrap_or(policy);
     }
     assert!(
         child.try_wait().unwrap().is_none(),
@@ -174,13 +177,13 @@ fn reader_nice(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> i32 {
     );
     let _ = child.kill();
     let _ = child.wait();
-    nice
+    policy
 }
 
 /// Attack: twenty agents poll `status --json` back to back on a two-core machine, and the
 /// leader's `up`/`down` get a tenth of the CPU. A reader whose output goes to a program yields:
-/// it runs at nice 19 (`status`, `list`, `task list`, `peek`), unless `TEAM_READERS_YIELD` is
-/// off. A command that changes the team keeps its priority. (The readers seen here are those
+/// it runs in `SCHED_IDLE` (`status`, `list`, `task list`, `peek`), unless `TEAM_READERS_YIELD`
+/// is off. A command that changes the team keeps its priority. (The readers seen here are those
 /// that wait on tmux; `team-scale`'s unit test names every reader.)
 #[test]
 fn a_reader_writing_to_a_program_yields_the_cpu() {
@@ -207,12 +210,13 @@ fn a_reader_writing_to_a_program_yields_the_cpu() {
     for args in [
         &["status", "demo", "--json"][..],
         &["status", "demo"],
+        &["--json", "status", "demo"],
         &["peek", "demo", "worker-1"],
     ] {
-        assert_eq!(reader_nice(&sb, args, &[]), 19, "{args:?} yields");
+        assert_eq!(reader_policy(&sb, args, &[]), SCHED_IDLE, "{args:?} yields");
     }
     assert_eq!(
-        reader_nice(
+        reader_policy(
             &sb,
             &["status", "demo", "--json"],
             &[("TEAM_READERS_YIELD", "off")]
@@ -222,7 +226,7 @@ fn a_reader_writing_to_a_program_yields_the_cpu() {
     );
     // A writer keeps its priority (`up` waits in the same listing).
     assert_eq!(
-        reader_nice(&sb, &["up", "demo", "1", "--ready-timeout", "0"], &[]),
+        reader_policy(&sb, &["up", "demo", "1", "--ready-timeout", "0"], &[]),
         0,
         "a writer keeps its priority"
     );
