@@ -355,6 +355,10 @@ pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
             "TEAM_TMUX_NATIVE",
             "0 runs the tmux binary for every tmux call instead of speaking its protocol",
         ),
+        (
+            "TEAM_READERS_YIELD",
+            "0, off, false or no: status, list, task list/show and peek keep the normal CPU priority when their output goes to a program (by default they run in SCHED_IDLE)",
+        ),
         ("RUST_LOG", "log filter for stderr (overrides -v)"),
     ],
     files: &[
