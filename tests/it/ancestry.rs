@@ -190,9 +190,11 @@ fn a_shared_daemon_survives_the_removal_of_the_worker_that_started_it() {
         out.contains("shared"),
         "the daemon is reported as shared: {out}"
     );
+    // It keeps working: its beat goes on (on a loaded machine, within a few seconds).
     let before = beats();
-    std::thread::sleep(Duration::from_millis(400));
-    assert!(beats() > before, "worker-1 keeps working");
+    wait_for("worker-1 keeps working", Duration::from_secs(10), || {
+        beats() > before
+    });
 
     // The reaper does not kill it either (its supervisor lives on, its worker is gone).
     let o = reap(&sb, &["--json"]);

@@ -572,6 +572,43 @@ fn hostile_records_are_refused_whole_with_no_effect() {
     }
 }
 
+/// Attack: an edited (or cloned) record points a removing worker's directory and startup script
+/// at another worker's, inside the state root, so that cleaning it up would delete a live
+/// worker's files. A worker's resources are only ever the paths derived from its own name:
+/// anything else is refused whole, with no effect.
+#[test]
+fn a_record_pointing_at_another_workers_files_is_refused() {
+    let e = Env::new();
+    e.init();
+    e.add_worker(SLEEPER, false);
+    let w2 = e.add_worker(SLEEPER, false);
+    let w3 = e.add_worker(SLEEPER, false);
+    let w2dir = w2.resources.worker_dir.clone().unwrap();
+    let w2script = w2.resources.script.clone().unwrap();
+    e.edit_team(|v| {
+        v["workers"][2]["lifecycle"] = "removing".into();
+        v["workers"][2]["resources"]["worker_dir"] = w2dir.to_str().unwrap().into();
+        v["workers"][2]["resources"]["script"] = w2script.to_str().unwrap().into();
+    });
+    for args in [
+        &["reconcile", "t"][..],
+        &["down", "t", "1"],
+        &["shutdown", "t"],
+    ] {
+        let o = e.cmd(args, &[]);
+        assert_eq!(code(&o), 65, "{args:?}: {}", text(&o.stderr));
+    }
+    assert!(
+        w2dir.join("inbox.md").exists(),
+        "worker-2's directory is intact"
+    );
+    assert!(w2script.exists(), "worker-2's startup script is intact");
+    let panes = e.panes();
+    for w in [&w2, &w3] {
+        assert!(panes.contains(&w.pane.as_ref().unwrap().pane_id));
+    }
+}
+
 #[test]
 fn respawned_pane_is_not_killed_and_stays_removing() {
     let e = Env::new();

@@ -59,17 +59,42 @@ use crate::paths::StateRoot;
 pub fn validate(root: &StateRoot, team: &Team, w: &Worker) -> Result<()> {
     let r = &w.resources;
     let team_dir = root.team_dir(&team.name);
+    // Each path is the one `up` derives from the worker's own name, and no other: an edited
+    // record pointing worker-3's directory at worker-2's would have a cleanup remove a live
+    // worker's files.
+    let own = |what: &str, recorded: &std::path::Path, expected: std::path::PathBuf| {
+        if recorded == expected {
+            Ok(())
+        } else {
+            Err(Error::MalformedState {
+                path: root.team_json(&team.name),
+                msg: format!(
+                    "worker {}: its {what} is recorded as {}, not its own {}",
+                    w.name,
+                    recorded.display(),
+                    expected.display()
+                ),
+            })
+        }
+    };
     if let Some(d) = &r.worker_dir {
         root.contained_in(&team_dir.join("workers"), d)?;
+        own("directory", d, root.worker_dir(&team.name, &w.name))?;
     }
     if let Some(s) = &r.script {
         root.contained_in(&team_dir.join("runtime"), s)?;
+        own(
+            "startup script",
+            s,
+            root.runtime_script(&team.name, &w.name),
+        )?;
     }
     if let Some(wt) = &r.worktree {
         root.contained_in(
             &root.path().join("worktrees").join(team.name.as_str()),
             &wt.path,
         )?;
+        own("worktree", &wt.path, root.worktree(&team.name, &w.name))?;
         if let Some(b) = &wt.branch
             && !valid_branch(b)
         {
