@@ -292,8 +292,12 @@ impl Error {
             Error::UnknownSchema { .. } => {
                 Some("use the team-scale build that wrote this state".into())
             }
-            Error::MalformedState { .. } | Error::UnsafePath { .. } => Some(
-                "the state file was edited or damaged; nothing was changed: repair or restore it by hand"
+            Error::MalformedState { .. } => Some(
+                "the state file was edited or damaged: repair or restore it by hand; `team-scale status <team>` shows what the command did before it stopped"
+                    .into(),
+            ),
+            Error::UnsafePath { .. } => Some(
+                "something under .team is not what the tools made there (a symlink, a file where a directory goes, a file they did not make): move it away; `team-scale status <team>` shows what the command did before it stopped"
                     .into(),
             ),
             Error::StateMoved { path, recorded, .. } => Some(format!(

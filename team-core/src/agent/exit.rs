@@ -1,7 +1,7 @@
 //! `teams/<team>/workers/<worker>/exit.json`: how a worker's main process ended, written by
 //! the pane's supervisor. Read only when its incarnation is the worker's current one.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use uuid::Uuid;
@@ -32,10 +32,26 @@ impl ExitInfo {
     }
 }
 
-/// Reads `path` and returns its record when it names `incarnation`. A missing, oversized,
-/// malformed or other incarnation's file is `None`: it proves nothing about this worker.
-pub fn read_exit(path: &Path, incarnation: Uuid) -> Result<Option<ExitInfo>> {
-    let Some(bytes) = crate::fsutil::read(path, MAX_EXIT_FILE as u64)? else {
+/// Where one worker incarnation's exit record is: `path`, inside the state root `root`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExitFile {
+    pub root: PathBuf,
+    pub path: PathBuf,
+    pub incarnation: Uuid,
+}
+
+impl ExitFile {
+    /// [`read_exit`] of this file.
+    pub fn read(&self) -> Result<Option<ExitInfo>> {
+        read_exit(&self.root, &self.path, self.incarnation)
+    }
+}
+
+/// Reads `path` (inside the state root `root`, reached without following any symlink) and
+/// returns its record when it names `incarnation`. A missing, oversized, malformed or other
+/// incarnation's file is `None`: it proves nothing about this worker.
+pub fn read_exit(root: &Path, path: &Path, incarnation: Uuid) -> Result<Option<ExitInfo>> {
+    let Some(bytes) = crate::fsutil::state_read(root, path, MAX_EXIT_FILE as u64)? else {
         return Ok(None);
     };
     Ok(parse_exit(&bytes).filter(|e| e.incarnation == incarnation))
@@ -56,8 +72,11 @@ mod tests {
     #[test]
     fn only_the_matching_incarnation_counts() {
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("exit.json");
+        let root = dir.path().join(".team");
+        std::fs::create_dir(&root).unwrap();
+        let p = root.join("exit.json");
         let me = Uuid::new_v4();
+        let read_exit = |p: &Path, inc: Uuid| read_exit(&root, p, inc);
         assert_eq!(read_exit(&p, me).unwrap(), None);
         std::fs::write(
             &p,
@@ -69,5 +88,14 @@ mod tests {
         assert_eq!(read_exit(&p, Uuid::new_v4()).unwrap(), None);
         std::fs::write(&p, b"{oops").unwrap();
         assert_eq!(read_exit(&p, me).unwrap(), None);
+        // Through a symlink: not read.
+        std::fs::write(
+            dir.path().join("elsewhere.json"),
+            format!(r#"{{"incarnation":"{me}","code":3,"signal":null}}"#),
+        )
+        .unwrap();
+        std::fs::remove_file(&p).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("elsewhere.json"), &p).unwrap();
+        assert!(read_exit(&p, me).is_err());
     }
 }

@@ -30,13 +30,11 @@
 //!   for it, then reports "exited" without one; the supervisor's `exit.json` gives the status reliably. Output written just before a pty closes can be lost (Linux), and tmux's "Pane is
 //!   dead" line can scroll the last output into history: captures include 20 history lines.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::agent::exit::read_exit;
 use crate::agent::screen::{draft_at_cursor, draft_head, shows};
 use crate::agent::{Profile, PromptMode, Seen, classify};
 use crate::audit::{AuditLog, Entry};
@@ -58,7 +56,7 @@ pub struct Target {
     /// The team's `--ready-pattern`, which must also show before typing.
     pub ready_pattern: Option<String>,
     /// The worker's `exit.json` and its incarnation.
-    pub exit_file: Option<(PathBuf, Uuid)>,
+    pub exit_file: Option<crate::agent::exit::ExitFile>,
     /// The workspace, for next-step messages.
     pub workspace: String,
     /// The audit entry for the `send-keys` intent (action and targets are filled in).
@@ -198,7 +196,7 @@ pub fn deliver(
                 && status_line(&screen).is_none()
                 && t.exit_file
                     .as_ref()
-                    .is_none_or(|(p, inc)| read_exit(p, *inc).ok().flatten().is_none())
+                    .is_none_or(|f| f.read().ok().flatten().is_none())
             {
                 let since = *dead_since[i].get_or_insert(now);
                 if now.duration_since(since) < DEAD_STATUS_WAIT {
@@ -386,10 +384,7 @@ fn last_lines(s: &Option<Screen>) -> Vec<String> {
 
 /// A dead pane or a matching exit file ends the delivery.
 fn ended(t: &Target, screen: &Screen) -> Option<Delivery> {
-    let exit = t
-        .exit_file
-        .as_ref()
-        .and_then(|(p, inc)| read_exit(p, *inc).ok().flatten());
+    let exit = t.exit_file.as_ref().and_then(|f| f.read().ok().flatten());
     if !screen.dead && exit.is_none() {
         return None;
     }

@@ -462,7 +462,7 @@ fn exited(store: &Store, w: &crate::model::Worker) -> Option<bool> {
                 .root()
                 .worker_dir(store.team(), &w.name)
                 .join("exit.json");
-            crate::agent::exit::read_exit(&path, w.incarnation)
+            crate::agent::exit::read_exit(store.root().path(), &path, w.incarnation)
                 .ok()
                 .map(|e| e.is_some())
         }

@@ -181,7 +181,11 @@ fn send_loaded(
             mode: PromptMode::Typed,
             text: text.to_string(),
             ready_pattern: team.settings.ready_pattern.clone(),
-            exit_file: Some((worker_dir.join("exit.json"), w.incarnation)),
+            exit_file: Some(crate::agent::exit::ExitFile {
+                root: env.store.root().path().to_path_buf(),
+                path: worker_dir.join("exit.json"),
+                incarnation: w.incarnation,
+            }),
             workspace: team.workspace.display().to_string(),
             audit: crate::audit::Entry {
                 caller: env.caller.clone(),

@@ -600,8 +600,12 @@ pub fn remove(
 }
 
 /// Makes the removals of [`remove`] durable: one fsync per distinct parent directory of the
-/// workers' dirs and scripts.
-pub fn sync_parents<'a>(workers: impl IntoIterator<Item = &'a Worker>) -> Result<()> {
+/// workers' dirs and scripts, each reached inside the state root without following a symlink
+/// (absent is success).
+pub fn sync_parents<'a>(
+    root: &StateRoot,
+    workers: impl IntoIterator<Item = &'a Worker>,
+) -> Result<()> {
     let mut dirs: Vec<&std::path::Path> = workers
         .into_iter()
         .flat_map(|w| {
@@ -615,9 +619,7 @@ pub fn sync_parents<'a>(workers: impl IntoIterator<Item = &'a Worker>) -> Result
     dirs.sort();
     dirs.dedup();
     for d in dirs {
-        if d.exists() {
-            crate::fsutil::sync_dir(d)?;
-        }
+        crate::fsutil::state_sync_dir(root.path(), d)?;
     }
     Ok(())
 }

@@ -1207,7 +1207,7 @@ fn remove_resources(t: &Teardown, team: &Team, plans: &mut [Plan]) -> Result<()>
             Err(e) => p.report.blocked.push(format!("resources: {e}")),
         }
     }
-    resources::sync_parents(plans.iter().map(|p| &p.worker))
+    resources::sync_parents(t.store.root(), plans.iter().map(|p| &p.worker))
 }
 
 /// Step 7: drops the records of the workers nothing blocks (their unfinished tasks back to

@@ -653,7 +653,11 @@ impl New<'_> {
             mode: profile.mode(),
             text,
             ready_pattern: team.settings.ready_pattern.clone(),
-            exit_file: Some((p.worker_dir.join("exit.json"), p.incarnation)),
+            exit_file: Some(crate::agent::exit::ExitFile {
+                root: self.env.store.root().path().to_path_buf(),
+                path: p.worker_dir.join("exit.json"),
+                incarnation: p.incarnation,
+            }),
             workspace: team.workspace.display().to_string(),
             audit: crate::audit::Entry {
                 caller: env.caller.clone(),
