@@ -143,20 +143,7 @@ mod tests {
             );
             assert!(!yields(&cmd(r), true, false), "{r:?} with yielding off");
         }
-        for w in [
-            &["up", "t", "1"][..],
-            &["down", "t", "1"],
-            &["task", "claim", "1", "t", "--worker", "worker-1"],
-            &[
-                "worker-status",
-                "t",
-                "--worker",
-                "worker-1",
-                "--state",
-                "idle",
-            ],
-            &["send", "t", "worker-1", "hi"],
-        ] {
+        for &w in WRITERS {
             assert!(!yields(&cmd(w), false, false), "{w:?} changes the team");
         }
     }

@@ -60,7 +60,7 @@ impl Bench {
         );
         let (value, floor) = (median(values.to_vec()), median(floors.to_vec()));
         let target = Some((format!("<= {max}x"), ratio <= max));
-        self.figures.push(Figure {
+        self.push(Figure {
             name: name.into(),
             value,
             unit,
@@ -69,11 +69,10 @@ impl Bench {
             ratio,
             target,
         });
-        self.print_last();
     }
 
-    fn print_last(&self) {
-        let f = self.figures.last().expect("a figure");
+    /// Prints `f` and keeps it for the report.
+    fn push(&mut self, f: Figure) {
         println!(
             "  {:<46} {:>12.2} {:<10} floor {} {:>10.2}  ratio {:>6.2}{}",
             f.name,
@@ -87,6 +86,7 @@ impl Bench {
                 None => String::new(),
             }
         );
+        self.figures.push(f);
     }
 
     /// Records a figure. `lower_is_better` decides how `max_ratio` applies.
@@ -101,7 +101,7 @@ impl Bench {
         target: Option<(String, bool)>,
     ) {
         let ratio = if floor > 0.0 { value / floor } else { f64::NAN };
-        self.figures.push(Figure {
+        self.push(Figure {
             name: name.into(),
             value,
             unit,
@@ -110,7 +110,6 @@ impl Bench {
             ratio,
             target,
         });
-        self.print_last();
     }
 }
 
