@@ -8,7 +8,7 @@
 //!   (`SCHED_IDLE`): `status`, `list`, `task list`, `task show` and `peek`, when their standard
 //!   output is not a terminal (an agent's tool call, a script, `watch`, a pipe) and
 //!   `TEAM_READERS_YIELD` is not off. It is set first thing in `main`, before the command line
-//!   is parsed. Readers already take no lock, so they never make a writer wait; but on a small
+//!   is parsed (or right after, when global options come before the subcommand). Readers already take no lock, so they never make a writer wait; but on a small
 //!   machine twenty agents polling `status` back to back still take the CPUs from `up`/`down`
 //!   (8x slower on two cores). In `SCHED_IDLE` a poller runs only when nothing else wants the
 //!   CPU, and a writer that wakes (its fsync done, tmux's answer in) takes the CPU from it at
@@ -42,8 +42,8 @@ pub fn background_reader(cmd: &Command, yield_off: bool) {
     }
 }
 
-/// [`background_reader`] from the raw arguments, before the command line is parsed (building
-/// the whole parser is a third of a `status`): when the subcommand comes first, as it does
+/// [`background_reader`] from the raw arguments, before the command line is parsed (about a
+/// fifth of a `status`, measured from its `exec`): when the subcommand comes first, as it does
 /// but for global options written before it (those readers yield once parsed).
 pub fn background_reader_early(args: &[std::ffi::OsString], yield_off: bool) {
     if !yield_off && reader_words(args) && !std::io::stdout().is_terminal() {
