@@ -55,6 +55,13 @@ fn binary_runs(dir: &Path) -> usize {
     std::fs::read_to_string(dir.join("runs")).map_or(0, |s| s.lines().count())
 }
 
+/// The call was answered by the marker binary of `dir`, run exactly once.
+#[track_caller]
+fn ran_the_binary_once(o: &team_core::tmux::Output, dir: &Path) {
+    assert_eq!(o.stdout, "from-binary\n");
+    assert_eq!(binary_runs(dir), 1);
+}
+
 #[test]
 fn the_native_client_and_the_binary_say_the_same() {
     let s = TmuxServer::start();
@@ -196,8 +203,7 @@ fn the_longest_command_list_fits_and_a_longer_one_goes_to_the_binary() {
     let over = format!("{arg}y");
     let t = Tmux::new(marker_binary(d.path()), &s.sock).with_native(true);
     let o = t.run(&["display-message", "-p", &over]).unwrap();
-    assert_eq!(o.stdout, "from-binary\n");
-    assert_eq!(binary_runs(d.path()), 1);
+    ran_the_binary_once(&o, d.path());
 }
 
 #[test]
@@ -206,8 +212,7 @@ fn no_server_on_the_socket_is_left_to_the_binary() {
     let d = tempfile::tempdir().unwrap();
     let t = Tmux::new(marker_binary(d.path()), d.path().join("no-such-sock")).with_native(true);
     let o = t.run(&["list-panes", "-a"]).unwrap();
-    assert_eq!(o.stdout, "from-binary\n");
-    assert_eq!(binary_runs(d.path()), 1);
+    ran_the_binary_once(&o, d.path());
 }
 
 /// A server on `sock` that reads what comes and, once it has `min` bytes, answers `reply`
@@ -248,8 +253,7 @@ fn a_server_of_another_protocol_version_is_left_to_the_binary() {
     fake_server(&sock, 16, Some(version), Duration::from_secs(2));
     let t = Tmux::new(marker_binary(d.path()), &sock).with_native(true);
     let o = t.run(&["list-panes", "-a"]).unwrap();
-    assert_eq!(o.stdout, "from-binary\n");
-    assert_eq!(binary_runs(d.path()), 1);
+    ran_the_binary_once(&o, d.path());
 }
 
 #[test]

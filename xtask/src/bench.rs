@@ -19,7 +19,7 @@ pub struct Figure {
     pub unit: &'static str,
     pub floor_name: String,
     pub floor: f64,
-    /// `value / floor` for times (lower is better), `floor / value`... no: always value/floor.
+    /// `value / floor`, or for paired runs the median of each run's own ratio.
     pub ratio: f64,
     /// The target, as text, and whether it was met.
     pub target: Option<(String, bool)>,
@@ -60,37 +60,11 @@ impl Bench {
         );
         let (value, floor) = (median(values.to_vec()), median(floors.to_vec()));
         let target = Some((format!("<= {max}x"), ratio <= max));
-        self.push(Figure {
-            name: name.into(),
-            value,
-            unit,
-            floor_name: floor_name.into(),
-            floor,
-            ratio,
-            target,
-        });
+        self.record(name, value, unit, floor_name, floor, ratio, target);
     }
 
-    /// Prints `f` and keeps it for the report.
-    fn push(&mut self, f: Figure) {
-        println!(
-            "  {:<46} {:>12.2} {:<10} floor {} {:>10.2}  ratio {:>6.2}{}",
-            f.name,
-            f.value,
-            f.unit,
-            f.floor_name,
-            f.floor,
-            f.ratio,
-            match &f.target {
-                Some((t, ok)) => format!("  target {t}: {}", if *ok { "met" } else { "MISSED" }),
-                None => String::new(),
-            }
-        );
-        self.figures.push(f);
-    }
-
-    /// Records a figure. `lower_is_better` decides how `max_ratio` applies.
-    #[allow(clippy::too_many_arguments)]
+    /// Records a figure: `value` next to `floor`, its ratio `value / floor` (lower is better
+    /// for times; rates put the floor on the side that makes the target read right).
     pub fn figure(
         &mut self,
         name: &str,
@@ -101,7 +75,29 @@ impl Bench {
         target: Option<(String, bool)>,
     ) {
         let ratio = if floor > 0.0 { value / floor } else { f64::NAN };
-        self.push(Figure {
+        self.record(name, value, unit, floor_name, floor, ratio, target);
+    }
+
+    /// Prints one figure and keeps it for the report.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        name: &str,
+        value: f64,
+        unit: &'static str,
+        floor_name: &str,
+        floor: f64,
+        ratio: f64,
+        target: Option<(String, bool)>,
+    ) {
+        println!(
+            "  {name:<46} {value:>12.2} {unit:<10} floor {floor_name} {floor:>10.2}  ratio {ratio:>6.2}{}",
+            match &target {
+                Some((t, ok)) => format!("  target {t}: {}", if *ok { "met" } else { "MISSED" }),
+                None => String::new(),
+            }
+        );
+        self.figures.push(Figure {
             name: name.into(),
             value,
             unit,
