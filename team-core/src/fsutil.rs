@@ -483,27 +483,6 @@ pub enum Sync {
     Never,
 }
 
-/// Creates the directory `dir` (mode 0700) in its existing parent inside the state root,
-/// durable only as `sync` says. Already there as a directory is success; a symlink or a
-/// file there is refused.
-pub fn state_create_dir_with(root: &Path, dir: &Path, sync: Sync) -> Result<()> {
-    if sync == Sync::Now {
-        return state_create_dir(root, dir);
-    }
-    let (Some(parent), name) = state_parent(root, dir, false)? else {
-        return Err(Error::io(
-            "create directory",
-            dir,
-            std::io::Error::from(std::io::ErrorKind::NotFound),
-        ));
-    };
-    match rustix::fs::mkdirat(&parent.fd, name, Mode::from_raw_mode(0o700)) {
-        Ok(()) | Err(Errno::EXIST) => {}
-        Err(e) => return Err(Error::io("create directory", dir, errno_io(e))),
-    }
-    parent.child(name, false).map(|_| ())
-}
-
 /// A directory inside the state root, held open once it was reached without symlinks: what is
 /// made or inspected through it costs no second walk from the root (`up` makes three files per
 /// new worker in two directories, and walked six components for each of them).
@@ -535,15 +514,12 @@ impl StateDir {
 
     /// [`state_kind`] of `path`, which must be directly in this directory.
     pub fn kind(&self, path: &Path) -> Result<Option<&'static str>> {
-        let name = self.name_of(path)?;
-        match rustix::fs::statat(&self.0.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => Ok(Some(type_name(FileType::from_raw_mode(st.st_mode)))),
-            Err(Errno::NOENT) => Ok(None),
-            Err(e) => Err(Error::io("inspect", path, errno_io(e))),
-        }
+        kind_in(&self.0, self.name_of(path)?, path)
     }
 
-    /// [`state_create_dir_with`] for `dir`, directly in this directory; returns it held open.
+    /// Creates the directory `dir` (mode 0700), directly in this directory, durable only as
+    /// `sync` says, and returns it held open. Already there as a directory is success; a
+    /// symlink or a file there is refused.
     pub fn create_dir(&self, dir: &Path, sync: Sync) -> Result<StateDir> {
         let name = self.name_of(dir)?;
         match rustix::fs::mkdirat(&self.0.fd, name, Mode::from_raw_mode(0o700)) {
@@ -587,12 +563,17 @@ pub fn state_remove_with(root: &Path, path: &Path, sync: Sync) -> Result<()> {
 /// does not exist. A symlinked directory above it is refused.
 pub fn state_kind(root: &Path, path: &Path) -> Result<Option<&'static str>> {
     match state_parent(root, path, false)? {
-        (Some(dir), name) => match rustix::fs::statat(&dir.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => Ok(Some(type_name(FileType::from_raw_mode(st.st_mode)))),
-            Err(Errno::NOENT) => Ok(None),
-            Err(e) => Err(Error::io("inspect", path, errno_io(e))),
-        },
+        (Some(dir), name) => kind_in(&dir, name, path),
         (None, _) => Ok(None),
+    }
+}
+
+/// [`state_kind`] of `name` in `dir` (`path` names it in errors).
+fn kind_in(dir: &Walk, name: &OsStr, path: &Path) -> Result<Option<&'static str>> {
+    match rustix::fs::statat(&dir.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Ok(Some(type_name(FileType::from_raw_mode(st.st_mode)))),
+        Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(Error::io("inspect", path, errno_io(e))),
     }
 }
 
