@@ -14,7 +14,12 @@
 //!   CPU, and a writer that wakes (its fsync done, tmux's answer in) takes the CPU from it at
 //!   once; on an idle machine the poller is exactly as fast. The price: on a machine saturated
 //!   by other work such a reader gets a tiny share of the CPU and can take a second. A person
-//!   at a terminal keeps the normal priority: a `status` typed by hand stays instant.
+//!   at a terminal keeps the normal priority: a `status` typed by hand stays instant. A reader
+//!   in `SCHED_IDLE` must not hold a lock a writer waits for, so every one of them reads the
+//!   last committed state without a lock (`peek` included). One write remains: `status`
+//!   recording that the team follows a re-created session (`view`), a rare step that takes
+//!   the state lock for one commit; on a machine saturated by other work a yielding `status`
+//!   can hold it for a second or so, which a writer waits out (`--wait`).
 //!   *Rejected:* `nice 19` (no `unsafe`, but a waking writer still waits out the running
 //!   poller's time slice at each of its twenty-odd waits: 2.2x instead of 1.5x under twenty
 //!   `status` loops); yielding in every case (a human's `status` would crawl behind a build); a

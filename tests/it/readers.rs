@@ -50,6 +50,32 @@ fn status_and_list_never_wait_for_a_writer() {
     assert!(t0.elapsed() < Duration::from_secs(5));
 }
 
+/// `peek` is a reader too (and one that yields the CPU must never hold a lock a writer waits
+/// for): a writer holding the state lock does not make it wait or exit 75.
+#[test]
+fn peek_never_waits_for_a_writer() {
+    let sb = Sandbox::new();
+    assert_code(&sb.run("team-scale", &["init", "demo", "--private"]), 0);
+    assert_code(
+        &sb.run("team-scale", &["up", "demo", "1", "--ready-timeout", "0"]),
+        0,
+    );
+    let root = sb.root();
+    let team = TeamName::new("demo").unwrap();
+    let _state = lock::acquire_in(
+        root.path(),
+        &root.state_lock(&team),
+        Duration::ZERO,
+        &Holder::me("test-writer"),
+    )
+    .unwrap();
+    let o = sb.run(
+        "team-scale",
+        &["peek", "demo", "worker-1", "--json", "--wait", "0s"],
+    );
+    assert_code(&o, 0);
+}
+
 /// A journal on disk (a multi-file change being applied) is shown as an operation in flight;
 /// the reader neither waits for it nor replays it: the next writer does.
 #[test]

@@ -16,9 +16,10 @@ pub struct Peek {
     pub lines: Vec<String>,
 }
 
-/// The last `n` lines of `worker`'s screen.
+/// The last `n` lines of `worker`'s screen. A reader: the last committed state, read without a
+/// lock (a yielding reader must never hold one a writer waits for).
 pub fn peek(env: &Env, worker: &WorkerName, n: usize) -> Result<Peek> {
-    let team = env.store.load()?;
+    let team = env.store.snapshot()?.team;
     let w = team
         .worker(worker)
         .ok_or_else(|| Error::Refused(format!("{worker} is not a member of team {}", team.name)))?;
