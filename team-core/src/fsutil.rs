@@ -41,7 +41,7 @@
 //!
 //! - **A worker's runtime files are not fsynced** (`Sync::Never`, issue 15): its directory,
 //!   inbox and startup script are made without any fsync, and a teardown removes them with one
-//!   fsync per distinct parent directory (`Sync::Batched`, then `resources::sync_parents`).
+//!   fsync of each of the two directories (`Sync::Batched`, then `resources::Dirs::sync`).
 //!   Their paths are recorded durably in the team's state before they are made, so a cleanup
 //!   after any crash finds them or finds them absent (absent is success), and a crash of the
 //!   machine takes the tmux server and every pane that would read them. State (team, tasks,
@@ -474,7 +474,7 @@ pub enum Sync {
     /// The parent directory is fsynced before the call returns.
     Now,
     /// The caller fsyncs the parent itself, once for a batch of removals (teardown removes
-    /// every worker's files, then syncs each distinct parent once: `resources::sync_parents`).
+    /// every worker's files, then syncs each of their directories once: `resources::Dirs::sync`).
     Batched,
     /// Never fsynced: a worker's runtime files (its directory, inbox and startup script),
     /// which a crash of the machine makes worthless anyway (it takes the tmux server and every
@@ -542,6 +542,21 @@ impl StateDir {
         let name = self.name_of(path)?;
         write_in(&self.0, name, bytes, mode, sync)
     }
+
+    /// [`state_remove_with`] for `path`, directly in this directory.
+    pub fn remove(&self, path: &Path, sync: Sync) -> Result<()> {
+        remove_in(&self.0, self.name_of(path)?, sync)
+    }
+
+    /// [`state_remove_tree_with`] for `dir`, directly in this directory.
+    pub fn remove_tree(&self, dir: &Path, sync: Sync) -> Result<()> {
+        remove_tree_in(&self.0, self.name_of(dir)?, dir, sync, &mut || {})
+    }
+
+    /// fsyncs this directory.
+    pub fn sync(&self) -> Result<()> {
+        self.0.sync()
+    }
 }
 
 /// Removes a file inside the state root and fsyncs its directory. Absent is success.
@@ -606,10 +621,21 @@ fn remove_tree_racing(
     sync: Sync,
     emptied: &mut dyn FnMut(),
 ) -> Result<()> {
-    let (parent, name) = match state_parent(root, dir, false)? {
-        (Some(p), n) => (p, n),
-        (None, _) => return Ok(()),
-    };
+    match state_parent(root, dir, false)? {
+        (Some(parent), name) => remove_tree_in(&parent, name, dir, sync, emptied),
+        (None, _) => Ok(()),
+    }
+}
+
+/// [`remove_tree_racing`] of `name` in the directory `parent`, held open (`dir` names it in
+/// errors).
+fn remove_tree_in(
+    parent: &Walk,
+    name: &OsStr,
+    dir: &Path,
+    sync: Sync,
+    emptied: &mut dyn FnMut(),
+) -> Result<()> {
     for attempt in 0.. {
         let r = (|| {
             let Some(w) = parent.child(name, false)? else {

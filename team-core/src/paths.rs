@@ -234,6 +234,20 @@ impl StateRoot {
     /// must itself be inside the state root, and that no existing component between the state
     /// root and `path` is a symlink. Returns the normalized path.
     pub fn contained_in(&self, base: &Path, path: &Path) -> Result<PathBuf> {
+        self.contained_in_seen(base, path, &mut SeenDirs::default())
+    }
+
+    /// [`StateRoot::contained_in`], skipping the directories `seen` already found to be
+    /// directories (not symlinks) and adding the ones it finds: checking every worker of a team
+    /// stats the components they share (`teams/<team>/workers`, ...) once, not once per worker.
+    /// A check is a snapshot either way: every effect walks again without following a symlink
+    /// (`fsutil`).
+    pub fn contained_in_seen(
+        &self,
+        base: &Path,
+        path: &Path,
+        seen: &mut SeenDirs,
+    ) -> Result<PathBuf> {
         let unsafe_path = |why: &str| Error::UnsafePath {
             path: path.to_path_buf(),
             why: why.to_string(),
@@ -259,13 +273,23 @@ impl StateRoot {
         if rel.as_os_str().is_empty() {
             return Err(unsafe_path(&format!("is {} itself", base.display())));
         }
-        no_symlinks_below(&self.root, path)?;
+        no_symlinks_below_seen(&self.root, path, seen)?;
         Ok(path.to_path_buf())
     }
 }
 
+/// Directories below a state root already found to be directories, not symlinks, by one
+/// validation pass ([`StateRoot::contained_in_seen`]).
+#[derive(Debug, Default)]
+pub struct SeenDirs(std::collections::HashSet<PathBuf>);
+
 /// Refuses a symlink at any existing component of `path` below `root`.
 pub fn no_symlinks_below(root: &Path, path: &Path) -> Result<()> {
+    no_symlinks_below_seen(root, path, &mut SeenDirs::default())
+}
+
+/// [`no_symlinks_below`], skipping (and adding to) the directories in `seen`.
+fn no_symlinks_below_seen(root: &Path, path: &Path, seen: &mut SeenDirs) -> Result<()> {
     let rel = path.strip_prefix(root).map_err(|_| Error::UnsafePath {
         path: path.to_path_buf(),
         why: format!("is outside {}", root.display()),
@@ -273,12 +297,18 @@ pub fn no_symlinks_below(root: &Path, path: &Path) -> Result<()> {
     let mut cur = root.to_path_buf();
     for c in rel.components() {
         cur.push(c);
+        if seen.0.contains(&cur) {
+            continue;
+        }
         match std::fs::symlink_metadata(&cur) {
             Ok(m) if m.file_type().is_symlink() => {
                 return Err(Error::UnsafePath {
                     path: path.to_path_buf(),
                     why: format!("{} is a symlink", cur.display()),
                 });
+            }
+            Ok(m) if m.is_dir() => {
+                seen.0.insert(cur.clone());
             }
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -401,6 +431,35 @@ mod tests {
         assert!(root.contained_in(&base, &base).is_err());
         std::os::unix::fs::symlink("/tmp", base.join("link")).unwrap();
         let err = root.contained_in(&base, &base.join("link/x")).unwrap_err();
+        assert!(err.to_string().contains("symlink"), "{err}");
+    }
+
+    /// One validation pass stats the directories its paths share once (`SeenDirs`), and still
+    /// refuses a symlink in what they do not share: the attack is a team whose first worker's
+    /// paths are clean and whose second worker's directory is a symlink.
+    #[test]
+    fn a_shared_check_still_refuses_each_paths_own_symlink() {
+        let d = tempfile::tempdir().unwrap();
+        let root = StateRoot::resolve(d.path(), None).unwrap();
+        root.ensure().unwrap();
+        let base = root.path().join("teams/t/workers");
+        std::fs::create_dir_all(base.join("worker-1")).unwrap();
+        std::os::unix::fs::symlink("/tmp", base.join("worker-2")).unwrap();
+        let mut seen = SeenDirs::default();
+        root.contained_in_seen(&base, &base.join("worker-1/inbox.md"), &mut seen)
+            .unwrap();
+        assert!(
+            seen.0.contains(&base),
+            "the shared directory was not remembered"
+        );
+        let err = root
+            .contained_in_seen(&base, &base.join("worker-2/inbox.md"), &mut seen)
+            .unwrap_err();
+        assert!(err.to_string().contains("worker-2 is a symlink"), "{err}");
+        // A symlink is never remembered as safe, whatever was checked first.
+        let err = root
+            .contained_in_seen(&base, &base.join("worker-2"), &mut seen)
+            .unwrap_err();
         assert!(err.to_string().contains("symlink"), "{err}");
     }
 }

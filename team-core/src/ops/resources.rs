@@ -52,11 +52,14 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::fsutil::{self, StateDir};
 use crate::model::{Resources, Team, Worker, WorktreeRecord};
-use crate::paths::StateRoot;
+use crate::paths::{SeenDirs, StateRoot};
 
 /// Checks every resource path of `w` (hostile state is refused whole, before any effect).
-pub fn validate(root: &StateRoot, team: &Team, w: &Worker) -> Result<()> {
+/// `seen` carries the directories found safe from one worker to the next of the same pass (see
+/// [`StateRoot::contained_in_seen`]).
+pub fn validate(root: &StateRoot, team: &Team, w: &Worker, seen: &mut SeenDirs) -> Result<()> {
     let r = &w.resources;
     let team_dir = root.team_dir(&team.name);
     // Each path is the one `up` derives from the worker's own name, and no other: an edited
@@ -78,11 +81,11 @@ pub fn validate(root: &StateRoot, team: &Team, w: &Worker) -> Result<()> {
         }
     };
     if let Some(d) = &r.worker_dir {
-        root.contained_in(&team_dir.join("workers"), d)?;
+        root.contained_in_seen(&team_dir.join("workers"), d, seen)?;
         own("directory", d, root.worker_dir(&team.name, &w.name))?;
     }
     if let Some(s) = &r.script {
-        root.contained_in(&team_dir.join("runtime"), s)?;
+        root.contained_in_seen(&team_dir.join("runtime"), s, seen)?;
         own(
             "startup script",
             s,
@@ -90,9 +93,10 @@ pub fn validate(root: &StateRoot, team: &Team, w: &Worker) -> Result<()> {
         )?;
     }
     if let Some(wt) = &r.worktree {
-        root.contained_in(
+        root.contained_in_seen(
             &root.path().join("worktrees").join(team.name.as_str()),
             &wt.path,
+            seen,
         )?;
         own("worktree", &wt.path, root.worktree(&team.name, &w.name))?;
         if let Some(b) = &wt.branch
@@ -560,15 +564,49 @@ fn tempfile_path(dir: &Path) -> Result<PathBuf> {
     Ok(PathBuf::from(gitdir).join(format!("team-save-{}.index", uuid::Uuid::new_v4().simple())))
 }
 
+/// The two directories a teardown removes workers' files from, each reached once without
+/// following a symlink and held open for every worker of the batch: the team's `workers/` and
+/// `runtime/` (`None` when absent: nothing of a worker is left in it).
+pub struct Dirs {
+    workers: Option<StateDir>,
+    runtime: Option<StateDir>,
+    /// Directories already found safe by [`validate`] in this batch.
+    seen: SeenDirs,
+}
+
+impl Dirs {
+    /// Opens the directories of `team` (a symlinked one is refused, as every walk refuses it).
+    pub fn open(root: &StateRoot, team: &Team) -> Result<Dirs> {
+        let team_dir = root.team_dir(&team.name);
+        let open = |d: &str| fsutil::state_dir(root.path(), &team_dir.join(d), false);
+        Ok(Dirs {
+            workers: open("workers")?,
+            runtime: open("runtime")?,
+            seen: SeenDirs::default(),
+        })
+    }
+
+    /// Makes the removals of [`remove`] durable: one fsync of each directory.
+    pub fn sync(&self) -> Result<()> {
+        for d in self.workers.iter().chain(self.runtime.iter()) {
+            d.sync()?;
+        }
+        Ok(())
+    }
+}
+
 /// Removes a worker's resources: worktree (after saving it), branch (only if the tools made it
-/// and its commits are reachable elsewhere), worker directory, startup script.
+/// and its commits are reachable elsewhere), then its worker directory and startup script
+/// through `dirs`. The caller makes the removals durable with [`Dirs::sync`] before it drops
+/// the record.
 pub fn remove(
     root: &StateRoot,
     team: &Team,
     w: &Worker,
+    dirs: &mut Dirs,
     fail: &dyn Fn(&str) -> Result<()>,
 ) -> Result<ResourceReport> {
-    validate(root, team, w)?;
+    validate(root, team, w, &mut dirs.seen)?;
     let mut rep = ResourceReport::default();
     let Resources {
         worker_dir,
@@ -582,46 +620,22 @@ pub fn remove(
     if !rep.blocked.is_empty() {
         return Ok(rep);
     }
-    // Checked again right before acting; then removed relative to directory fds, following
-    // no symlink. The worker dir is the tools' own (made by `up`, which refuses to start a
-    // worker whose dir already exists); its supervisor may still write `exit.json` into it
-    // while it goes, which `state_remove_tree` retries over. The script is only ever a file:
-    // a directory found in its place is not removed (an error, so the record stays).
-    // Their parents are fsynced once for the whole batch by [`sync_parents`], which every
-    // caller runs before it drops the records.
-    validate(root, team, w)?;
-    if let Some(d) = worker_dir {
-        crate::fsutil::state_remove_tree_with(root.path(), d, crate::fsutil::Sync::Batched)?;
+    // Removed relative to the directories `dirs` holds open (reached without following a
+    // symlink), so what a path names is checked by the removal itself, right when it acts: a
+    // worker dir swapped for a symlink is refused (`UnsafePath`), and a script swapped for one
+    // is unlinked itself, never its target. The paths are exactly the ones derived from the
+    // worker's name (`validate`), so each is directly in its directory. The worker dir is the
+    // tools' own (made by `up`, which refuses to start a worker whose dir already exists); its
+    // supervisor may still write `exit.json` into it while it goes, which `remove_tree`
+    // retries over. The script is only ever a file: a directory found in its place is not
+    // removed (an error, so the record stays).
+    if let (Some(d), Some(parent)) = (worker_dir, &dirs.workers) {
+        parent.remove_tree(d, fsutil::Sync::Batched)?;
     }
-    if let Some(p) = script {
-        crate::fsutil::state_remove_with(root.path(), p, crate::fsutil::Sync::Batched)?;
+    if let (Some(p), Some(parent)) = (script, &dirs.runtime) {
+        parent.remove(p, fsutil::Sync::Batched)?;
     }
     Ok(rep)
-}
-
-/// Makes the removals of [`remove`] durable: one fsync per distinct parent directory of the
-/// workers' dirs and scripts, each reached inside the state root without following a symlink
-/// (absent is success).
-pub fn sync_parents<'a>(
-    root: &StateRoot,
-    workers: impl IntoIterator<Item = &'a Worker>,
-) -> Result<()> {
-    let mut dirs: Vec<&std::path::Path> = workers
-        .into_iter()
-        .flat_map(|w| {
-            w.resources
-                .worker_dir
-                .iter()
-                .chain(w.resources.script.iter())
-        })
-        .filter_map(|p| p.parent())
-        .collect();
-    dirs.sort();
-    dirs.dedup();
-    for d in dirs {
-        crate::fsutil::state_sync_dir(root.path(), d)?;
-    }
-    Ok(())
 }
 
 fn remove_worktree(

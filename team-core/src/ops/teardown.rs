@@ -270,8 +270,9 @@ impl SettleReport {
 /// [`Team::validate`]'s) and resource paths. A state file that fails is refused whole.
 pub fn validate_team(store: &Store, team: &Team) -> Result<()> {
     team.validate(&store.root().team_json(&team.name))?;
+    let mut seen = crate::paths::SeenDirs::default();
     for w in &team.workers {
-        resources::validate(store.root(), team, w)?;
+        resources::validate(store.root(), team, w, &mut seen)?;
     }
     Ok(())
 }
@@ -1193,11 +1194,15 @@ fn record_outcomes(t: &Teardown, team: &Team, plans: &[Plan]) {
 
 /// Step 6: removes the resources of every worker that nothing blocks.
 fn remove_resources(t: &Teardown, team: &Team, plans: &mut [Plan]) -> Result<()> {
+    if plans.iter().all(|p| !p.report.blocked.is_empty()) {
+        return Ok(());
+    }
+    let mut dirs = resources::Dirs::open(t.store.root(), team)?;
     for p in plans.iter_mut() {
         if !p.report.blocked.is_empty() {
             continue;
         }
-        match resources::remove(t.store.root(), team, &p.worker, t.fail) {
+        match resources::remove(t.store.root(), team, &p.worker, &mut dirs, t.fail) {
             Ok(r) => {
                 p.report.blocked.extend(r.blocked.iter().cloned());
                 p.report.resources = Some(r);
@@ -1207,7 +1212,7 @@ fn remove_resources(t: &Teardown, team: &Team, plans: &mut [Plan]) -> Result<()>
             Err(e) => p.report.blocked.push(format!("resources: {e}")),
         }
     }
-    resources::sync_parents(t.store.root(), plans.iter().map(|p| &p.worker))
+    dirs.sync()
 }
 
 /// Step 7: drops the records of the workers nothing blocks (their unfinished tasks back to
