@@ -40,8 +40,8 @@
 
 //!
 //! - **A worker's runtime files are not fsynced** (`Sync::Never`, issue 15): its directory,
-//!   inbox and startup script are made without any fsync, and a teardown removes them with one
-//!   fsync of each of the two directories (`Sync::Batched`, then `resources::Dirs::sync`).
+//!   inbox and startup script are made without any fsync, and a teardown moves them to the
+//!   team's trash with one fsync of each of the two directories (`resources::Dirs::sync`).
 //!   Their paths are recorded durably in the team's state before they are made, so a cleanup
 //!   after any crash finds them or finds them absent (absent is success), and a crash of the
 //!   machine takes the tmux server and every pane that would read them. State (team, tasks,
@@ -388,7 +388,7 @@ fn write_in(dir: &Walk, name: &OsStr, bytes: &[u8], mode: u32, sync: Sync) -> Re
             .map_err(|e| Error::io("rename into", &target, errno_io(e)))?;
         match sync {
             Sync::Now => dir.sync(),
-            Sync::Batched | Sync::Never => Ok(()),
+            Sync::Never => Ok(()),
         }
     })();
     if result.is_err() {
@@ -473,9 +473,6 @@ pub fn state_write_with(
 pub enum Sync {
     /// The parent directory is fsynced before the call returns.
     Now,
-    /// The caller fsyncs the parent itself, once for a batch of removals (teardown removes
-    /// every worker's files, then syncs each of their directories once: `resources::Dirs::sync`).
-    Batched,
     /// Never fsynced: a worker's runtime files (its directory, inbox and startup script),
     /// which a crash of the machine makes worthless anyway (it takes the tmux server and every
     /// pane with it). Their paths are recorded durably before they are made, so a cleanup
@@ -548,7 +545,8 @@ impl StateDir {
         remove_in(&self.0, self.name_of(path)?, sync)
     }
 
-    /// [`state_remove_tree_with`] for `dir`, directly in this directory.
+    /// [`state_remove_tree`] for `dir`, directly in this directory, durable only as `sync`
+    /// says.
     pub fn remove_tree(&self, dir: &Path, sync: Sync) -> Result<()> {
         remove_tree_in(&self.0, self.name_of(dir)?, dir, sync, &mut || {})
     }
@@ -557,6 +555,39 @@ impl StateDir {
     pub fn sync(&self) -> Result<()> {
         self.0.sync()
     }
+
+    /// Moves the entry `path` (directly in this directory) into `to` as `new_name`, whatever
+    /// it is (a symlink is moved itself, never followed). Absent is `false`; an entry already
+    /// at `new_name` is an error, never replaced.
+    pub fn move_into(&self, path: &Path, to: &StateDir, new_name: &OsStr) -> Result<bool> {
+        let name = self.name_of(path)?;
+        match rustix::fs::renameat_with(
+            &self.0.fd,
+            name,
+            &to.0.fd,
+            new_name,
+            rustix::fs::RenameFlags::NOREPLACE,
+        ) {
+            Ok(()) => Ok(true),
+            Err(Errno::NOENT) => Ok(false),
+            Err(e) => Err(Error::io("move", path, errno_io(e))),
+        }
+    }
+
+    /// The names in this directory (`.` and `..` left out).
+    pub fn names(&self) -> Result<Vec<OsString>> {
+        let d = rustix::fs::Dir::read_from(self.0.fd.as_fd())
+            .map_err(|e| Error::io("read directory", &self.0.path, errno_io(e)))?;
+        let mut out = Vec::new();
+        for e in d {
+            let e = e.map_err(|e| Error::io("read directory", &self.0.path, errno_io(e)))?;
+            let name = OsStr::from_bytes(e.file_name().to_bytes());
+            if name != "." && name != ".." {
+                out.push(name.to_os_string());
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// Removes a file inside the state root and fsyncs its directory. Absent is success.
@@ -564,8 +595,7 @@ pub fn state_remove(root: &Path, path: &Path) -> Result<()> {
     state_remove_with(root, path, Sync::Now)
 }
 
-/// [`state_remove`], with the fsync of the directory left to the caller when `sync` is
-/// [`Sync::Batched`].
+/// [`state_remove`], durable only as `sync` says.
 pub fn state_remove_with(root: &Path, path: &Path, sync: Sync) -> Result<()> {
     match state_parent(root, path, false)? {
         (Some(dir), name) => remove_in(&dir, name, sync),
@@ -605,12 +635,6 @@ const TREE_DEPTH: usize = 64;
 /// removed by a bounded retry. Absent is success.
 pub fn state_remove_tree(root: &Path, dir: &Path) -> Result<()> {
     remove_tree_racing(root, dir, Sync::Now, &mut || {})
-}
-
-/// [`state_remove_tree`], with the fsync of the parent left to the caller when `sync` is
-/// [`Sync::Batched`].
-pub fn state_remove_tree_with(root: &Path, dir: &Path, sync: Sync) -> Result<()> {
-    remove_tree_racing(root, dir, sync, &mut || {})
 }
 
 /// [`state_remove_tree`], with `emptied` called after each emptying, right before the
@@ -663,7 +687,7 @@ fn remove_tree_in(
     }
     match sync {
         Sync::Now => parent.sync(),
-        Sync::Batched | Sync::Never => Ok(()),
+        Sync::Never => Ok(()),
     }
 }
 

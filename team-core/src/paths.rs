@@ -190,6 +190,11 @@ impl StateRoot {
     pub fn team_dir(&self, team: &TeamName) -> PathBuf {
         self.teams_dir().join(team.as_str())
     }
+    /// `<root>/teams/<team>/trash`: workers' files a teardown moved out of the way, deleted
+    /// after the command (`ops::resources::empty_trash`).
+    pub fn trash_dir(&self, team: &TeamName) -> PathBuf {
+        self.team_dir(team).join("trash")
+    }
     /// `<root>/teams/<team>/team.json`.
     pub fn team_json(&self, team: &TeamName) -> PathBuf {
         self.team_dir(team).join("team.json")

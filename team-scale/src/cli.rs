@@ -95,6 +95,19 @@ pub enum Command {
     /// The first process of every worker pane (started by `up`; not for people).
     #[command(hide = true)]
     Supervise(SuperviseArgs),
+    /// Deletes what teardowns moved to a team's trash (started after `down`, `shutdown`,
+    /// `reconcile` and `up`; not for people).
+    #[command(hide = true)]
+    EmptyTrash(EmptyTrashArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EmptyTrashArgs {
+    /// The team's state root.
+    #[arg(long)]
+    pub root: std::path::PathBuf,
+    /// The team name.
+    pub team: String,
 }
 
 /// `team-scale supervise ...` alone (see `main`): the subcommand word, then its arguments.
@@ -365,6 +378,10 @@ pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
         (
             "<workspace>/.team/teams/<team>/team.json",
             "the one canonical record of a team",
+        ),
+        (
+            "<workspace>/.team/teams/<team>/trash/",
+            "removed workers' files, deleted by a background empty-trash after the command that moved them",
         ),
         ("<workspace>/.team/locks/", "lock files (never deleted)"),
         (

@@ -69,7 +69,7 @@ fn reader_words(args: &[std::ffi::OsString]) -> bool {
 /// Puts this process (its one thread, and what it starts) in `SCHED_IDLE`. A failure changes
 /// nothing (the reader keeps its priority).
 #[allow(unsafe_code)]
-fn lower() {
+pub(crate) fn lower() {
     let param = libc::sched_param { sched_priority: 0 };
     // SAFETY: `sched_setscheduler` reads the `sched_param` it is given, a live local, and
     // changes nothing but this thread's scheduling policy (pid 0: the caller).

@@ -146,3 +146,129 @@ fn a_late_exit_json_is_no_cleanup_debt() {
     let t = team_json(&sb);
     assert_eq!(t["workers"].as_array().unwrap().len(), 1, "{t}");
 }
+
+fn down(sb: &Sandbox, worker: &str) -> std::process::Output {
+    sb.run(
+        "team-scale",
+        &["down", "s3", "--worker", worker, "--force", "--grace", "2s"],
+    )
+}
+
+fn trash_names(sb: &Sandbox) -> Vec<String> {
+    match std::fs::read_dir(team_dir(sb).join("trash")) {
+        Ok(d) => d
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// A teardown moves a worker's directory and startup script out of their places before it
+/// drops the record (so nothing of it is left where the next worker of that name goes), and
+/// the trash they went to is emptied after the command, by a detached `empty-trash`.
+#[test]
+fn a_removed_workers_files_leave_at_once_and_the_trash_empties() {
+    let sb = Sandbox::new();
+    init(&sb);
+    for _ in 0..3 {
+        assert_code(&up(&sb), 0);
+    }
+    assert_code(&down(&sb, "worker-2"), 0);
+    assert_code(&down(&sb, "worker-3"), 0);
+    for w in ["worker-2", "worker-3"] {
+        assert!(!team_dir(&sb).join("workers").join(w).exists());
+        assert!(!team_dir(&sb).join(format!("runtime/{w}.sh")).exists());
+    }
+    assert_eq!(team_json(&sb)["workers"].as_array().unwrap().len(), 1);
+    tests::wait_for(
+        "the trash to be emptied",
+        std::time::Duration::from_secs(10),
+        || trash_names(&sb).is_empty(),
+    );
+    assert!(team_dir(&sb).join("workers/worker-1/inbox.md").exists());
+}
+
+/// Attack: the team's `trash/` is a symlink to a directory elsewhere, so a removed worker's
+/// files would be moved (and then deleted) outside the state root. The teardown checks it
+/// with the rest of the team's paths, before any effect: exit 65, the worker's pane alive,
+/// nothing moved out there.
+#[test]
+fn a_symlinked_trash_is_refused_before_any_effect() {
+    let sb = Sandbox::new();
+    init(&sb);
+    assert_code(&up(&sb), 0);
+    assert_code(&up(&sb), 0);
+    let outside = sb.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("canary"), "mine\n").unwrap();
+    let trash = team_dir(&sb).join("trash");
+    let _ = std::fs::remove_dir_all(&trash);
+    std::os::unix::fs::symlink(&outside, &trash).unwrap();
+
+    let o = down(&sb, "worker-2");
+    assert_code(&o, 65);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&*trash.to_string_lossy()), "{err}");
+    let t = team_json(&sb);
+    let w2 = t["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == "worker-2")
+        .unwrap_or_else(|| panic!("worker-2 is still recorded: {t}"));
+    assert_eq!(w2["lifecycle"], "active", "{t}");
+    let pane = w2["pane"]["pane_id"].as_str().unwrap();
+    let panes = tests::tmux_at(
+        &sb.private_sock(),
+        &["list-panes", "-a", "-F", "#{pane_id}"],
+    );
+    assert!(
+        String::from_utf8_lossy(&panes.stdout)
+            .lines()
+            .any(|p| p == pane),
+        "worker-2's pane {pane} was killed"
+    );
+    let mut names: Vec<_> = std::fs::read_dir(&outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["canary"]);
+    assert!(team_dir(&sb).join("workers/worker-2/inbox.md").exists());
+}
+
+/// Attack: symlinks planted in the trash (to a directory and to a file of the user's), next to
+/// a leftover a crash could have left. Emptying the trash unlinks each symlink itself and
+/// deletes the leftover, and never reaches what a symlink points to.
+#[test]
+fn the_trash_is_emptied_without_following_a_symlink() {
+    let sb = Sandbox::new();
+    init(&sb);
+    assert_code(&up(&sb), 0);
+    assert_code(&up(&sb), 0);
+    let outside = sb.dir.path().join("outside");
+    std::fs::create_dir_all(outside.join("sub")).unwrap();
+    std::fs::write(outside.join("canary"), "mine\n").unwrap();
+    std::fs::write(outside.join("sub/canary"), "mine\n").unwrap();
+    let trash = team_dir(&sb).join("trash");
+    std::fs::create_dir_all(trash.join("0123456789ab-worker-9")).unwrap();
+    std::fs::write(trash.join("0123456789ab-worker-9/inbox.md"), "left\n").unwrap();
+    std::os::unix::fs::symlink(&outside, trash.join("dir-link")).unwrap();
+    std::os::unix::fs::symlink(outside.join("canary"), trash.join("file-link")).unwrap();
+    std::os::unix::fs::symlink(&outside, trash.join("0123456789ab-worker-9/inner-link")).unwrap();
+
+    assert_code(&down(&sb, "worker-2"), 0);
+    tests::wait_for(
+        "the trash to be emptied",
+        std::time::Duration::from_secs(10),
+        || trash_names(&sb).is_empty(),
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.join("canary")).unwrap(),
+        "mine\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.join("sub/canary")).unwrap(),
+        "mine\n"
+    );
+}

@@ -274,6 +274,9 @@ pub fn validate_team(store: &Store, team: &Team) -> Result<()> {
     for w in &team.workers {
         resources::validate(store.root(), team, w, &mut seen)?;
     }
+    // Where removed workers' files are moved: a symlink or a file there is refused before any
+    // effect, as the move itself would refuse it after the kills.
+    crate::fsutil::state_dir_exists(store.root().path(), &store.root().trash_dir(&team.name))?;
     Ok(())
 }
 

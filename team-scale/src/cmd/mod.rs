@@ -2,6 +2,7 @@
 
 mod attach;
 mod down;
+mod empty_trash;
 mod forget;
 mod init;
 mod interrupts;
@@ -29,6 +30,7 @@ pub fn run(cli: Cli) -> CliResult<i32> {
     }
     let cmd = match cli.cmd {
         Command::Supervise(a) => return supervise::run(a),
+        Command::EmptyTrash(a) => return empty_trash::run(a),
         other => other,
     };
     crate::priority::background_reader(&cmd, team_cli::env::is_off("TEAM_READERS_YIELD"));
@@ -45,7 +47,9 @@ pub fn run(cli: Cli) -> CliResult<i32> {
     if let Some(team) = interruptible {
         interrupts::install()?;
         let res = dispatch(&ctx, cmd);
-        return interrupts::finish(&ctx, &team, res);
+        let res = interrupts::finish(&ctx, &team, res);
+        empty_trash::spawn_if_needed(&ctx, &team);
+        return res;
     }
     dispatch(&ctx, cmd)
 }
@@ -68,6 +72,6 @@ fn dispatch(ctx: &Ctx, cmd: Command) -> CliResult<i32> {
         Command::Broadcast(a) => send::broadcast(ctx, a),
         Command::Policy(a) => policy::run(ctx, a),
         Command::Generate(a) => team_cli::generate::run::<Cli>(&a, &crate::cli::MAN),
-        Command::Supervise(_) => unreachable!("handled above"),
+        Command::Supervise(_) | Command::EmptyTrash(_) => unreachable!("handled above"),
     }
 }
