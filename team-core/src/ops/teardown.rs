@@ -506,13 +506,14 @@ fn worker_processes(
     pane_proven: bool,
     tree: std::result::Result<&crate::proctree::Tree, String>,
     inspect: &dyn crate::proctree::Inspect,
+    checked: &Checked,
 ) -> Found {
     let mut f = Found::default();
     let Some(pane) = &w.pane else {
         return f;
     };
     let inc = w.incarnation.to_string();
-    let root = match check_supervisor_settled(pane.pane_pid, pane.process_start, &inc) {
+    let root = match checked.get(pane.pane_pid, pane.process_start, &inc) {
         process::SupervisorCheck::Alive(n) => n,
         process::SupervisorCheck::Gone => return f,
         process::SupervisorCheck::Unverifiable(r) => {
@@ -613,6 +614,30 @@ fn prove_members(
                     Some(reason),
                 ));
             }
+        }
+    }
+}
+
+/// The supervisor checks step 1 of a teardown made, so that planning each worker does not
+/// make them again a few milliseconds later. What a check found stays true or proves nothing
+/// more than it did: a supervisor found alive is only the root of a walk, and each process
+/// below it is proven below it again, through a pidfd, by a fresh walk up its parents (a pid
+/// reused since has another start time); one found gone or not a supervisor stays so. The
+/// sweep after the kills checks afresh ([`Checked::none`]).
+#[derive(Default)]
+struct Checked(std::collections::HashMap<(u32, Option<u64>, String), process::SupervisorCheck>);
+
+impl Checked {
+    fn none() -> Checked {
+        Checked::default()
+    }
+
+    /// The check of the supervisor recorded at `pid` (started at `start`) for incarnation
+    /// `inc`: the one made earlier in this teardown, else a fresh one.
+    fn get(&self, pid: u32, start: Option<u64>, inc: &str) -> process::SupervisorCheck {
+        match self.0.get(&(pid, start, inc.to_string())) {
+            Some(c) => c.clone(),
+            None => check_supervisor_settled(pid, start, inc),
         }
     }
 }
@@ -723,10 +748,11 @@ pub fn settle_removing_seen(
         return Ok(SettleReport::default());
     }
     // 1. One snapshot (or none, see `Seen::Guarded`), and a plan per worker.
-    let guarded = matches!(seen, Seen::Guarded) && all_supervised(&team, &names);
+    let mut checked = Checked::default();
+    let guarded = matches!(seen, Seen::Guarded) && all_supervised(&team, &names, &mut checked);
     let listing = first_listing(t, seen, guarded);
     let unadopted = adopt_unrecorded(t, &mut team, &names, &listing)?;
-    let mut plans = plan_workers(&team, &names, &listing, &unadopted, guarded);
+    let mut plans = plan_workers(&team, &names, &listing, &unadopted, guarded, &checked);
     // 2. Durable intents, one group commit, before any effect.
     let actionable = record_intents(t, &team, &mut plans)?;
     // 3-5. The effects: panes first when every worker runs under a supervisor.
@@ -796,18 +822,15 @@ fn removing_among(team: &Team, names: &[WorkerName]) -> Vec<WorkerName> {
 
 /// Step 1: whether every worker in `names` has a recorded pane whose first process is its
 /// live, proven supervisor, so that [`Seen::Guarded`] can do without a listing.
-fn all_supervised(team: &Team, names: &[WorkerName]) -> bool {
+fn all_supervised(team: &Team, names: &[WorkerName], checked: &mut Checked) -> bool {
     names.iter().all(|n| {
         team.worker(n).is_some_and(|w| {
             w.pane.as_ref().is_some_and(|p| {
-                matches!(
-                    check_supervisor_settled(
-                        p.pane_pid,
-                        p.process_start,
-                        &w.incarnation.to_string()
-                    ),
-                    process::SupervisorCheck::Alive(_)
-                )
+                let inc = w.incarnation.to_string();
+                let c = check_supervisor_settled(p.pane_pid, p.process_start, &inc);
+                let alive = matches!(c, process::SupervisorCheck::Alive(_));
+                checked.0.insert((p.pane_pid, p.process_start, inc), c);
+                alive
             })
         })
     })
@@ -850,6 +873,7 @@ fn plan_workers(
     listing: &Listing,
     unadopted: &[(WorkerName, String)],
     guarded: bool,
+    checked: &Checked,
 ) -> Vec<Plan> {
     let tree = process_tree(team, names);
     let inspect = crate::proctree::Proc::new();
@@ -864,6 +888,7 @@ fn plan_workers(
                 proof,
                 tree.as_ref().map_err(|e| e.to_string()),
                 &inspect,
+                checked,
             )
         })
         .collect()
@@ -904,6 +929,7 @@ fn plan_worker(
     proof: Option<PaneProof>,
     tree: std::result::Result<&crate::proctree::Tree, String>,
     inspect: &dyn crate::proctree::Inspect,
+    checked: &Checked,
 ) -> Plan {
     let mut report = WorkerReport {
         worker: w.name.clone(),
@@ -930,6 +956,7 @@ fn plan_worker(
                 proof.as_ref().is_some_and(PaneProof::is_ours),
                 tree,
                 inspect,
+                checked,
             );
             report.processes.extend(found.reports);
             report.blocked.extend(found.blocked);
@@ -1056,7 +1083,7 @@ fn sweep_late_processes(team: &Team, plans: &mut [Plan], actionable: &[usize]) {
             // Only a walk from its live supervisor: a pid that is no longer one (it exited and
             // the pid was reused) proves nothing here, so no fallback to a legacy proof.
             let t = tree.as_ref().map_err(|e| e.to_string());
-            let f = worker_processes(team, &plans[i].worker, false, t, &inspect);
+            let f = worker_processes(team, &plans[i].worker, false, t, &inspect, &Checked::none());
             for p in f.proven {
                 owner_of.push(i);
                 all.push(p);
