@@ -112,6 +112,37 @@ fn a_runtime_error_with_json_is_an_error_line_and_a_summary() {
     assert!(err.contains("\nhint: "), "{err}");
 }
 
+/// An error whose stderr is closed (`2>&1 | head -1`) still exits with its own status, the one
+/// it has when stderr is open: writing the message (or its hint) must not panic (exit 101).
+#[test]
+fn a_closed_stderr_loses_the_message_not_the_status() {
+    let sb = Sandbox::new();
+    for (bin, args) in [
+        ("team-scale", &["status", "nope"][..]),
+        ("team-scale", &["frobnicate"]),
+        ("team-scale", &["empty-trash", "--root", "/", "t1"]),
+        ("team-reap", &["--frobnicate"]),
+        (
+            "team-audit",
+            &["verify", "--audit-log", "/nonexistent/x.jsonl"],
+        ),
+    ] {
+        let open = run(&sb, bin, args);
+        assert!(!open.stderr.is_empty(), "{bin} {args:?} says why");
+        assert_ne!(open.status.code(), Some(0), "{bin} {args:?}");
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let closed = sb
+            .bare(bin)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(writer))
+            .output()
+            .unwrap();
+        assert_eq!(closed.status.code(), open.status.code(), "{bin} {args:?}");
+    }
+}
+
 #[test]
 fn a_closed_stdout_ends_quietly() {
     let sb = Sandbox::new();

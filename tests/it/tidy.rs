@@ -9,6 +9,9 @@
 //!   crash in test builds), and never reads the environment (`env::var`, `env::var_os`,
 //!   `env::vars`, `env::args`).
 //! - Every `.rs` file of the workspace starts with a `//!` doc saying what it is for.
+//! - The binaries and `team-cli` never write to stderr with `eprint!`/`eprintln!`, which panic
+//!   when stderr is closed (`2>&1 | head -1`): `team_cli::say!`/`say_line!` lose the text
+//!   instead, never the exit status.
 
 use std::path::{Path, PathBuf};
 
@@ -89,6 +92,44 @@ fn core_violations(path: &str, text: &str) -> Vec<(usize, String)> {
         }
     }
     v
+}
+
+/// The lines of a binary's (or `team-cli`'s) text that write to stderr in a way that panics.
+fn panicking_stderr(text: &str) -> Vec<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let c = code(l);
+            c.contains("eprintln!(") || c.contains("eprint!(")
+        })
+        .map(|(n, _)| n + 1)
+        .collect()
+}
+
+#[test]
+fn the_binaries_never_panic_on_a_closed_stderr() {
+    let mut problems = Vec::new();
+    for dir in [
+        "team-core/cli/src",
+        "team-scale/src",
+        "team-reap/src",
+        "team-audit/src",
+    ] {
+        for f in rust_files(dir) {
+            for n in panicking_stderr(&std::fs::read_to_string(&f).unwrap()) {
+                problems.push(format!("{}:{n}", rel(&f)));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "eprint!/eprintln! (use team_cli::say!/say_line!):\n{}",
+        problems.join("\n")
+    );
+    assert_eq!(
+        panicking_stderr("    eprintln!(\"x\");\n// eprintln!(\"y\")"),
+        [1]
+    );
 }
 
 fn has_module_doc(text: &str) -> bool {

@@ -272,3 +272,89 @@ fn the_trash_is_emptied_without_following_a_symlink() {
         "mine\n"
     );
 }
+
+/// Attack: `team-scale empty-trash` (hidden, started by the tools) run by hand on a directory
+/// that is no state root of a team (no `teams/<team>/team.json`): it refuses (exit 66) and
+/// deletes nothing there.
+#[test]
+fn empty_trash_refuses_a_root_without_the_team() {
+    let sb = Sandbox::new();
+    let fake = sb.dir.path().join("fake");
+    let trash = fake.join("teams/t1/trash");
+    std::fs::create_dir_all(trash.join("pdir")).unwrap();
+    std::fs::write(trash.join("precious"), "mine\n").unwrap();
+    for root in [
+        fake.display().to_string(),
+        format!("{}/.", fake.display()),
+        format!("/{}", fake.display()),
+    ] {
+        let o = sb.run("team-scale", &["empty-trash", "--root", &root, "t1"]);
+        assert_code(&o, 66);
+    }
+    assert_eq!(
+        std::fs::read_to_string(trash.join("precious")).unwrap(),
+        "mine\n"
+    );
+    assert!(trash.join("pdir").is_dir());
+}
+
+/// Attack: an entry planted in the trash that cannot be deleted (nested deeper than the
+/// removal descends) must not keep the rest there: the removed worker's files go, and only the
+/// planted entry stays.
+#[test]
+fn one_entry_that_cannot_be_deleted_keeps_only_itself() {
+    let sb = Sandbox::new();
+    init(&sb);
+    assert_code(&up(&sb), 0);
+    assert_code(&up(&sb), 0);
+    let trash = team_dir(&sb).join("trash");
+    let mut deep = trash.join("000-deep");
+    for _ in 0..70 {
+        deep.push("d");
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    // Left by a crash, whichever side of the deep entry the directory lists them on.
+    for i in 0..20 {
+        std::fs::write(trash.join(format!("left-{i}")), "x\n").unwrap();
+    }
+    assert_code(&down(&sb, "worker-2"), 0);
+    tests::wait_for(
+        "all but the deep entry to be deleted",
+        std::time::Duration::from_secs(10),
+        || trash_names(&sb) == ["000-deep"],
+    );
+}
+
+/// Attack: a directory where a worker's startup script goes. The tools never make one there,
+/// so it is not theirs to move away: the teardown refuses before any effect (exit 65), naming
+/// the path and whose file it is, and the worker's pane lives on.
+#[test]
+fn a_directory_where_a_script_goes_is_refused_before_the_kill() {
+    let sb = Sandbox::new();
+    init(&sb);
+    assert_code(&up(&sb), 0);
+    assert_code(&up(&sb), 0);
+    let script = team_dir(&sb).join("runtime/worker-2.sh");
+    std::fs::remove_file(&script).unwrap();
+    std::fs::create_dir_all(script.join("sub")).unwrap();
+    let o = down(&sb, "worker-1");
+    assert_code(&o, 65);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&*script.to_string_lossy()), "{err}");
+    assert!(err.contains("a file of worker-2"), "{err}");
+    let t = team_json(&sb);
+    assert!(
+        t["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| w["lifecycle"] == "active"),
+        "{t}"
+    );
+    let panes = tests::tmux_at(
+        &sb.private_sock(),
+        &["list-panes", "-a", "-F", "#{pane_id}"],
+    );
+    assert_eq!(String::from_utf8_lossy(&panes.stdout).lines().count(), 3);
+    assert!(script.join("sub").is_dir());
+}

@@ -262,7 +262,7 @@ fn log_for(g: &Global, workspace: Option<&Path>) -> Result<Option<PathBuf>, Stri
 
 fn say_denied(reasons: &[String]) {
     for r in reasons {
-        eprintln!("team-audit: denied: {r}");
+        team_cli::say_line!("team-audit: denied: {r}");
     }
 }
 
@@ -279,7 +279,7 @@ fn decision(event_name: &str, ask: bool, reasons: &[String]) -> i32 {
     println!("{out}");
     if ask {
         for r in reasons {
-            eprintln!("team-audit: asking: {r}");
+            team_cli::say_line!("team-audit: asking: {r}");
         }
         0
     } else {
@@ -310,11 +310,17 @@ fn malformed(g: &Global, a: &HookArgs, ws: Option<&Path>, why: String) -> i32 {
                     .with_max_size(g.max_size())
                     .append(Stage::Intent, None, &entry)
             {
-                eprintln!("team-audit: warning: cannot record the malformed payload: {e}");
+                team_cli::say_line!(
+                    "team-audit: warning: cannot record the malformed payload: {e}"
+                );
             }
         }
-        Ok(None) => eprintln!("team-audit: note: malformed payload not recorded: no audit log"),
-        Err(e) => eprintln!("team-audit: warning: cannot record the malformed payload: {e}"),
+        Ok(None) => {
+            team_cli::say_line!("team-audit: note: malformed payload not recorded: no audit log")
+        }
+        Err(e) => {
+            team_cli::say_line!("team-audit: warning: cannot record the malformed payload: {e}")
+        }
     }
     if a.guard || a.fail_closed {
         let mode = if a.guard { "--guard" } else { "--fail-closed" };
@@ -324,7 +330,7 @@ fn malformed(g: &Global, a: &HookArgs, ws: Option<&Path>, why: String) -> i32 {
             &[format!("{why} ({mode} fails closed)")],
         )
     } else {
-        eprintln!("team-audit: warning: {why}; allowed");
+        team_cli::say_line!("team-audit: warning: {why}; allowed");
         0
     }
 }
@@ -398,7 +404,7 @@ pub fn run(g: &Global, a: HookArgs, oracle: &dyn MembershipOracle) -> Result<i32
         .map(str::to_string);
     match ev {
         Event::Other => {
-            eprintln!("team-audit: note: hook event {event_name:?} ignored");
+            team_cli::say_line!("team-audit: note: hook event {event_name:?} ignored");
             return Ok(0);
         }
         Event::Post { ok } => {
@@ -426,7 +432,7 @@ pub fn run(g: &Global, a: HookArgs, oracle: &dyn MembershipOracle) -> Result<i32
         if a.guard {
             return Ok(decision(&event_name, ask, &[format!("{why}{ask_note}")]));
         }
-        eprintln!("team-audit: note: not checked or recorded: {why}");
+        team_cli::say_line!("team-audit: note: not checked or recorded: {why}");
         return Ok(0);
     }
     if a.guard
@@ -527,7 +533,7 @@ pub fn run(g: &Global, a: HookArgs, oracle: &dyn MembershipOracle) -> Result<i32
             if a.guard && allows_a_kill || a.fail_closed {
                 denials.push(format!("cannot record the kill in the audit log: {e}"));
             } else {
-                eprintln!("team-audit: note: not recorded: {e}");
+                team_cli::say_line!("team-audit: note: not recorded: {e}");
             }
         }
     }
@@ -550,14 +556,14 @@ fn post(
     ok: bool,
 ) -> i32 {
     let Some(id) = tool_use_id else {
-        eprintln!("team-audit: note: PostToolUse without tool_use_id: nothing to pair");
+        team_cli::say_line!("team-audit: note: PostToolUse without tool_use_id: nothing to pair");
         return 0;
     };
     let path = match log_for(g, workspace) {
         Ok(Some(p)) if p.exists() => p,
         Ok(_) => return 0,
         Err(e) => {
-            eprintln!("team-audit: warning: cannot read the audit log: {e}");
+            team_cli::say_line!("team-audit: warning: cannot read the audit log: {e}");
             return 0;
         }
     };
@@ -573,7 +579,7 @@ fn post(
         records.push(r.clone());
         Ok(())
     }) {
-        eprintln!("team-audit: warning: cannot read the audit log: {e}");
+        team_cli::say_line!("team-audit: warning: cannot read the audit log: {e}");
         return 0;
     }
     let done: std::collections::HashSet<_> = records
@@ -624,7 +630,7 @@ fn post(
         .with_max_size(g.max_size())
         .append_batch(&items)
     {
-        eprintln!("team-audit: warning: cannot record the outcome: {e}");
+        team_cli::say_line!("team-audit: warning: cannot record the outcome: {e}");
     }
     0
 }

@@ -105,9 +105,9 @@ pub fn report(e: CliError) -> i32 {
         return 0;
     };
     let tool = crate::tool();
-    eprintln!("{tool}: error: {msg}");
+    crate::say_line!("{tool}: error: {msg}");
     if let Some(h) = &hint {
-        eprintln!("hint: {h}");
+        crate::say_line!("hint: {h}");
     }
     let code = class.code();
     if crate::json_mode() {
@@ -119,6 +119,6 @@ pub fn report(e: CliError) -> i32 {
 /// A warning on stderr (`<tool>: warning: ...`), unless `quiet`.
 pub fn warn(quiet: bool, msg: &str) {
     if !quiet && !crate::quiet_mode() {
-        eprintln!("{}: warning: {msg}", crate::tool());
+        crate::say_line!("{}: warning: {msg}", crate::tool());
     }
 }

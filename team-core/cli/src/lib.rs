@@ -26,6 +26,25 @@ pub mod error;
 pub mod generate;
 pub mod out;
 
+/// `eprint!` that never panics: a closed stderr (`2>&1 | head -1`) loses the text, never the
+/// exit status. The binaries write to stderr only through it and [`say_line!`] (tidy).
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that never panics (see [`say!`]).
+#[macro_export]
+macro_rules! say_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::OnceLock;
@@ -65,8 +84,8 @@ pub fn parse<C: Parser>(tool: &'static str) -> C {
     let _ = JSON.set(json);
     if args.len() <= 1 {
         let mut cmd = C::command();
-        eprint!("{}", cmd.render_usage());
-        eprintln!("\n\nFor more information, try '--help'.");
+        crate::say!("{}", cmd.render_usage());
+        crate::say_line!("\n\nFor more information, try '--help'.");
         std::process::exit(ExitClass::Usage.code());
     }
     match C::try_parse_from(args) {
@@ -82,7 +101,7 @@ pub fn parse<C: Parser>(tool: &'static str) -> C {
             } else {
                 let text = e.render().to_string();
                 let text = text.strip_prefix("error: ").unwrap_or(&text);
-                eprint!("{tool}: error: {text}");
+                crate::say!("{tool}: error: {text}");
                 if json {
                     let first = text.lines().next().unwrap_or("usage error");
                     out::error_line(code, first, Some("see --help"));

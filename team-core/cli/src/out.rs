@@ -92,7 +92,7 @@ pub fn error_line(code: i32, message: &str, hint: Option<&str>) {
 /// Progress during a wait: on stderr, and only when stderr is a terminal.
 pub fn progress(msg: &str) {
     if io::stderr().is_terminal() {
-        eprintln!("{}: {msg}", crate::tool());
+        crate::say_line!("{}: {msg}", crate::tool());
     }
 }
 

@@ -53,9 +53,11 @@
 //!   drops the record: nothing of a removed worker is left where it was, as before. The trash
 //!   is emptied by `team-scale empty-trash` ([`empty_trash`]), which the command that filled it
 //!   starts detached when it ends, in `SCHED_IDLE`; relative to directory fds, a symlink in the
-//!   trash is unlinked, never followed. A trash left by a crash is emptied the next time. A
-//!   symlinked or non-directory `trash/` is refused with the rest of the team's paths, before
-//!   any effect (exit 65). *Why*: on a file system that discards freed blocks synchronously
+//!   trash is unlinked, never followed. A trash left by a crash is emptied the next time; an
+//!   entry that cannot be deleted (nested too deep, immutable) keeps only itself. A symlinked or
+//!   non-directory `trash/` is refused with the rest of the team's paths, before any effect
+//!   (exit 65), and `empty-trash` refuses a root that holds no such team (exit 66), whatever
+//!   its trash holds. *Why*: on a file system that discards freed blocks synchronously
 //!   (this machine's ext4, mounted `discard` without a journal), deleting a file that holds data
 //!   waits for the disk (about 0.13 ms, against 0.01 ms for an empty one), and `down 63`
 //!   spent 20-25 ms there, after its kills and before its answer. A late `exit.json` from the
@@ -77,6 +79,18 @@ use crate::paths::{SeenDirs, StateRoot};
 /// `seen` carries the directories found safe from one worker to the next of the same pass (see
 /// [`StateRoot::contained_in_seen`]).
 pub fn validate(root: &StateRoot, team: &Team, w: &Worker, seen: &mut SeenDirs) -> Result<()> {
+    validate_paths(root, team, w, seen).map_err(|e| match e {
+        // Every worker's files are checked before any change, so say whose this one is.
+        Error::UnsafePath { path, why } => Error::UnsafePath {
+            path,
+            why: format!("{why} (a file of {})", w.name),
+        },
+        e => e,
+    })
+}
+
+/// [`validate`], without naming the worker in a refusal.
+fn validate_paths(root: &StateRoot, team: &Team, w: &Worker, seen: &mut SeenDirs) -> Result<()> {
     let r = &w.resources;
     let team_dir = root.team_dir(&team.name);
     // Each path is the one `up` derives from the worker's own name, and no other: an edited
@@ -108,6 +122,14 @@ pub fn validate(root: &StateRoot, team: &Team, w: &Worker, seen: &mut SeenDirs) 
             s,
             root.runtime_script(&team.name, &w.name),
         )?;
+        // The tools only ever make a file there: a directory is not theirs to move away (found
+        // before any effect, not after the kill).
+        if std::fs::symlink_metadata(s).is_ok_and(|m| m.is_dir()) {
+            return Err(Error::UnsafePath {
+                path: s.clone(),
+                why: "is a directory where the tools make a startup script; move it away".into(),
+            });
+        }
     }
     if let Some(wt) = &r.worktree {
         root.contained_in_seen(
@@ -696,7 +718,7 @@ pub fn remove(
         && parent.kind(p)? == Some("directory")
     {
         return Err(Error::io(
-            "remove",
+            "move to the trash",
             p,
             std::io::Error::from_raw_os_error(rustix::io::Errno::ISDIR.raw_os_error()),
         ));
@@ -712,24 +734,45 @@ pub fn remove(
 
 /// Deletes everything in the trash of `team` (see [`remove`]): directories whole, relative to
 /// directory fds, following no symlink (a symlink is unlinked itself). Returns how many entries
-/// it deleted; a trash that does not exist is empty. Not durable: a crash leaves garbage that
-/// the next emptying finds. Entries that vanish meanwhile (another emptier) are success.
+/// it deleted; a trash that does not exist is empty, and a root that holds no such team is
+/// refused (`NoSuchTeam`). Not durable: a crash leaves garbage that the next emptying finds.
+/// Entries that vanish meanwhile (another emptier) are success.
 pub fn empty_trash(root: &StateRoot, team: &crate::paths::TeamName) -> Result<usize> {
+    // Only the trash of a team that exists: a root that holds no such team is no state root
+    // of ours, whatever its trash holds.
+    if fsutil::state_kind(root.path(), &root.team_json(team))? != Some("regular file") {
+        return Err(Error::NoSuchTeam {
+            team: team.to_string(),
+            state_root: root.path().to_path_buf(),
+        });
+    }
     let path = root.trash_dir(team);
     let Some(trash) = fsutil::state_dir(root.path(), &path, false)? else {
         return Ok(0);
     };
+    // One entry that cannot be deleted (too deep, immutable) keeps only itself: the others are
+    // deleted, then the first failure is returned.
     let mut n = 0;
+    let mut first_err = None;
     for name in trash.names()? {
         let p = path.join(&name);
-        match trash.kind(&p)? {
-            Some("directory") => trash.remove_tree(&p, fsutil::Sync::Never)?,
-            Some(_) => trash.remove(&p, fsutil::Sync::Never)?,
-            None => continue,
+        let r = match trash.kind(&p) {
+            Ok(Some("directory")) => trash.remove_tree(&p, fsutil::Sync::Never),
+            Ok(Some(_)) => trash.remove(&p, fsutil::Sync::Never),
+            Ok(None) => continue,
+            Err(e) => Err(e),
+        };
+        match r {
+            Ok(()) => n += 1,
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
         }
-        n += 1;
     }
-    Ok(n)
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(n),
+    }
 }
 
 /// Whether the trash of `team` holds anything (one directory read).

@@ -27,7 +27,7 @@ pub fn run(ctx: &Ctx, a: ForgetArgs) -> CliResult<i32> {
                 "check `team-scale status {team}`, then run `team-scale forget {team} --worker {worker} --yes`"
             )));
         }
-        eprint!(
+        team_cli::say!(
             "Forget {worker} of team {team}? Its record is dropped; its pane and processes are left alone and never touched again. [y/N] "
         );
         let _ = std::io::stderr().flush();

@@ -127,7 +127,7 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
     let root = ctx.root.path();
     if let Ok(Some(old)) = fsutil::state_read(root, &init_record, 4096) {
         tracing::warn!(record = %String::from_utf8_lossy(&old), "an earlier init of this team was interrupted");
-        eprintln!(
+        team_cli::say_line!(
             "team-scale: warning: an earlier init of team {team} was interrupted; its leader pane (if any) is an orphan that `team-reap` removes"
         );
     }

@@ -35,7 +35,7 @@ pub fn finish(ctx: &Ctx, team: &str, res: CliResult<i32>) -> CliResult<i32> {
     if let Err(e) = res {
         team_cli::error::report(e);
     }
-    eprintln!("team-scale: interrupted");
+    team_cli::say_line!("team-scale: interrupted");
     let Ok(name) = TeamName::new(team) else {
         return Ok(130);
     };
@@ -68,10 +68,12 @@ pub fn finish(ctx: &Ctx, team: &str, res: CliResult<i32>) -> CliResult<i32> {
         Err(e) => left.push(format!("the team's state could not be read: {e}")),
     }
     if left.is_empty() {
-        eprintln!("nothing was left half-done; `team-scale status {name}` shows the team");
+        team_cli::say_line!(
+            "nothing was left half-done; `team-scale status {name}` shows the team"
+        );
     } else {
-        eprintln!("left: {}", left.join("; "));
-        eprintln!("finish it with: team-scale reconcile {name}");
+        team_cli::say_line!("left: {}", left.join("; "));
+        team_cli::say_line!("finish it with: team-scale reconcile {name}");
     }
     let mut out = Out::new(ctx.json);
     out.record(&json!({

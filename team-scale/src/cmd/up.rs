@@ -91,7 +91,7 @@ pub fn run(ctx: &Ctx, a: UpArgs) -> CliResult<i32> {
     };
 
     for w in &report.warnings {
-        eprintln!("team-scale: warning: {w}");
+        team_cli::say_line!("team-scale: warning: {w}");
     }
     let mut out = Out::new(ctx.json);
     // Tasks for members that existed before this call: their inboxes and their agents.
