@@ -1,7 +1,7 @@
 //! The worker supervisor's contract: how a worker pane's first process is started, how it is
 //! recognised later, and the exit record it leaves.
 //!
-//! Every worker pane runs `team-scale supervise ... -- sh <runtime script>` as its first
+//! Every worker pane runs `team-scale supervise ... -- /bin/sh <runtime script>` as its first
 //! process. The supervisor makes itself a *child subreaper* (`PR_SET_CHILD_SUBREAPER`), so every
 //! descendant of the worker, `setsid` and double-forked ones included, stays below it until it
 //! exits; it names itself [`COMM`], removes every inherited `TEAM_*` variable from its child's
@@ -21,7 +21,7 @@
 //!
 //! - **Processes are a worker's by ancestry.** Every worker pane's first process is `team-scale
 //!   supervise` (`team-scale supervise --op .. --team .. --worker .. --owner .. --incarnation ..
-//!   --root .. --ws .. -- sh <runtime script>`, run by tmux without a shell). It sets
+//!   --root .. --ws .. -- /bin/sh <runtime script>`, run by tmux without a shell). It sets
 //!   `PR_SET_CHILD_SUBREAPER`, so whatever the worker starts stays below it, `setsid` and
 //!   double-forked daemons included; names itself `team-supervise`; starts the script with every
 //!   inherited `TEAM_*` removed; forwards SIGHUP/SIGINT/SIGTERM to the worker's main process;

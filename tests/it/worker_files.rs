@@ -358,3 +358,64 @@ fn a_directory_where_a_script_goes_is_refused_before_the_kill() {
     assert_eq!(String::from_utf8_lossy(&panes.stdout).lines().count(), 3);
     assert!(script.join("sub").is_dir());
 }
+
+/// Attack: a `sh` of the workspace's first on `PATH` (a `node_modules/.bin`, a venv, a clone's
+/// `bin/`). The supervisor starts the worker's script with `/bin/sh`, as the script's own
+/// `#!/bin/sh` says, so the planted `sh` never runs.
+#[test]
+fn a_planted_sh_on_path_never_starts_a_worker() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let bin = sb.dir.path().join("evil-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let canary = sb.dir.path().join("planted-sh-ran");
+    let sh = bin.join("sh");
+    std::fs::write(
+        &sh,
+        format!(
+            "#!/bin/sh\necho ran >> {}\nexec /bin/sh \"$@\"\n",
+            canary.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&sh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let run = |args: &[&str]| {
+        sb.cmd("team-scale")
+            .args(args)
+            .env("PATH", &path)
+            .output()
+            .unwrap()
+    };
+    assert_code(
+        &run(&[
+            "init",
+            "s3",
+            "--private",
+            "--leader-cmd",
+            "exec sleep 100000",
+            "--worker-cmd",
+            "exec sleep 100000",
+        ]),
+        0,
+    );
+    assert_code(&run(&["up", "s3", "2", "--ready-timeout", "0"]), 0);
+    // The workers run (their panes' first processes are their supervisors, with a child).
+    tests::wait_for(
+        "both workers to run",
+        std::time::Duration::from_secs(10),
+        || {
+            team_json(&sb)["workers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|w| {
+                    let pid = w["pane"]["pane_pid"].as_u64().unwrap();
+                    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                        .is_ok_and(|c| !c.trim().is_empty())
+                })
+        },
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!canary.exists(), "the planted sh ran");
+}

@@ -47,7 +47,10 @@ pub(super) fn start(env: &Env, team: &Team, op: Uuid, p: &Plan) -> NewPane {
     };
     let mut argv = vec![env.supervisor.display().to_string()];
     argv.extend(args.to_argv());
-    argv.push("sh".into());
+    // By its path, as the script's own `#!/bin/sh` says: no `PATH` search (on a long `PATH`,
+    // a failed `execve` per entry before it, in every new pane), and no `sh` of the
+    // workspace's (`./node_modules/.bin`, a venv) taken for the system's.
+    argv.push("/bin/sh".into());
     argv.push(p.script.display().to_string());
     NewPane {
         argv,
