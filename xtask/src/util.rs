@@ -41,50 +41,12 @@ pub fn build_bins(root: &Path, release: bool, failpoints: bool) -> anyhow::Resul
         .to_vec()
     };
     let target = root.join("target");
-    if !release {
-        eprintln!("xtask: building the binaries");
-        duct::cmd(&cargo, &args).dir(root).run()?;
-        return Ok(target.join("debug"));
+    if release {
+        args.push("--release".into());
     }
-    args.push("--release".into());
-    // Release binaries are linked statically on glibc Linux (static-pie): a process start
-    // skips the dynamic loader, about 0.5 ms of CPU less here, and every command and every
-    // worker pane's supervisor is one. `--target` keeps the flag off build scripts and proc
-    // macros, which must stay dynamic.
-    let host = host_triple(&cargo)?;
-    let mut cmd_env: Vec<(String, String)> = Vec::new();
-    let out = if host.ends_with("-linux-gnu") {
-        args.extend(["--target".into(), host.clone()]);
-        let mut flags = std::env::var("RUSTFLAGS").unwrap_or_default();
-        flags.push_str(" -C target-feature=+crt-static");
-        cmd_env.push(("RUSTFLAGS".into(), flags.trim().to_string()));
-        target.join(&host).join("release")
-    } else {
-        target.join("release")
-    };
-    eprintln!("xtask: building the release binaries");
-    let mut c = duct::cmd(&cargo, &args).dir(root);
-    for (k, v) in cmd_env {
-        c = c.env(k, v);
-    }
-    c.run()?;
-    Ok(out)
-}
-
-/// The host's target triple, from `rustc -vV` (the `rustc` next to `cargo`'s, as cargo runs).
-fn host_triple(cargo: &str) -> anyhow::Result<String> {
-    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| {
-        let c = Path::new(cargo);
-        match c.parent() {
-            Some(d) if d.join("rustc").exists() => d.join("rustc").display().to_string(),
-            _ => "rustc".into(),
-        }
-    });
-    let o = std::process::Command::new(rustc).arg("-vV").output()?;
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
-        .ok_or_else(|| anyhow::anyhow!("rustc -vV printed no host"))
+    eprintln!("xtask: building the binaries");
+    duct::cmd(&cargo, &args).dir(root).run()?;
+    Ok(target.join(if release { "release" } else { "debug" }))
 }
 
 /// A command for one of our binaries with a hermetic environment: no ambient tmux, no
