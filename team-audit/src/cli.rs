@@ -41,7 +41,7 @@ pub struct Global {
     /// Writers (record, pass, hook) rotate the log into numbered segments (<log>.000001, ...)
     /// when an append would take it past SIZE: bytes, or with K/M/G (KiB/MiB/GiB); 0 never
     /// rotates [default: 256MiB]
-    #[arg(long, global = true, env = "TEAM_AUDIT_MAX_SIZE", value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, global = true, env = "TEAM_AUDIT_MAX_SIZE", value_name = "SIZE", value_parser = team_cli::size::parse_size)]
     pub max_size: Option<u64>,
 }
 
@@ -94,25 +94,6 @@ impl Global {
     pub fn max_size(&self) -> u64 {
         self.max_size.unwrap_or(team_core::audit::DEFAULT_MAX_SIZE)
     }
-}
-
-/// A size: bytes, or a number with K, M, G (also KiB, MiB, GiB; powers of 1024).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a size (bytes, or a number with K, M or G)"))?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kib" | "kb" => 10,
-        "m" | "mib" | "mb" => 20,
-        "g" | "gib" | "gb" => 30,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (K, M or G)")),
-    };
-    n.checked_mul(1 << shift)
-        .ok_or_else(|| format!("{s:?} is too large"))
 }
 
 /// The man pages' ENVIRONMENT, FILES and extra EXIT STATUS sections.

@@ -77,6 +77,10 @@ pub struct Global {
         value_name = "PATH"
     )]
     pub audit_log: Option<PathBuf>,
+    /// Rotate audit logs into numbered segments when an append would take one past SIZE
+    /// (bytes, or with K/M/G; 0 never rotates) [default: 256MiB], as team-audit does.
+    #[arg(long, global = true, env = "TEAM_AUDIT_MAX_SIZE", value_name = "SIZE", value_parser = team_cli::size::parse_size)]
+    pub audit_max_size: Option<u64>,
     /// How long an orphan process gets between SIGTERM and SIGKILL.
     #[arg(long, global = true, default_value = "5s", value_parser = humantime::parse_duration, value_name = "DUR")]
     pub grace: std::time::Duration,
@@ -127,6 +131,10 @@ pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
         (
             "TEAM_TMUX_NATIVE",
             "0 runs the tmux binary for every tmux call instead of speaking its protocol",
+        ),
+        (
+            "TEAM_AUDIT_MAX_SIZE",
+            "the size at which audit logs rotate (as --audit-max-size)",
         ),
         ("RUST_LOG", "log filter for stderr (overrides -v)"),
     ],

@@ -45,6 +45,9 @@ impl Ctx {
                 sockets: g.sockets.clone(),
                 state_dir: g.state_dir.clone(),
                 audit_log: g.audit_log.clone(),
+                audit_max_size: g
+                    .audit_max_size
+                    .unwrap_or(team_core::audit::DEFAULT_MAX_SIZE),
                 argv: std::env::args().collect(),
             },
             lock: g.lock_file.clone().unwrap_or_else(default_lock_path),

@@ -52,6 +52,10 @@ pub struct Global {
     /// The audit log (default: <state dir>/audit.jsonl).
     #[arg(long, global = true, env = "TEAM_AUDIT_LOG", value_name = "FILE")]
     pub audit_log: Option<PathBuf>,
+    /// Rotate the audit log into numbered segments when an append would take it past SIZE
+    /// (bytes, or with K/M/G; 0 never rotates) [default: 256MiB], as team-audit does.
+    #[arg(long, global = true, env = "TEAM_AUDIT_MAX_SIZE", value_name = "SIZE", value_parser = team_cli::size::parse_size)]
+    pub audit_max_size: Option<u64>,
     #[command(flatten)]
     pub common: team_cli::CommonFlags,
 }
@@ -371,6 +375,10 @@ pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
         (
             "TEAM_READERS_YIELD",
             "0, off, false or no: status, list, task list/show and peek keep the normal CPU priority when their output goes to a program (by default they run in SCHED_IDLE)",
+        ),
+        (
+            "TEAM_AUDIT_MAX_SIZE",
+            "the size at which the audit log rotates (as --audit-max-size)",
         ),
         ("RUST_LOG", "log filter for stderr (overrides -v)"),
     ],

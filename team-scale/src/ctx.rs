@@ -35,6 +35,8 @@ pub struct Ctx {
     pub shell: String,
     /// The audit log: `--audit-log`/`TEAM_AUDIT_LOG`, else `<state root>/audit.jsonl`.
     pub audit_log: PathBuf,
+    /// `--audit-max-size` / `TEAM_AUDIT_MAX_SIZE`: where the audit log rotates.
+    pub audit_max_size: u64,
     /// `TEAM_SCALING=0` (or `off`/`false`/`no`): the operator's kill switch for up/down.
     pub scaling_env_off: bool,
     /// The workspace was found in an ancestor of the current directory (no `--workspace`),
@@ -78,6 +80,9 @@ impl Ctx {
         Ok(Ctx {
             found_above,
             audit_log,
+            audit_max_size: g
+                .audit_max_size
+                .unwrap_or(team_core::audit::DEFAULT_MAX_SIZE),
             scaling_env_off,
             workspace,
             root,
@@ -99,7 +104,7 @@ impl Ctx {
     }
 
     pub fn audit(&self) -> team_core::audit::AuditLog {
-        team_core::audit::AuditLog::new(self.audit_log.clone())
+        team_core::audit::AuditLog::new(self.audit_log.clone()).with_max_size(self.audit_max_size)
     }
 
     /// What an operation works with, for `caller` (`team-scale send`, ...).

@@ -276,3 +276,68 @@ fn concurrent_writers_rotating_keep_one_chain() {
     seen.dedup();
     assert_eq!(seen.len(), 8 * 150, "a record was written twice");
 }
+
+/// `team-scale` writes the audit log too, so it rotates it where `team-audit` does: at
+/// `TEAM_AUDIT_MAX_SIZE` (it used to ignore it and rotate at the default 256 MiB). A size that
+/// is not one is a usage error (64) with no effect.
+#[test]
+fn team_scale_rotates_the_audit_log_at_team_audit_max_size() {
+    let sb = tests::Sandbox::new();
+    let bad = sb
+        .cmd("team-scale")
+        .args(["init", "s3", "--private"])
+        .env("TEAM_AUDIT_MAX_SIZE", "ten")
+        .output()
+        .unwrap();
+    tests::assert_code(&bad, 64);
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("not a size"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    assert!(!sb.ws.join(".team").exists(), "a usage error had an effect");
+    let run = |args: &[&str]| {
+        sb.cmd("team-scale")
+            .args(args)
+            .env("TEAM_AUDIT_MAX_SIZE", "2K")
+            .output()
+            .unwrap()
+    };
+    tests::assert_code(
+        &run(&[
+            "init",
+            "s3",
+            "--private",
+            "--leader-cmd",
+            "exec sleep 100000",
+            "--worker-cmd",
+            "exec sleep 100000",
+        ]),
+        0,
+    );
+    for _ in 0..3 {
+        tests::assert_code(&run(&["up", "s3", "1", "--ready-timeout", "0"]), 0);
+    }
+    tests::assert_code(
+        &run(&[
+            "down", "s3", "--worker", "worker-3", "--force", "--grace", "2s",
+        ]),
+        0,
+    );
+    tests::assert_code(&run(&["shutdown", "s3"]), 0);
+    let log = sb.ws.join(".team/audit.jsonl");
+    let first = sb.ws.join(".team/audit.jsonl.000001");
+    assert!(first.exists(), "no segment: the log never rotated");
+    let o = sb
+        .cmd("team-audit")
+        .args(["--audit-log", log.to_str().unwrap(), "verify"])
+        .output()
+        .unwrap();
+    tests::assert_code(&o, 0);
+    let bad = sb
+        .cmd("team-reap")
+        .args(["--audit-max-size", "5T", "scan"])
+        .output()
+        .unwrap();
+    tests::assert_code(&bad, 64);
+}

@@ -798,3 +798,35 @@ fn debt_is_settled_through_reconcile() {
     assert_eq!(team.workers[0].lifecycle, Lifecycle::Active);
     assert_eq!(summary(&v)["reapable_left"], 0);
 }
+
+/// The reaper writes the teams' audit logs too, so it rotates them where `team-audit` does:
+/// at `TEAM_AUDIT_MAX_SIZE` (it used to ignore it and rotate at the default 256 MiB).
+#[test]
+fn the_reaper_rotates_audit_logs_at_team_audit_max_size() {
+    let fx = Fx::new();
+    let live = fx.team("live", "s1");
+    let mut orphans = Vec::new();
+    for _ in 0..4 {
+        orphans.push(fx.worker(&live, None, None, "sleep 100000").0);
+    }
+    let o = fx
+        .reap_cmd(&["--json", "--no-processes"])
+        .env("TEAM_AUDIT_MAX_SIZE", "600")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let panes = fx.panes(&live.sock);
+    for p in &orphans {
+        assert!(!panes.contains(p), "orphan {p} not killed");
+    }
+    let log = live.ws.join(".team/audit.jsonl");
+    assert!(
+        live.ws.join(".team/audit.jsonl.000001").exists(),
+        "no segment: the reaper's log never rotated"
+    );
+    let v = Command::new(tests::bin("team-audit"))
+        .args(["--audit-log", log.to_str().unwrap(), "verify"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&v), 0, "{}", String::from_utf8_lossy(&v.stdout));
+}

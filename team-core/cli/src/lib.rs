@@ -9,6 +9,7 @@
 //! - [`generate`]: man pages (one per subcommand) and shell completions.
 //! - [`env`]: what the binaries read from their environment that more than one of them needs
 //!   (tmux binary, socket directory, the caller's tmux, fail points).
+//! - [`size`]: sizes on the command line (`64M`).
 //! - [`init_tracing`]: `-v`/`-vv`/`-q` and `RUST_LOG`, no colour unless stderr is a terminal.
 //!
 //! Unlike `team-core`, this crate prints and exits: that is its job.
@@ -25,6 +26,7 @@ pub mod env;
 pub mod error;
 pub mod generate;
 pub mod out;
+pub mod size;
 
 /// `eprint!` that never panics: a closed stderr (`2>&1 | head -1`) loses the text, never the
 /// exit status. The binaries write to stderr only through it and [`say_line!`] (tidy).

@@ -60,6 +60,7 @@ pub fn reap_batch(
     tmux: &Tmux,
     caller: &str,
     targets: &[ReapTarget],
+    audit_max_size: u64,
 ) -> Vec<Result<KillResult, String>> {
     let mut results: Vec<Option<Result<KillResult, String>>> = vec![None; targets.len()];
     let mut by_log: BTreeMap<&PathBuf, Vec<usize>> = BTreeMap::new();
@@ -80,7 +81,8 @@ pub fn reap_batch(
                 }
             })
             .collect();
-        match ops_kill::kill_panes(tmux, &AuditLog::new(path.clone()), caller, "reap", &batch) {
+        let log = AuditLog::new(path.clone()).with_max_size(audit_max_size);
+        match ops_kill::kill_panes(tmux, &log, caller, "reap", &batch) {
             Ok(rs) => {
                 for (&i, r) in idx.iter().zip(rs) {
                     results[i] = Some(Ok(r));

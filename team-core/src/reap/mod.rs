@@ -58,6 +58,8 @@ pub struct Config {
     pub state_dir: Option<PathBuf>,
     /// `--audit-log` / `TEAM_AUDIT_LOG`: the log for teams whose state is gone.
     pub audit_log: Option<PathBuf>,
+    /// `--audit-max-size` / `TEAM_AUDIT_MAX_SIZE`: where the audit logs it writes rotate.
+    pub audit_max_size: u64,
     /// The command line, for audit records.
     pub argv: Vec<String>,
 }
@@ -344,7 +346,7 @@ pub fn kill_panes(
         if targets.is_empty() {
             continue;
         }
-        let results = kill::reap_batch(&tmux, CALLER, &targets);
+        let results = kill::reap_batch(&tmux, CALLER, &targets, cfg.audit_max_size);
         for (i, r) in which.into_iter().zip(results) {
             let p = &mut s.panes[i];
             match r {
@@ -395,7 +397,7 @@ fn settle_debt(
         let store =
             crate::store::Store::new(root.clone(), key.name.clone(), Duration::from_secs(5));
         let tmux = Tmux::new(&cfg.tmux_bin, &team.endpoint);
-        let audit = AuditLog::new(root.audit_log());
+        let audit = AuditLog::new(root.audit_log()).with_max_size(cfg.audit_max_size);
         let fail = |n: &str| crate::failpoint::hit(n);
         let td = crate::ops::teardown::Teardown {
             store: &store,
@@ -717,7 +719,7 @@ pub fn kill_processes(
         by_log.entry(log).or_default().push((i, proven, e));
     }
     for (path, items) in by_log {
-        let log = AuditLog::new(path.clone());
+        let log = AuditLog::new(path.clone()).with_max_size(cfg.audit_max_size);
         let intents: Vec<_> = items
             .iter()
             .map(|(_, _, e)| (Stage::Intent, None, e.clone()))
