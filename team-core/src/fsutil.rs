@@ -574,6 +574,23 @@ impl StateDir {
         }
     }
 
+    /// When the entry `path` (directly in this directory, not followed) last changed (its
+    /// ctime: a rename sets it), `None` when absent.
+    pub fn changed_at(&self, path: &Path) -> Result<Option<std::time::SystemTime>> {
+        let name = self.name_of(path)?;
+        match rustix::fs::statat(&self.0.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(
+                std::time::UNIX_EPOCH
+                    + std::time::Duration::new(
+                        u64::try_from(st.st_ctime).unwrap_or(0),
+                        u32::try_from(st.st_ctime_nsec).unwrap_or(0),
+                    ),
+            )),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(Error::io("inspect", path, errno_io(e))),
+        }
+    }
+
     /// The names in this directory (`.` and `..` left out).
     pub fn names(&self) -> Result<Vec<OsString>> {
         let d = rustix::fs::Dir::read_from(self.0.fd.as_fd())

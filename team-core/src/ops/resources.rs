@@ -54,7 +54,8 @@
 //!   is emptied by `team-scale empty-trash` ([`empty_trash`]), which the command that filled it
 //!   starts detached when it ends, in `SCHED_IDLE`; relative to directory fds, a symlink in the
 //!   trash is unlinked, never followed. A trash left by a crash is emptied the next time; an
-//!   entry that cannot be deleted (nested too deep, immutable) keeps only itself. A symlinked or
+//!   entry that cannot be deleted (nested too deep, immutable) keeps only itself, and `status`
+//!   names the trash when something has stayed there for over a minute ([`trash_left`]). A symlinked or
 //!   non-directory `trash/` is refused with the rest of the team's paths, before any effect
 //!   (exit 65), and `empty-trash` refuses a root that holds no such team (exit 66), whatever
 //!   its trash holds. *Why*: on a file system that discards freed blocks synchronously
@@ -775,6 +776,30 @@ pub fn empty_trash(root: &StateRoot, team: &crate::paths::TeamName) -> Result<us
     }
 }
 
+/// How many entries have been in the trash of `team` for longer than `age` (since they were
+/// moved there): what the background emptying could not delete (nested too deep, immutable,
+/// not ours to delete), for `status` to show. A fresh entry is still being deleted.
+pub fn trash_left(
+    root: &StateRoot,
+    team: &crate::paths::TeamName,
+    age: std::time::Duration,
+) -> Result<usize> {
+    let path = root.trash_dir(team);
+    let Some(trash) = fsutil::state_dir(root.path(), &path, false)? else {
+        return Ok(0);
+    };
+    let now = std::time::SystemTime::now();
+    let mut n = 0;
+    for name in trash.names()? {
+        if let Some(t) = trash.changed_at(&path.join(&name))?
+            && now.duration_since(t).unwrap_or_default() > age
+        {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
 /// Whether the trash of `team` holds anything (one directory read).
 pub fn trash_is_empty(root: &StateRoot, team: &crate::paths::TeamName) -> Result<bool> {
     match fsutil::state_dir(root.path(), &root.trash_dir(team), false)? {
@@ -919,5 +944,32 @@ mod tests {
         std::os::unix::fs::symlink("/", p.join("link")).unwrap();
         assert_eq!(empty_dirs(p, 100).unwrap(), vec!["a/b/empty/"]);
         assert!(empty_dirs(p, 3).is_err());
+    }
+}
+
+#[cfg(test)]
+mod trash_tests {
+    use super::*;
+
+    /// `status` shows what stays in the trash: entries older than the age asked, not through
+    /// a symlink (a symlinked trash is an error, not "empty").
+    #[test]
+    fn trash_left_counts_what_stays() {
+        let d = tempfile::tempdir().unwrap();
+        let root = StateRoot::resolve(d.path(), None).unwrap();
+        root.ensure().unwrap();
+        let team = crate::paths::TeamName::new("t").unwrap();
+        let none = std::time::Duration::ZERO;
+        assert_eq!(trash_left(&root, &team, none).unwrap(), 0, "no trash yet");
+        let trash = root.trash_dir(&team);
+        std::fs::create_dir_all(trash.join("abc-worker-1/d")).unwrap();
+        std::fs::write(trash.join("abc-worker-1.sh"), "x").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(trash_left(&root, &team, none).unwrap(), 2);
+        let hour = std::time::Duration::from_secs(3600);
+        assert_eq!(trash_left(&root, &team, hour).unwrap(), 0, "fresh entries");
+        std::fs::remove_dir_all(&trash).unwrap();
+        std::os::unix::fs::symlink(d.path(), &trash).unwrap();
+        assert!(trash_left(&root, &team, none).is_err());
     }
 }

@@ -136,6 +136,12 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
             ))?;
         }
     }
+    // Removed workers' files the background deletion has not deleted after a minute.
+    let trash_left = team_core::ops::resources::trash_left(
+        &ctx.root,
+        &team.name,
+        std::time::Duration::from_secs(60),
+    );
     let active = team.in_state(Lifecycle::Active).count();
     let pending: Vec<_> = team.in_state(Lifecycle::Pending).collect();
     let removing = team.in_state(Lifecycle::Removing).count();
@@ -171,6 +177,7 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
             "failed": tasks.iter().filter(|t| t.status == TaskStatus::Failed).count(),
         },
         "lock_holder": holder.as_ref().map(|h| json!({"pid": h.pid, "op": h.op, "since": h.since})),
+        "trash_left": trash_left.as_ref().ok(),
     }))?;
     out.line(&format!(
         "{active} active, {} pending, {removing} removing (cleanup debt), max {}, detached residue: {}{}",
@@ -181,6 +188,16 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
     ))?;
     if in_flight {
         out.line("an operation is in flight (a journal is being applied); `team-scale reconcile` finishes one that was cut short")?;
+    }
+    let trash = ctx.root.trash_dir(&team.name);
+    match trash_left {
+        Ok(0) => {}
+        Ok(n) => out.line(&format!(
+            "trash: {n} entr{} of removed workers not deleted for over a minute in {} (each teardown retries; what stays needs removing by hand)",
+            if n == 1 { "y" } else { "ies" },
+            clean(&trash.display().to_string())
+        ))?,
+        Err(e) => out.line(&format!("trash: cannot be read: {}", clean(&e.to_string())))?,
     }
     out.flush()?;
     Ok(0)
