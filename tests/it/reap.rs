@@ -776,6 +776,11 @@ fn debt_is_settled_through_reconcile() {
     assert_eq!(pane(&v, &t.sock, &removing)["verdict"], "debt");
     assert_eq!(pane(&v, &t.sock, &pending)["reason"], "abandoned_op");
     assert_eq!(code(&fx.reap(&["--check", "--no-processes"])), 1);
+    // What a teardown leaves in the trash (here as a crash would have left it) goes with the
+    // settling: the reaper does not leave it for the next `team-scale`.
+    let trash = t.ws.join(".team/teams/debt/trash");
+    std::fs::create_dir_all(trash.join("0123456789ab-worker-9")).unwrap();
+    std::fs::write(trash.join("0123456789ab-worker-9.sh"), "x\n").unwrap();
     let o = fx.reap(&["--json", "--no-processes"]);
     let v = json_lines(&o);
     assert_eq!(
@@ -784,6 +789,7 @@ fn debt_is_settled_through_reconcile() {
         "{v:#?}\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    assert_eq!(std::fs::read_dir(&trash).unwrap().count(), 0, "trash left");
     let left = fx.panes(&t.sock);
     assert!(
         !left.contains(&removing) && !left.contains(&pending),

@@ -52,7 +52,8 @@
 //!   makes the moves durable with one fsync of `workers/` and one of `runtime/`, and only then
 //!   drops the record: nothing of a removed worker is left where it was, as before. The trash
 //!   is emptied by `team-scale empty-trash` ([`empty_trash`]), which the command that filled it
-//!   starts detached when it ends, in `SCHED_IDLE`; relative to directory fds, a symlink in the
+//!   starts detached when it ends, in `SCHED_IDLE` (the reaper, which settles debt through the
+//!   same teardown from cron, empties it itself); relative to directory fds, a symlink in the
 //!   trash is unlinked, never followed. A trash left by a crash is emptied the next time; an
 //!   entry that cannot be deleted (nested too deep, immutable) keeps only itself, and `status`
 //!   names the trash when something has stayed there for over a minute ([`trash_left`]). A symlinked or

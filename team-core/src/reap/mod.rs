@@ -412,6 +412,11 @@ fn settle_debt(
             progress: &|_| {},
         };
         let result = crate::ops::reconcile::reconcile(&td);
+        // What the teardown moved to the team's trash: the reaper runs from cron, with time
+        // to spare, so it deletes it here rather than leave it to the next `team-scale`.
+        if let Err(e) = crate::ops::resources::empty_trash(&root, &key.name) {
+            tracing::debug!(team = %key.name, error = %e, "trash not emptied");
+        }
         // What the teardown itself says of each worker's pane: a pane it kept (its kill
         // refused, even if the pane has since moved away from where the scan saw it) is never
         // reported as killed.
