@@ -7,21 +7,33 @@ use std::path::PathBuf;
 use tests::{Sandbox, assert_code};
 
 fn init(sb: &Sandbox) {
-    assert_code(
-        &sb.run(
-            "team-scale",
-            &[
-                "init",
-                "s3",
-                "--private",
-                "--leader-cmd",
-                "exec sleep 100000",
-                "--worker-cmd",
-                "exec sleep 100000",
-            ],
-        ),
-        0,
-    );
+    init_with(sb, &[]);
+}
+
+/// `init` of team s3 (leader and workers `exec sleep`), with `env` set for it.
+fn init_with(sb: &Sandbox, env: &[(&str, &str)]) {
+    let o = sb
+        .cmd("team-scale")
+        .args([
+            "init",
+            "s3",
+            "--private",
+            "--leader-cmd",
+            "exec sleep 100000",
+            "--worker-cmd",
+            "exec sleep 100000",
+        ])
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+}
+
+/// Team s3 with worker-1 and worker-2.
+fn team_of_two(sb: &Sandbox) {
+    init(sb);
+    assert_code(&up(sb), 0);
+    assert_code(&up(sb), 0);
 }
 
 fn team_dir(sb: &Sandbox) -> PathBuf {
@@ -195,9 +207,7 @@ fn a_removed_workers_files_leave_at_once_and_the_trash_empties() {
 #[test]
 fn a_symlinked_trash_is_refused_before_any_effect() {
     let sb = Sandbox::new();
-    init(&sb);
-    assert_code(&up(&sb), 0);
-    assert_code(&up(&sb), 0);
+    team_of_two(&sb);
     let outside = sb.dir.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("canary"), "mine\n").unwrap();
@@ -243,9 +253,7 @@ fn a_symlinked_trash_is_refused_before_any_effect() {
 #[test]
 fn the_trash_is_emptied_without_following_a_symlink() {
     let sb = Sandbox::new();
-    init(&sb);
-    assert_code(&up(&sb), 0);
-    assert_code(&up(&sb), 0);
+    team_of_two(&sb);
     let outside = sb.dir.path().join("outside");
     std::fs::create_dir_all(outside.join("sub")).unwrap();
     std::fs::write(outside.join("canary"), "mine\n").unwrap();
@@ -304,9 +312,7 @@ fn empty_trash_refuses_a_root_without_the_team() {
 #[test]
 fn one_entry_that_cannot_be_deleted_keeps_only_itself() {
     let sb = Sandbox::new();
-    init(&sb);
-    assert_code(&up(&sb), 0);
-    assert_code(&up(&sb), 0);
+    team_of_two(&sb);
     let trash = team_dir(&sb).join("trash");
     let mut deep = trash.join("000-deep");
     for _ in 0..70 {
@@ -331,9 +337,7 @@ fn one_entry_that_cannot_be_deleted_keeps_only_itself() {
 #[test]
 fn a_directory_where_a_script_goes_is_refused_before_the_kill() {
     let sb = Sandbox::new();
-    init(&sb);
-    assert_code(&up(&sb), 0);
-    assert_code(&up(&sb), 0);
+    team_of_two(&sb);
     let script = team_dir(&sb).join("runtime/worker-2.sh");
     std::fs::remove_file(&script).unwrap();
     std::fs::create_dir_all(script.join("sub")).unwrap();
@@ -380,26 +384,14 @@ fn a_planted_sh_on_path_never_starts_a_worker() {
     .unwrap();
     std::fs::set_permissions(&sh, std::fs::Permissions::from_mode(0o755)).unwrap();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
-    let run = |args: &[&str]| {
-        sb.cmd("team-scale")
-            .args(args)
-            .env("PATH", &path)
-            .output()
-            .unwrap()
-    };
-    assert_code(
-        &run(&[
-            "init",
-            "s3",
-            "--private",
-            "--leader-cmd",
-            "exec sleep 100000",
-            "--worker-cmd",
-            "exec sleep 100000",
-        ]),
-        0,
-    );
-    assert_code(&run(&["up", "s3", "2", "--ready-timeout", "0"]), 0);
+    init_with(&sb, &[("PATH", &path)]);
+    let o = sb
+        .cmd("team-scale")
+        .args(["up", "s3", "2", "--ready-timeout", "0"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
     // The workers run (their panes' first processes are their supervisors, with a child).
     tests::wait_for(
         "both workers to run",
