@@ -540,6 +540,27 @@ impl StateDir {
         write_in(&self.0, name, bytes, mode, sync)
     }
 
+    /// Creates the file `path` (directly in this directory) with `bytes` and `mode`, in place:
+    /// never through a symlink, never over anything already there (`O_EXCL`), and not
+    /// fsynced. For a new file nothing reads before it is complete (a worker's first inbox and
+    /// startup script, read once its pane starts): no temporary name and no rename. A failed
+    /// write removes the partial file.
+    pub fn create_file(&self, path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+        let name = self.name_of(path)?;
+        let fd = rustix::fs::openat(
+            &self.0.fd,
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode),
+        )
+        .map_err(|e| Error::io("create", path, errno_io(e)))?;
+        if let Err(e) = File::from(fd).write_all(bytes) {
+            let _ = rustix::fs::unlinkat(&self.0.fd, name, AtFlags::empty());
+            return Err(Error::io("write", path, e));
+        }
+        Ok(())
+    }
+
     /// [`state_remove_with`] for `path`, directly in this directory.
     pub fn remove(&self, path: &Path, sync: Sync) -> Result<()> {
         remove_in(&self.0, self.name_of(path)?, sync)
@@ -992,6 +1013,34 @@ mod tests {
         let e = state_append(&r, &hl, b"x").unwrap_err();
         assert!(e.to_string().contains("hard links"), "{e}");
         assert_eq!(fs::read(&victim).unwrap(), b"precious");
+    }
+
+    #[test]
+    fn a_created_file_never_replaces_nor_follows_what_is_there() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let r = root(&d);
+        let dir = state_dir(&r, &r.join("teams/t"), false).unwrap().unwrap();
+        let new = r.join("teams/t/worker-1.sh");
+        dir.create_file(&new, b"#!/bin/sh\n", 0o700).unwrap();
+        assert_eq!(fs::read(&new).unwrap(), b"#!/bin/sh\n");
+        let mode = fs::metadata(&new).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        // Already there: refused, left as it was.
+        let e = dir.create_file(&new, b"other", 0o700).unwrap_err();
+        assert!(e.to_string().contains("worker-1.sh"), "{e}");
+        assert_eq!(fs::read(&new).unwrap(), b"#!/bin/sh\n");
+        // A symlink there: refused, neither followed nor replaced.
+        let victim = d.path().join("victim");
+        fs::write(&victim, b"precious").unwrap();
+        let link = r.join("teams/t/inbox.md");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        assert!(dir.create_file(&link, b"x", 0o600).is_err());
+        assert_eq!(fs::read(&victim).unwrap(), b"precious");
+        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        // No temporary left behind.
+        let names = dir.names().unwrap();
+        assert_eq!(names.len(), 2, "{names:?}");
     }
 
     #[test]

@@ -10,6 +10,11 @@
 //!   (after `set -- <args>` when the prompt is a launch argument), where it was `exec sh -c
 //!   '<worker cmd>'`: the same parse of the same text by the same shell, one process start
 //!   fewer per worker, and a command that begins with `exec` replaces the script itself.
+//! - **A new worker's inbox and script are created in place** (`O_CREAT|O_EXCL`, no temporary
+//!   name, no rename): nothing reads them before its pane starts, a crash before that is undone
+//!   from the reservation, and an entry planted between step 1's check and the write fails the
+//!   `up` (rolled back) where a rename would have replaced it. Two renames and two random names
+//!   fewer per worker. Later rewrites of an inbox (task changes) stay atomic replacements.
 
 use super::{Plan, UpRequest};
 use crate::agent::{self, Profile, PromptMode};
@@ -55,16 +60,17 @@ pub(super) fn open_dirs(env: &Env, team: &Team) -> Result<Dirs> {
     })
 }
 
-/// Writes a runtime file of the tools' own (inbox, startup script) with `mode` in `dir`:
-/// atomic, with the mode set at creation, never through a symlink (`fsutil`), and not
-/// fsynced: a runtime file, recorded before it is made (`fsutil::Sync::Never`).
-fn write_private(
+/// Creates a runtime file of the tools' own (inbox, startup script) with `mode` in `dir`: in
+/// place, with the mode set at creation, never through a symlink nor over an entry already
+/// there, and not fsynced: a runtime file of a reserved worker, read only once its pane starts
+/// (`fsutil::StateDir::create_file`).
+fn create_private(
     dir: &fsutil::StateDir,
     path: &std::path::Path,
     bytes: &[u8],
     mode: u32,
 ) -> Result<()> {
-    dir.write(path, bytes, mode, fsutil::Sync::Never)
+    dir.create_file(path, bytes, mode)
 }
 
 /// Step 5 for one worker: its directory, inbox, worktree and startup script.
@@ -81,7 +87,7 @@ pub(super) fn prepare(
     let worker_dir = dirs
         .workers
         .create_dir(&p.worker_dir, fsutil::Sync::Never)?;
-    write_private(
+    create_private(
         &worker_dir,
         &p.inbox,
         inbox_text(team, req, p, tasks).as_bytes(),
@@ -128,7 +134,7 @@ pub(super) fn prepare(
         sh_quote(&p.cwd.display().to_string())
     ));
     s.push_str(&agent_command(team, profile, &trigger_text(team, p)));
-    write_private(&dirs.runtime, &p.script, s.as_bytes(), 0o700)
+    create_private(&dirs.runtime, &p.script, s.as_bytes(), 0o700)
 }
 
 /// The first inbox of `p`: how to report and claim, and its tasks.
