@@ -1037,7 +1037,12 @@ mod tests {
         std::os::unix::fs::symlink(&victim, &link).unwrap();
         assert!(dir.create_file(&link, b"x", 0o600).is_err());
         assert_eq!(fs::read(&victim).unwrap(), b"precious");
-        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         // No temporary left behind.
         let names = dir.names().unwrap();
         assert_eq!(names.len(), 2, "{names:?}");

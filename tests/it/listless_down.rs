@@ -385,11 +385,28 @@ fn a_debt_pane_moved_before_the_reapers_kill_is_not_reported_killed() {
     let run = sb
         .cmd("team-reap")
         .args(["--only-under", &scope, "--json", "--grace", "1s"])
-        .env("TEAM_FAILPOINTS", "settle.before_kill=sleep3000")
+        .env("TEAM_FAILPOINTS", "settle.before_kill=sleep4000")
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1200));
+    // The move lands between the reaper's proof and its kill: after its pre-kill intent for
+    // the pane is in the audit log (written after the proof), during the fail point's pause.
+    let log = sb.ws.join(".team/audit.jsonl");
+    wait_for(
+        "the reaper's intent for the pane",
+        Duration::from_secs(20),
+        || {
+            std::fs::read_to_string(&log).is_ok_and(|t| {
+                t.lines().any(|l| {
+                    serde_json::from_str::<Value>(l).is_ok_and(|r| {
+                        r["caller"] == "team-reap"
+                            && r["stage"] == "intent"
+                            && l.contains(&format!("\"{pane}\""))
+                    })
+                })
+            })
+        },
+    );
     let o = tmux_at(&sock, &["move-pane", "-d", "-s", pane, "-t", "mine:"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = run.wait_with_output().unwrap();
