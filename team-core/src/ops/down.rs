@@ -260,13 +260,14 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
     // reports idle or done already.
     let reported_idle =
         |w: &crate::model::Worker| is_idle(effective(status_of.get(&w.name).unwrap_or(&None)));
+    let mut checked = teardown::Checked::default();
     let by_process: Option<Vec<bool>> = active
         .iter()
         .map(|w| {
             if !req.names.is_empty() || reported_idle(w) {
                 Some(false)
             } else {
-                exited(store, w)
+                exited(store, w, &mut checked)
             }
         })
         .collect();
@@ -334,7 +335,12 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
     // recorded under the same audit id however the operation ends.
     let entry = op_entry(t, &team, "scale_down", &targets);
     let op = t.audit.intent(&entry)?;
-    let res = down_after_intent(t, req, &team, targets, rep, listing);
+    // The whole team's paths were validated above, under this scale lock.
+    let pre = teardown::Prechecked {
+        validated: true,
+        checked,
+    };
+    let res = down_after_intent(t, req, &team, targets, rep, listing, pre);
     record_op_outcome(t, op, entry, &res, |r| !r.settle.blocked());
     res
 }
@@ -365,6 +371,7 @@ fn down_after_intent(
     targets: Vec<WorkerName>,
     mut rep: DownReport,
     listing: Option<Listing>,
+    mut pre: teardown::Prechecked,
 ) -> Result<DownReport> {
     let store = t.store;
     // The listing that picked the targets proves their panes in the teardown too (with none,
@@ -407,7 +414,9 @@ fn down_after_intent(
             let (timed_out, waited) = wait_drained(t, team, &targets, req.drain_timeout)?;
             rep.drain_timed_out = timed_out;
             if waited {
+                // Time passed: a fresh listing, and every path checked again.
                 seen = Seen::Fresh;
+                pre.validated = false;
             }
             crate::interrupt::check("down.drain")?;
             if !rep.drain_timed_out.is_empty() {
@@ -434,7 +443,7 @@ fn down_after_intent(
     (t.fail)("down.committed")?;
     rep.targets = targets.clone();
     rep.tasks_returned = ids;
-    rep.settle = teardown::settle_removing_seen(t, &targets, seen)?;
+    rep.settle = teardown::settle_removing_prechecked(t, &targets, seen, pre)?;
     let team = store.load()?;
     store.append_event(
         &team,
@@ -452,10 +461,16 @@ fn down_after_intent(
 /// Whether `w`'s process has exited, told from its supervisor alone: its supervisor is gone, or
 /// it wrote `exit.json` for this incarnation. `None` when that cannot be told so (no pane
 /// recorded, a pane made before supervisors, a pane still starting, an unreadable record).
-fn exited(store: &Store, w: &crate::model::Worker) -> Option<bool> {
+fn exited(
+    store: &Store,
+    w: &crate::model::Worker,
+    checked: &mut teardown::Checked,
+) -> Option<bool> {
     let p = w.pane.as_ref()?;
-    match crate::process::check_supervisor(p.pane_pid, p.process_start, &w.incarnation.to_string())
-    {
+    let inc = w.incarnation.to_string();
+    let c = crate::process::check_supervisor(p.pane_pid, p.process_start, &inc);
+    checked.remember(p.pane_pid, p.process_start, &inc, &c);
+    match c {
         crate::process::SupervisorCheck::Gone => Some(true),
         crate::process::SupervisorCheck::Alive(_) => {
             let path = store

@@ -618,16 +618,35 @@ fn prove_members(
     }
 }
 
-/// The supervisor checks step 1 of a teardown made, so that planning each worker does not
-/// make them again a few milliseconds later. What a check found stays true or proves nothing
-/// more than it did: a supervisor found alive is only the root of a walk, and each process
-/// below it is proven below it again, through a pidfd, by a fresh walk up its parents (a pid
-/// reused since has another start time); one found gone or not a supervisor stays so. The
-/// sweep after the kills checks afresh ([`Checked::none`]).
+/// The supervisor checks step 1 of a teardown made (and those `down` made to pick its targets,
+/// under the same scale lock), so that planning each worker does not make them again a few
+/// milliseconds later. What a check found stays true or proves nothing more than it did: a
+/// supervisor found alive is only the root of a walk, and each process below it is proven
+/// below it again, through a pidfd, by a fresh walk up its parents (a pid reused since has
+/// another start time); one found gone or not a supervisor stays so. The sweep after the kills
+/// checks afresh ([`Checked::none`]).
 #[derive(Default)]
-struct Checked(std::collections::HashMap<(u32, Option<u64>, String), process::SupervisorCheck>);
+pub struct Checked(std::collections::HashMap<(u32, Option<u64>, String), process::SupervisorCheck>);
 
 impl Checked {
+    /// Remembers a check of the supervisor recorded at `pid` (started at `start`) for
+    /// incarnation `inc` that found it alive or gone; other findings (a pane still starting,
+    /// an unreadable process) are made again when needed.
+    pub fn remember(
+        &mut self,
+        pid: u32,
+        start: Option<u64>,
+        inc: &str,
+        c: &process::SupervisorCheck,
+    ) {
+        if matches!(
+            c,
+            process::SupervisorCheck::Alive(_) | process::SupervisorCheck::Gone
+        ) {
+            self.0.insert((pid, start, inc.to_string()), c.clone());
+        }
+    }
+
     fn none() -> Checked {
         Checked::default()
     }
@@ -733,6 +752,17 @@ pub enum Seen {
     Guarded,
 }
 
+/// What the caller of a teardown already checked, under the same scale lock, a moment before.
+#[derive(Default)]
+pub struct Prechecked {
+    /// [`validate_team`] passed on this state (a commit since changed lifecycles, not paths):
+    /// the teardown does not walk every worker's paths again. Each worker's files are still
+    /// checked right before they are moved ([`resources::remove`]).
+    pub validated: bool,
+    /// Supervisor checks made to pick the targets (see [`Checked`]).
+    pub checked: Checked,
+}
+
 /// [`settle_removing`], proving the panes as `seen` says. Nothing of the proofs weakens: a
 /// pane that changed since it was seen is refused by the guard of its `kill-pane`, and the
 /// confirming snapshot then judges it.
@@ -741,14 +771,26 @@ pub fn settle_removing_seen(
     names: &[WorkerName],
     seen: Seen,
 ) -> Result<SettleReport> {
+    settle_removing_prechecked(t, names, seen, Prechecked::default())
+}
+
+/// [`settle_removing_seen`], reusing what the caller checked (`pre`).
+pub fn settle_removing_prechecked(
+    t: &Teardown,
+    names: &[WorkerName],
+    seen: Seen,
+    pre: Prechecked,
+) -> Result<SettleReport> {
     let mut team = t.store.load()?;
-    validate_team(t.store, &team)?;
+    if !pre.validated {
+        validate_team(t.store, &team)?;
+    }
     let names = removing_among(&team, names);
     if names.is_empty() {
         return Ok(SettleReport::default());
     }
     // 1. One snapshot (or none, see `Seen::Guarded`), and a plan per worker.
-    let mut checked = Checked::default();
+    let mut checked = pre.checked;
     let guarded = matches!(seen, Seen::Guarded) && all_supervised(&team, &names, &mut checked);
     let listing = first_listing(t, seen, guarded);
     let unadopted = adopt_unrecorded(t, &mut team, &names, &listing)?;
@@ -827,9 +869,13 @@ fn all_supervised(team: &Team, names: &[WorkerName], checked: &mut Checked) -> b
         team.worker(n).is_some_and(|w| {
             w.pane.as_ref().is_some_and(|p| {
                 let inc = w.incarnation.to_string();
-                let c = check_supervisor_settled(p.pane_pid, p.process_start, &inc);
+                let key = (p.pane_pid, p.process_start, inc.clone());
+                let c = match checked.0.get(&key) {
+                    Some(c) => c.clone(),
+                    None => check_supervisor_settled(p.pane_pid, p.process_start, &inc),
+                };
                 let alive = matches!(c, process::SupervisorCheck::Alive(_));
-                checked.0.insert((p.pane_pid, p.process_start, inc), c);
+                checked.0.insert(key, c);
                 alive
             })
         })
