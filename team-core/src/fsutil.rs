@@ -561,6 +561,40 @@ impl StateDir {
         Ok(())
     }
 
+    /// [`state_read`] of `path`, a file below this directory, walked from it (no component
+    /// followed if a symlink): for reading many workers' files through their `workers/` held
+    /// open, instead of from the state root each time. `None` when the file or a directory on
+    /// the way is absent.
+    pub fn read_below(&self, path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
+        let below = || {
+            Error::Internal(format!(
+                "{} is not below {}",
+                path.display(),
+                self.0.path.display()
+            ))
+        };
+        let rel = path.strip_prefix(&self.0.path).map_err(|_| below())?;
+        let mut names = Vec::new();
+        for c in rel.components() {
+            match c {
+                Component::Normal(n) => names.push(n),
+                _ => return Err(below()),
+            }
+        }
+        let file = names.pop().ok_or_else(below)?;
+        let mut walked: Option<Walk> = None;
+        for n in names {
+            match walked.as_ref().unwrap_or(&self.0).child(n, false)? {
+                Some(w) => walked = Some(w),
+                None => return Ok(None),
+            }
+        }
+        match open_in(walked.as_ref().unwrap_or(&self.0), file, Access::Read)? {
+            Some(o) => read_all(o.file, path, max).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// [`state_remove_with`] for `path`, directly in this directory.
     pub fn remove(&self, path: &Path, sync: Sync) -> Result<()> {
         remove_in(&self.0, self.name_of(path)?, sync)
@@ -1046,6 +1080,42 @@ mod tests {
         // No temporary left behind.
         let names = dir.names().unwrap();
         assert_eq!(names.len(), 2, "{names:?}");
+    }
+
+    #[test]
+    fn a_read_below_a_held_dir_follows_no_symlink() {
+        let d = tempfile::tempdir().unwrap();
+        let r = root(&d);
+        let workers = r.join("teams/t/workers");
+        fs::create_dir_all(workers.join("worker-1")).unwrap();
+        fs::write(workers.join("worker-1/status.json"), b"{}").unwrap();
+        let dir = state_dir(&r, &workers, false).unwrap().unwrap();
+        let read = |p: &Path| dir.read_below(p, 100);
+        assert_eq!(
+            read(&workers.join("worker-1/status.json"))
+                .unwrap()
+                .unwrap(),
+            b"{}"
+        );
+        assert_eq!(read(&workers.join("worker-1/exit.json")).unwrap(), None);
+        assert_eq!(read(&workers.join("worker-9/status.json")).unwrap(), None);
+        // A symlinked worker directory, and a symlinked file: refused, never read through.
+        let elsewhere = d.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        fs::write(elsewhere.join("status.json"), b"planted").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, workers.join("worker-2")).unwrap();
+        let e = read(&workers.join("worker-2/status.json")).unwrap_err();
+        assert_eq!(e.class().code(), 65, "{e}");
+        std::os::unix::fs::symlink(
+            elsewhere.join("status.json"),
+            workers.join("worker-1/inbox.md"),
+        )
+        .unwrap();
+        let e = read(&workers.join("worker-1/inbox.md")).unwrap_err();
+        assert_eq!(e.class().code(), 65, "{e}");
+        // Not below it.
+        assert!(read(&r.join("teams/t/team.json")).is_err());
+        assert!(read(&workers.join("../team.json")).is_err());
     }
 
     #[test]

@@ -435,6 +435,32 @@ impl Store {
         }
     }
 
+    /// The team's `workers/` directory held open (`None` when it does not exist), for reading
+    /// many workers' files with [`Store::status_in`] and the like.
+    pub fn workers_dir(&self) -> Result<Option<fsutil::StateDir>> {
+        fsutil::state_dir(
+            self.rp(),
+            &self.root.team_dir(&self.team).join("workers"),
+            false,
+        )
+    }
+
+    /// [`Store::status`], read through `workers` ([`Store::workers_dir`]).
+    pub fn status_in(
+        &self,
+        workers: Option<&fsutil::StateDir>,
+        w: &WorkerName,
+    ) -> Result<Option<WorkerStatus>> {
+        let Some(dir) = workers else {
+            return Ok(None);
+        };
+        let p = self.root.worker_dir(&self.team, w).join("status.json");
+        match dir.read_below(&p, fsutil::limits::STATUS)? {
+            None => Ok(None),
+            Some(b) => model::parse_status(&p, &b).map(Some),
+        }
+    }
+
     /// Appends one event line to `events.jsonl` (one write, `O_APPEND`).
     pub fn append_event(&self, team: &Team, kind: &str, details: serde_json::Value) -> Result<()> {
         let ev = Event {

@@ -57,6 +57,19 @@ pub fn read_exit(root: &Path, path: &Path, incarnation: Uuid) -> Result<Option<E
     Ok(parse_exit(&bytes).filter(|e| e.incarnation == incarnation))
 }
 
+/// [`read_exit`], through the team's `workers/` held open (see
+/// `crate::fsutil::StateDir::read_below`).
+pub fn read_exit_in(
+    workers: &crate::fsutil::StateDir,
+    path: &Path,
+    incarnation: Uuid,
+) -> Result<Option<ExitInfo>> {
+    let Some(bytes) = workers.read_below(path, MAX_EXIT_FILE as u64)? else {
+        return Ok(None);
+    };
+    Ok(parse_exit(&bytes).filter(|e| e.incarnation == incarnation))
+}
+
 /// Parses an exit file (pure).
 pub fn parse_exit(bytes: &[u8]) -> Option<ExitInfo> {
     if bytes.len() > MAX_EXIT_FILE {

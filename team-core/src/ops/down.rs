@@ -237,16 +237,18 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
     } else {
         store.load()?
     };
+    // Every worker's files through `workers/` opened once.
+    let workers = store.workers_dir()?;
     let mut status_of = HashMap::new();
     for w in team.in_state(Lifecycle::Active) {
-        status_of.insert(w.name.clone(), store.status(&w.name)?);
+        status_of.insert(w.name.clone(), store.status_in(workers.as_ref(), &w.name)?);
     }
     let draining =
         |s: &Option<WorkerStatus>| s.as_ref().is_some_and(|s| s.state == WorkState::Draining);
     if status_of.values().any(draining) {
         restore_drains(store, None)?;
         for (n, s) in status_of.iter_mut() {
-            *s = store.status(n)?;
+            *s = store.status_in(workers.as_ref(), n)?;
         }
     }
 
@@ -267,7 +269,7 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
             if !req.names.is_empty() || reported_idle(w) {
                 Some(false)
             } else {
-                exited(store, w, &mut checked)
+                exited(store, workers.as_ref(), w, &mut checked)
             }
         })
         .collect();
@@ -463,6 +465,7 @@ fn down_after_intent(
 /// recorded, a pane made before supervisors, a pane still starting, an unreadable record).
 fn exited(
     store: &Store,
+    workers: Option<&crate::fsutil::StateDir>,
     w: &crate::model::Worker,
     checked: &mut teardown::Checked,
 ) -> Option<bool> {
@@ -477,9 +480,13 @@ fn exited(
                 .root()
                 .worker_dir(store.team(), &w.name)
                 .join("exit.json");
-            crate::agent::exit::read_exit(store.root().path(), &path, w.incarnation)
-                .ok()
-                .map(|e| e.is_some())
+            match workers {
+                Some(d) => crate::agent::exit::read_exit_in(d, &path, w.incarnation)
+                    .ok()
+                    .map(|e| e.is_some()),
+                // No `workers/`: no exit record either.
+                None => Some(false),
+            }
         }
         _ => None,
     }

@@ -73,10 +73,12 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
         team.leader.pane.pane_id,
         leader.liveness(),
     ))?;
+    // Every worker's status through `workers/` opened once.
+    let workers = store.workers_dir().ok().flatten();
     for w in &team.workers {
         let proof = view::prove_worker(&team, w, &listing);
         let liveness = proof.as_ref().map_or("none", PaneProof::liveness);
-        let status = store.status(&w.name).ok().flatten();
+        let status = store.status_in(workers.as_ref(), &w.name).ok().flatten();
         let lifecycle = lifecycle_word(w.lifecycle);
         let task = current_task(&tasks, &w.name);
         let forgettable =

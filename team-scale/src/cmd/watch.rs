@@ -53,13 +53,14 @@ fn look(ctx: &Ctx, name: &TeamName) -> team_core::Result<Look> {
     let listing = ctx.tmux(&team.endpoint).list();
     let tasks = store.tasks().unwrap_or_default();
     let now = std::time::SystemTime::now();
+    let workers = store.workers_dir().ok().flatten();
     let rows = team
         .workers
         .iter()
         .map(|w| {
             let proof = view::prove_worker(&team, w, &listing);
             let st = store
-                .status(&w.name)
+                .status_in(workers.as_ref(), &w.name)
                 .ok()
                 .flatten()
                 .filter(|s| s.incarnation == w.incarnation);
