@@ -28,6 +28,12 @@
 //!
 //! - **Every operation's intent gets an outcome**: `down` and `shutdown` write a `scale_down` /
 //!   `shutdown` intent before any change and its outcome after, however they end.
+//!
+//! - **The teardown reuses `down`'s own checks** (`teardown::Prechecked`): the whole team's
+//!   paths, validated at the start under the same scale lock, are not walked again (unless a
+//!   drain wait passed: then they are), and supervisor checks that found a supervisor alive
+//!   or gone while picking the targets are not made again. Each removed worker's files are
+//!   still checked right before they move, and each process is still proven through a pidfd.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
