@@ -79,6 +79,26 @@ fn up_never_removes_a_directory_it_found_where_a_script_goes() {
     );
 }
 
+/// Attack: a plain file (or a hard link to one of the user's) where the next worker's startup
+/// script goes, as a cloned `.team/` can carry. `up` creates the script in place and never over
+/// an entry, and its rollback removes what is at the path, so the file is refused before any
+/// effect and kept, its content and its other name intact.
+#[test]
+fn up_never_removes_a_plain_file_it_found_where_a_script_goes() {
+    let sb = Sandbox::new();
+    init(&sb);
+    let next = team_json(&sb)["next_worker_index"].as_u64().unwrap();
+    let found = team_dir(&sb).join(format!("runtime/worker-{next}.sh"));
+    let users = sb.dir.path().join("users-notes.txt");
+    std::fs::write(&users, "mine\n").unwrap();
+    std::fs::hard_link(&users, &found).unwrap();
+
+    let o = up(&sb);
+    refused_before_any_effect(&sb, &o, &found.display().to_string());
+    assert_eq!(std::fs::read_to_string(&found).unwrap(), "mine\n");
+    assert_eq!(std::fs::read_to_string(&users).unwrap(), "mine\n");
+}
+
 #[test]
 fn up_never_removes_a_worker_directory_it_found() {
     let sb = Sandbox::new();

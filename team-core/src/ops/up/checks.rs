@@ -10,8 +10,7 @@ use crate::paths::WorkerName;
 /// Refuses, before any effect, what would make the new workers' files unsafe to write or to
 /// roll back: a symlinked (or non-directory) `runtime/` or `workers/` directory, and anything
 /// already where a new worker's directory or startup script goes (a rollback removes what its
-/// records name, so it must name only what this operation makes). A regular file where a
-/// script goes is replaced whole, so it is allowed.
+/// records name, so it must name only what this operation makes), a plain file included.
 pub(super) fn check_new_paths(
     root: &crate::paths::StateRoot,
     team: &Team,
@@ -27,13 +26,13 @@ pub(super) fn check_new_paths(
     };
     for name in names {
         let script = root.runtime_script(&team.name, name);
-        if let Some(kind) = kind(&runtime, &script)?
-            && kind != "regular file"
-        {
+        // Anything at all, a plain file included: `up` creates the script in place and never
+        // over an entry, and its rollback would remove what is at the path.
+        if let Some(kind) = kind(&runtime, &script)? {
             return Err(Error::UnsafePath {
                 path: script,
                 why: format!(
-                    "is a {kind} where new worker {name}'s startup script goes; it was not made by the tools: move it away"
+                    "already exists (a {kind}) where new worker {name}'s startup script goes; it was not made for this worker: move it away"
                 ),
             });
         }
