@@ -562,3 +562,63 @@ fn processes_started_during_the_grace_are_stopped_too() {
         );
     }
 }
+
+/// A worker whose process has exited (its pane kept, dead, by remain-on-exit) does no work and
+/// can no longer report: `down` without `--force` takes it at once, named or counted, instead
+/// of waiting for its drain and exiting 75.
+#[test]
+fn down_takes_a_worker_whose_process_exited_without_a_drain() {
+    let sb = Sandbox::new();
+    let ws = team(&sb, "exec sleep 100000");
+    let sock = sb.private_sock();
+    let o = sb.run("team-scale", &["up", "t", "1", "--json"]);
+    assert_code(&o, 0);
+    let third = json_lines(&o.stdout)
+        .into_iter()
+        .find(|l| l["type"] == "worker")
+        .and_then(|l| l["pane_id"].as_str().map(String::from))
+        .unwrap();
+    // Our own workers' processes end (by pid): worker-2's and worker-3's.
+    for pane in [&ws[1].1, &third] {
+        let pid = worker_process(&sock, pane);
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid as i32).unwrap(),
+            rustix::process::Signal::TERM,
+        );
+        wait_for(
+            "the worker's process to end",
+            Duration::from_secs(10),
+            || !alive(pid),
+        );
+    }
+    // Named.
+    let t0 = std::time::Instant::now();
+    let o = sb.run(
+        "team-scale",
+        &["down", "t", "--worker", "worker-2", "--drain-timeout", "5s"],
+    );
+    assert_code(&o, 0);
+    assert!(
+        t0.elapsed() < Duration::from_secs(4),
+        "it waited for a drain"
+    );
+    // Counted: worker-1 never reported (busy), worker-3 exited, so worker-3 goes.
+    let t0 = std::time::Instant::now();
+    let o = sb.run(
+        "team-scale",
+        &["down", "t", "1", "--drain-timeout", "5s", "--json"],
+    );
+    assert_code(&o, 0);
+    assert!(
+        t0.elapsed() < Duration::from_secs(4),
+        "it waited for a drain"
+    );
+    let o = sb.run("team-scale", &["status", "t", "--json"]);
+    let left: Vec<String> = json_lines(&o.stdout)
+        .into_iter()
+        .filter(|l| l["type"] == "worker")
+        .map(|l| l["worker"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(left, ["worker-1"]);
+    kill_server(&sock);
+}

@@ -272,7 +272,8 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
     let by_process: Option<Vec<bool>> = active
         .iter()
         .map(|w| {
-            if !req.names.is_empty() || reported_idle(w) {
+            let named_elsewhere = !req.names.is_empty() && !req.names.contains(&w.name);
+            if named_elsewhere || reported_idle(w) {
                 Some(false)
             } else {
                 exited(store, workers.as_ref(), w, &mut checked)
@@ -295,7 +296,12 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
     };
     let tasks = store.tasks()?;
     let mut statuses = Vec::new();
+    // Workers whose process has exited: idle whatever they reported, for the drain too.
+    let mut exited_names = std::collections::HashSet::new();
     for (w, dead) in active.iter().zip(dead) {
+        if dead {
+            exited_names.insert(w.name.clone());
+        }
         let s = if dead {
             Some(WorkState::Idle)
         } else if holds_task(&tasks, &w.name) {
@@ -348,7 +354,12 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
         validated: true,
         checked,
     };
-    let res = down_after_intent(t, req, &team, targets, rep, listing, pre);
+    let picked = Picked {
+        listing,
+        pre,
+        exited: exited_names,
+    };
+    let res = down_after_intent(t, req, &team, targets, rep, picked);
     record_op_outcome(t, op, entry, &res, |r| !r.settle.blocked());
     res
 }
@@ -378,9 +389,14 @@ fn down_after_intent(
     team: &Team,
     targets: Vec<WorkerName>,
     mut rep: DownReport,
-    listing: Option<Listing>,
-    mut pre: teardown::Prechecked,
+    picked: Picked,
 ) -> Result<DownReport> {
+    let Picked {
+        listing,
+        mut pre,
+        exited,
+    } = picked;
+    let exited = &exited;
     let store = t.store;
     // The listing that picked the targets proves their panes in the teardown too (with none,
     // each pane is proven by the guard of its kill), unless the drain waited: then the
@@ -397,7 +413,7 @@ fn down_after_intent(
     // (With --force, neither: the commit below.)
     let committed = match req.force {
         true => None,
-        false => match drain_or_commit(store, &targets)? {
+        false => match drain_or_commit(store, &targets, exited)? {
             Drain::Committed(ids) => Some(ids),
             Drain::Marked => None,
         },
@@ -419,7 +435,7 @@ fn down_after_intent(
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
-            let (timed_out, waited) = wait_drained(t, team, &targets, req.drain_timeout)?;
+            let (timed_out, waited) = wait_drained(t, team, &targets, exited, req.drain_timeout)?;
             rep.drain_timed_out = timed_out;
             if waited {
                 // Time passed: a fresh listing, and every path checked again.
@@ -498,6 +514,16 @@ fn exited(
     }
 }
 
+/// What picking the targets found, for the rest of `down`.
+struct Picked {
+    /// The listing that proved the picks, if one was taken.
+    listing: Option<Listing>,
+    /// What the teardown need not check again.
+    pre: teardown::Prechecked,
+    /// Active workers whose process has exited (told from their supervisors or the listing).
+    exited: std::collections::HashSet<WorkerName>,
+}
+
 /// What the first durable step of a `down` without `--force` did.
 enum Drain {
     /// Every target reported idle or done: they went to `removing` at once (the task ids
@@ -511,47 +537,55 @@ enum Drain {
 /// make one busy before the commit (claims and reports take the same lock), so the targets
 /// go to `removing` in this one durable write; otherwise each is marked `draining`,
 /// remembering its state before.
-fn drain_or_commit(store: &Store, targets: &[WorkerName]) -> Result<Drain> {
-    let (_, d) = store.transact("drain", |team, changes| {
-        let prev = targets
-            .iter()
-            .map(|n| store.status(n))
-            .collect::<Result<Vec<_>>>()?;
-        let tasks = store.tasks()?;
-        if prev.iter().all(|p| is_idle(effective(p)))
-            && !targets.iter().any(|n| holds_task(&tasks, n))
-        {
-            return Ok(Drain::Committed(removing_changes(
-                team, targets, &tasks, changes,
-            )?));
-        }
-        for (n, prev) in targets.iter().zip(prev) {
-            let w = team
-                .worker(n)
-                .ok_or_else(|| Error::Refused(format!("worker {n} vanished")))?;
-            let s = WorkerStatus {
-                schema_version: SCHEMA_VERSION,
-                worker: n.clone(),
-                incarnation: w.incarnation,
-                state: WorkState::Draining,
-                note: prev.as_ref().and_then(|p| p.note.clone()),
-                updated_at: fsutil::now_rfc3339(),
-                before_drain: effective(&prev),
-            };
-            changes.put_status(&s);
-        }
-        Ok(Drain::Marked)
-    })?;
+fn drain_or_commit(
+    store: &Store,
+    targets: &[WorkerName],
+    exited: &std::collections::HashSet<WorkerName>,
+) -> Result<Drain> {
+    let (_, d) =
+        store.transact("drain", |team, changes| {
+            let prev = targets
+                .iter()
+                .map(|n| store.status(n))
+                .collect::<Result<Vec<_>>>()?;
+            let tasks = store.tasks()?;
+            // A worker whose process has exited does no work: idle, whatever it reported or holds.
+            if targets.iter().zip(&prev).all(|(n, p)| {
+                exited.contains(n) || (is_idle(effective(p)) && !holds_task(&tasks, n))
+            }) {
+                return Ok(Drain::Committed(removing_changes(
+                    team, targets, &tasks, changes,
+                )?));
+            }
+            for (n, prev) in targets.iter().zip(prev) {
+                let w = team
+                    .worker(n)
+                    .ok_or_else(|| Error::Refused(format!("worker {n} vanished")))?;
+                let s = WorkerStatus {
+                    schema_version: SCHEMA_VERSION,
+                    worker: n.clone(),
+                    incarnation: w.incarnation,
+                    state: WorkState::Draining,
+                    note: prev.as_ref().and_then(|p| p.note.clone()),
+                    updated_at: fsutil::now_rfc3339(),
+                    before_drain: effective(&prev),
+                };
+                changes.put_status(&s);
+            }
+            Ok(Drain::Marked)
+        })?;
     Ok(d)
 }
 
-/// Waits until every target that was busy reports idle/done or its pane is gone, up to
-/// `timeout`. Returns those still busy at the end, and whether any had to be waited for.
+/// Waits until every target that was busy reports idle/done or its pane is gone or dead (its
+/// process exited), up to `timeout`. Returns those still busy at the end, and whether any had
+/// to be waited for.
 /// Status files are polled often (cheap), tmux about once a second.
 fn wait_drained(
     t: &Teardown,
     team: &Team,
     targets: &[WorkerName],
+    exited: &std::collections::HashSet<WorkerName>,
     timeout: Duration,
 ) -> Result<(Vec<WorkerName>, bool)> {
     let deadline = Instant::now() + timeout;
@@ -562,7 +596,7 @@ fn wait_drained(
             .store
             .status(n)?
             .is_some_and(|s| s.state == WorkState::Draining && !is_idle(s.before_drain));
-        if marked_busy || holds_task(&tasks, n) {
+        if !exited.contains(n) && (marked_busy || holds_task(&tasks, n)) {
             waiting.push(n.clone());
         }
     }
@@ -594,7 +628,7 @@ fn wait_drained(
                 !team
                     .worker(n)
                     .and_then(|w| view::prove_worker(team, w, &listing))
-                    .is_some_and(|p| matches!(p, PaneProof::Gone(_)))
+                    .is_some_and(|p| matches!(p, PaneProof::Gone(_) | PaneProof::Dead(_)))
             });
         }
     }
