@@ -445,6 +445,22 @@ impl Store {
         )
     }
 
+    /// The report of `w` itself: [`Store::status_in`] (through `workers` when given, else
+    /// from the state root), kept only when it names `w` and `w`'s incarnation. A report that
+    /// names another worker or incarnation (a copied or planted file) is no report of `w`'s:
+    /// it neither makes `w` idle nor busy.
+    pub fn status_for(
+        &self,
+        workers: Option<&fsutil::StateDir>,
+        w: &crate::model::Worker,
+    ) -> Result<Option<WorkerStatus>> {
+        let s = match workers {
+            Some(_) => self.status_in(workers, &w.name)?,
+            None => self.status(&w.name)?,
+        };
+        Ok(s.filter(|s| s.worker == w.name && s.incarnation == w.incarnation))
+    }
+
     /// [`Store::status`], read through `workers` ([`Store::workers_dir`]).
     pub fn status_in(
         &self,

@@ -622,3 +622,61 @@ fn down_takes_a_worker_whose_process_exited_without_a_drain() {
     assert_eq!(left, ["worker-1"]);
     kill_server(&sock);
 }
+
+/// Attack: a `status.json` in a busy worker's directory that reports `idle` for another worker,
+/// or for another incarnation (copied from elsewhere, or carried by a cloned `.team/`). It is
+/// no report of this worker's: a `down` without `--force` still waits for it and removes
+/// nothing, and `status` shows no report for it.
+#[test]
+fn a_report_naming_another_worker_or_incarnation_does_not_make_a_worker_idle() {
+    let sb = Sandbox::new();
+    let ws = team(&sb, "exec sleep 100000");
+    let sock = sb.private_sock();
+    let name = &ws[1].0;
+    let t: Value =
+        serde_json::from_slice(&std::fs::read(sb.ws.join(".team/teams/t/team.json")).unwrap())
+            .unwrap();
+    let own_inc = t["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == name.as_str())
+        .unwrap()["incarnation"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = sb
+        .ws
+        .join(format!(".team/teams/t/workers/{name}/status.json"));
+    for (worker, inc) in [
+        (ws[0].0.as_str(), own_inc.as_str()),
+        (name.as_str(), "00000000-0000-4000-8000-000000000000"),
+    ] {
+        std::fs::write(
+            &path,
+            format!(
+                r#"{{"schema_version":1,"worker":"{worker}","incarnation":"{inc}","state":"idle","note":"forged","updated_at":"2026-12-01T20:19:34.689Z","before_drain":null}}"#
+            ),
+        )
+        .unwrap();
+        let o = sb.run("team-scale", &["status", "t", "--json"]);
+        assert_code(&o, 0);
+        let row = json_lines(&o.stdout)
+            .into_iter()
+            .find(|l| l["type"] == "worker" && l["worker"] == name.as_str())
+            .unwrap();
+        assert_eq!(row["status"], Value::Null, "a forged report shown: {row}");
+        let o = sb.run(
+            "team-scale",
+            &["down", "t", "--worker", name, "--drain-timeout", "1s"],
+        );
+        assert_code(&o, 75);
+        let o = sb.run("team-scale", &["status", "t", "--json"]);
+        let left = json_lines(&o.stdout)
+            .into_iter()
+            .filter(|l| l["type"] == "worker")
+            .count();
+        assert_eq!(left, 2, "a worker was removed on a forged report");
+    }
+    kill_server(&sock);
+}

@@ -118,7 +118,7 @@ pub fn restore_drains(store: &Store, only: Option<&[WorkerName]>) -> Result<Vec<
             if only.is_some_and(|o| !o.contains(&w.name)) {
                 continue;
             }
-            if let Some(mut s) = store.status(&w.name)?
+            if let Some(mut s) = store.status_for(None, w)?
                 && s.state == WorkState::Draining
             {
                 match s.before_drain.take() {
@@ -247,14 +247,17 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
     let workers = store.workers_dir()?;
     let mut status_of = HashMap::new();
     for w in team.in_state(Lifecycle::Active) {
-        status_of.insert(w.name.clone(), store.status_in(workers.as_ref(), &w.name)?);
+        status_of.insert(w.name.clone(), store.status_for(workers.as_ref(), w)?);
     }
     let draining =
         |s: &Option<WorkerStatus>| s.as_ref().is_some_and(|s| s.state == WorkState::Draining);
     if status_of.values().any(draining) {
         restore_drains(store, None)?;
         for (n, s) in status_of.iter_mut() {
-            *s = store.status_in(workers.as_ref(), n)?;
+            *s = match team.worker(n) {
+                Some(w) => store.status_for(workers.as_ref(), w)?,
+                None => None,
+            };
         }
     }
 
@@ -546,7 +549,10 @@ fn drain_or_commit(
         store.transact("drain", |team, changes| {
             let prev = targets
                 .iter()
-                .map(|n| store.status(n))
+                .map(|n| match team.worker(n) {
+                    Some(w) => store.status_for(None, w),
+                    None => Ok(None),
+                })
                 .collect::<Result<Vec<_>>>()?;
             let tasks = store.tasks()?;
             // A worker whose process has exited does no work: idle, whatever it reported or holds.
@@ -591,11 +597,16 @@ fn wait_drained(
     let deadline = Instant::now() + timeout;
     let mut waiting: Vec<WorkerName> = Vec::new();
     let tasks = t.store.tasks()?;
+    // Each target's own reports only (see `Store::status_for`).
+    let report = |n: &WorkerName| -> Result<Option<WorkerStatus>> {
+        match team.worker(n) {
+            Some(w) => t.store.status_for(None, w),
+            None => Ok(None),
+        }
+    };
     for n in targets {
-        let marked_busy = t
-            .store
-            .status(n)?
-            .is_some_and(|s| s.state == WorkState::Draining && !is_idle(s.before_drain));
+        let marked_busy =
+            report(n)?.is_some_and(|s| s.state == WorkState::Draining && !is_idle(s.before_drain));
         if !exited.contains(n) && (marked_busy || holds_task(&tasks, n)) {
             waiting.push(n.clone());
         }
@@ -608,7 +619,7 @@ fn wait_drained(
         let tasks = t.store.tasks()?;
         for n in waiting {
             // Idle or done, reported since the drain or already before it.
-            let reported = match t.store.status(&n)? {
+            let reported = match report(&n)? {
                 Some(s) => {
                     matches!(s.state, WorkState::Idle | WorkState::Done)
                         || (s.state == WorkState::Draining && is_idle(s.before_drain))

@@ -78,7 +78,7 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
     for w in &team.workers {
         let proof = view::prove_worker(&team, w, &listing);
         let liveness = proof.as_ref().map_or("none", PaneProof::liveness);
-        let status = store.status_in(workers.as_ref(), &w.name).ok().flatten();
+        let status = store.status_for(workers.as_ref(), w).ok().flatten();
         let lifecycle = lifecycle_word(w.lifecycle);
         let task = current_task(&tasks, &w.name);
         let forgettable =

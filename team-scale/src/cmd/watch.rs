@@ -59,11 +59,7 @@ fn look(ctx: &Ctx, name: &TeamName) -> team_core::Result<Look> {
         .iter()
         .map(|w| {
             let proof = view::prove_worker(&team, w, &listing);
-            let st = store
-                .status_in(workers.as_ref(), &w.name)
-                .ok()
-                .flatten()
-                .filter(|s| s.incarnation == w.incarnation);
+            let st = store.status_for(workers.as_ref(), w).ok().flatten();
             Row {
                 worker: w.name.to_string(),
                 lifecycle: w.lifecycle,
