@@ -940,6 +940,30 @@ pub enum SupervisorCheck {
 /// Whether `pid` (started at `start`, when recorded) is the supervisor of the worker
 /// incarnation `incarnation`: its comm, its start time, and the incarnation in its argv.
 pub fn check_supervisor(pid: u32, start: Option<u64>, incarnation: &str) -> SupervisorCheck {
+    check_supervisor_args(pid, start, incarnation).0
+}
+
+/// [`check_supervisor`], with the arguments it read when the supervisor is alive (its team,
+/// worker, owner and paths, for a caller that must compare them with a claim).
+pub fn check_supervisor_args(
+    pid: u32,
+    start: Option<u64>,
+    incarnation: &str,
+) -> (SupervisorCheck, Option<crate::supervisor::SupervisorArgs>) {
+    let mut args = None;
+    let check = check_supervisor_into(pid, start, incarnation, &mut args);
+    match check {
+        SupervisorCheck::Alive(_) => (check, args),
+        other => (other, None),
+    }
+}
+
+fn check_supervisor_into(
+    pid: u32,
+    start: Option<u64>,
+    incarnation: &str,
+    found: &mut Option<crate::supervisor::SupervisorArgs>,
+) -> SupervisorCheck {
     if !sys::SUPPORTED {
         return SupervisorCheck::Unverifiable("process proofs need Linux pidfds and /proc".into());
     }
@@ -989,7 +1013,9 @@ pub fn check_supervisor(pid: u32, start: Option<u64>, incarnation: &str) -> Supe
         Err(e) => return SupervisorCheck::Unverifiable(e.to_string()),
     };
     match args {
-        Some(a) if a.incarnation.to_string() == incarnation => {}
+        Some(a) if a.incarnation.to_string() == incarnation => {
+            *found = Some(a);
+        }
         Some(a) => {
             return SupervisorCheck::Other(format!(
                 "pid {pid} supervises incarnation {}, not {incarnation}",

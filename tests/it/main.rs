@@ -29,6 +29,7 @@ mod proofs;
 mod quoting;
 mod readers;
 mod reap;
+mod reap_claims;
 mod reap_contract;
 mod reap_crash;
 mod scale_big;

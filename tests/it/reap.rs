@@ -228,7 +228,7 @@ impl Fx {
     }
 
     /// A worker pane split in the team's session, tagged, and (unless `lifecycle` is None)
-    /// recorded. `cmd` runs in it. Returns (pane id, worker name).
+    /// recorded. `cmd` runs in it below a supervisor. Returns (pane id, worker name).
     fn worker(
         &self,
         t: &TeamFx,
@@ -263,7 +263,21 @@ impl Fx {
             args.push("-e".into());
             args.push(e);
         }
-        args.push(cmd.into());
+        // As `up` starts every worker: its supervisor first (the reaper proves a worker pane
+        // by it), then the command.
+        let root = StateRoot::resolve(&t.ws, None).unwrap();
+        let sup = team_core::supervisor::SupervisorArgs {
+            op,
+            team: TeamName::new(&t.name).unwrap(),
+            worker: w.clone(),
+            owner: t.owner,
+            incarnation: incarn,
+            state_root: root.path().to_path_buf(),
+            workspace: t.ws.clone(),
+        };
+        args.push(tests::bin("team-scale").display().to_string());
+        args.extend(sup.to_argv());
+        args.extend(["/bin/sh".into(), "-c".into(), cmd.into()]);
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let inc = inc_of(&self.tmux(&t.sock, &argv));
         let mut tags = vec![

@@ -19,6 +19,17 @@
 //!   end of the kills; the per-user reaper lock (where it lives: `team_reap::ctx`) is taken only by modes
 //!   that kill, so `scan | kill --from -` works. A dead socket is warned about once per socket
 //!   file (remembered beside the lock), so cron stays silent.
+//!
+//! - **Pane tags are claims; a worker pane's process is the proof.** Anyone who can reach a
+//!   socket can set `@team_*` on any pane, so a worker-tagged pane that the tags alone make an
+//!   orphan is killed only when its first process is the supervisor `up` started for exactly
+//!   the team, worker, owner, incarnation, workspace and state root the tags name
+//!   (`unproven_worker_pane`; else `unverifiable`). A dead pane, or one whose process just
+//!   exited, holds no process to harm and is judged by its tags. Leader panes run the user's
+//!   shell, not a supervisor: they stay judged by their tags and their tools-made session.
+//!   *Rejected:* trusting the tags (the old rule: a shell tagged by hand as a gone team's
+//!   worker, or a live worker's pane re-tagged to an empty workspace, was killed); checking
+//!   only that some supervisor runs there (a re-tag to another owner or workspace would pass).
 
 pub mod classify;
 pub mod discover;
@@ -234,6 +245,11 @@ fn classify_row(cfg: &Config, oracle: &mut Oracle, endpoint: &Path, row: &PaneRo
                         };
                     }
                 }
+                if c.killable
+                    && let Some(why) = unproven_worker_pane(row, &k)
+                {
+                    c = Classified::new(Verdict::Unverifiable, why);
+                }
                 key = Some(k);
                 c
             }
@@ -249,6 +265,70 @@ fn classify_row(cfg: &Config, oracle: &mut Oracle, endpoint: &Path, row: &PaneRo
         action: Action::None,
         note: None,
         audit_failed: false,
+    }
+}
+
+/// Why a worker pane the tags make an orphan is still not provably ours (`None`: proven, or
+/// nothing runs in it to harm). Tags are claims anyone with the socket can set; the process is
+/// the evidence. A live worker pane's first process must be the supervisor `up` started for
+/// exactly what the tags say (`check_supervisor`: its name, its executable, the incarnation in
+/// its arguments), and its arguments must name the same team, worker, owner, workspace and
+/// state root. A hand-tagged pane of yours (a shell, an editor) and a live team's worker pane
+/// re-tagged to another owner or workspace are `unverifiable`. A dead pane, or one whose
+/// process has just exited, holds no process to harm. Leader panes run your shell, not a
+/// supervisor: they are judged by their tags and session (see `classify`).
+fn unproven_worker_pane(row: &PaneRow, key: &TeamKey) -> Option<String> {
+    if !row.tags.role.is_empty() || row.dead {
+        return None;
+    }
+    let not_ours = |why: String| {
+        Some(format!(
+            "tagged as a worker, but its process is not that worker's supervisor: {why}"
+        ))
+    };
+    let a = match process::check_supervisor_args(row.pane_pid, None, &row.tags.incarnation) {
+        (process::SupervisorCheck::Gone, _) => return None,
+        (process::SupervisorCheck::Alive(_), Some(a)) => a,
+        (process::SupervisorCheck::Alive(_), None) => {
+            return not_ours(format!("pid {}'s arguments were not kept", row.pane_pid));
+        }
+        (process::SupervisorCheck::Other(why) | process::SupervisorCheck::Unverifiable(why), _) => {
+            return not_ours(why);
+        }
+    };
+    let t = &row.tags;
+    let mut differ = Vec::new();
+    if a.owner.to_string() != t.owner {
+        differ.push(format!("owner {} (tag {})", a.owner, t.owner));
+    }
+    if a.team.as_str() != t.name {
+        differ.push(format!("team {} (tag {:?})", a.team, t.name));
+    }
+    if a.worker.as_str() != t.worker {
+        differ.push(format!("worker {} (tag {:?})", a.worker, t.worker));
+    }
+    if a.workspace != Path::new(&t.workspace) {
+        differ.push(format!(
+            "workspace {} (tag {:?})",
+            a.workspace.display(),
+            t.workspace
+        ));
+    }
+    if a.state_root != key.root {
+        differ.push(format!(
+            "state root {} (searched {})",
+            a.state_root.display(),
+            key.root.display()
+        ));
+    }
+    if differ.is_empty() {
+        None
+    } else {
+        not_ours(format!(
+            "pid {}'s supervisor works for {}",
+            row.pane_pid,
+            differ.join(", ")
+        ))
     }
 }
 

@@ -1,0 +1,186 @@
+//! Pane tags are claims: attacks on the reaper that tag panes so they read as orphans.
+//!
+//! Anyone who can reach a tmux socket can set `@team_*` options on any pane. A worker pane's
+//! first process is the supervisor `up` started for it, so the reaper kills a worker-tagged pane
+//! only when that process proves what the tags say (or when nothing runs in the pane).
+
+use std::path::Path;
+
+use tests::{Sandbox, assert_code, json_lines, tmux_at};
+
+/// `team-reap --json` on this sandbox's private server only.
+fn reap(sb: &Sandbox) -> Vec<serde_json::Value> {
+    let o = sb.run(
+        "team-reap",
+        &[
+            "--json",
+            "--no-processes",
+            "--socket",
+            &sb.private_sock().display().to_string(),
+            "--only-under",
+            &sb.dir.path().display().to_string(),
+        ],
+    );
+    assert!(
+        matches!(o.status.code(), Some(0 | 3)),
+        "team-reap: {o:?}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    json_lines(&o.stdout)
+}
+
+fn panes(sock: &Path) -> Vec<String> {
+    let o = tmux_at(sock, &["list-panes", "-a", "-F", "#{pane_id}"]);
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn set_tags(sock: &Path, pane: &str, tags: &[(&str, &str)]) {
+    for (k, v) in tags {
+        assert_code(&tmux_at(sock, &["set-option", "-p", "-t", pane, k, v]), 0);
+    }
+}
+
+fn verdict<'a>(lines: &'a [serde_json::Value], pane: &str) -> &'a serde_json::Value {
+    lines
+        .iter()
+        .find(|l| l["type"] == "pane" && l["pane_id"] == pane)
+        .unwrap_or_else(|| panic!("no line for {pane}: {lines:#?}"))
+}
+
+/// A team of one worker on its private server; returns the worker's pane id.
+fn team_of_one(sb: &Sandbox) -> String {
+    assert_code(&sb.run("team-scale", &["init", "demo", "--private"]), 0);
+    assert_code(
+        &sb.run("team-scale", &["up", "demo", "1", "--ready-timeout", "0"]),
+        0,
+    );
+    let st = json_lines(&sb.run("team-scale", &["status", "demo", "--json"]).stdout);
+    st.iter()
+        .find(|l| l["type"] == "worker")
+        .and_then(|l| l["pane_id"].as_str())
+        .expect("a worker pane")
+        .to_string()
+}
+
+/// Attack: a pane of yours (a shell) in the team's server is tagged by hand as a worker of a
+/// team whose state does not exist. The tags alone make it `team_state_gone`; its process is
+/// no supervisor, so it is not provably ours and must survive.
+#[test]
+fn a_hand_tagged_pane_of_yours_is_never_reaped_as_an_orphan() {
+    let sb = Sandbox::new();
+    team_of_one(&sb);
+    let sock = sb.private_sock();
+    let mine = String::from_utf8_lossy(
+        &tmux_at(
+            &sock,
+            &[
+                "new-window",
+                "-d",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "sleep",
+                "100000",
+            ],
+        )
+        .stdout,
+    )
+    .trim()
+    .to_string();
+    // A workspace that exists, with an empty state root: the team's state is provably gone.
+    let elsewhere = sb.dir.path().join("elsewhere");
+    std::fs::create_dir_all(elsewhere.join(".team")).unwrap();
+    set_tags(
+        &sock,
+        &mine,
+        &[
+            ("@team_owner", "00000000-0000-4000-8000-00000000dead"),
+            ("@team_worker", "worker-9"),
+            ("@team_incarnation", "00000000-0000-4000-8000-000000000009"),
+            ("@team_workspace", elsewhere.to_str().unwrap()),
+            ("@team_name", "gone"),
+        ],
+    );
+    let lines = reap(&sb);
+    let v = verdict(&lines, &mine);
+    assert_eq!(v["verdict"], "unverifiable", "{v}");
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not that worker's supervisor"),
+        "{v}"
+    );
+    assert!(
+        panes(&sock).contains(&mine),
+        "the hand-tagged pane was killed"
+    );
+}
+
+/// Attack: a live team's worker pane is re-tagged to another owner and to a workspace whose
+/// team state does not exist. Its supervisor still works for the live team, so it is not an
+/// orphan and must survive, still a member.
+#[test]
+fn a_live_workers_pane_retagged_as_a_gone_teams_is_never_reaped() {
+    let sb = Sandbox::new();
+    let pane = team_of_one(&sb);
+    let sock = sb.private_sock();
+    let elsewhere = sb.dir.path().join("elsewhere");
+    std::fs::create_dir_all(elsewhere.join(".team")).unwrap();
+    set_tags(
+        &sock,
+        &pane,
+        &[
+            ("@team_owner", "00000000-0000-4000-8000-00000000dead"),
+            ("@team_workspace", elsewhere.to_str().unwrap()),
+        ],
+    );
+    let lines = reap(&sb);
+    let v = verdict(&lines, &pane);
+    assert_eq!(v["verdict"], "unverifiable", "{v}");
+    let reason = v["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("owner") && reason.contains("workspace"),
+        "{v}"
+    );
+    assert!(
+        panes(&sock).contains(&pane),
+        "the re-tagged pane was killed"
+    );
+    // Its tags put back, it is the team's member again and the team is whole.
+    let ws = sb.ws.display().to_string();
+    let st = json_lines(&sb.run("team-scale", &["status", "demo", "--json"]).stdout);
+    let owner = st
+        .iter()
+        .find_map(|l| l["owner_id"].as_str())
+        .expect("owner")
+        .to_string();
+    set_tags(
+        &sock,
+        &pane,
+        &[("@team_owner", &owner), ("@team_workspace", &ws)],
+    );
+    let st = json_lines(&sb.run("team-scale", &["status", "demo", "--json"]).stdout);
+    assert!(
+        st.iter()
+            .any(|l| l["type"] == "worker" && l["liveness"] == "live"),
+        "{st:#?}"
+    );
+}
+
+/// Still reaped: a real worker pane whose team state is gone (its supervisor proves the tags).
+#[test]
+fn a_real_worker_pane_of_a_gone_team_is_still_reaped() {
+    let sb = Sandbox::new();
+    let pane = team_of_one(&sb);
+    let sock = sb.private_sock();
+    std::fs::remove_dir_all(sb.ws.join(".team/teams/demo")).unwrap();
+    let lines = reap(&sb);
+    let v = verdict(&lines, &pane);
+    assert_eq!(v["verdict"], "orphan", "{v}");
+    assert_eq!(v["action"], "killed", "{v}");
+    assert!(!panes(&sock).contains(&pane));
+}
