@@ -688,31 +688,80 @@ fn humantime_now() -> String {
     format!("unix {secs}")
 }
 
-/// Builds `sessions` sessions of `per` single-pane windows on `s`, every pane running `sleep`.
-/// Returns the pane ids in creation order.
-pub fn populate(s: &Server, sessions: usize, per: usize) -> anyhow::Result<Vec<String>> {
+/// Builds `sessions` sessions of `per` single-pane windows on `s`; pane `i` (in creation
+/// order) runs `cmd(i)` (an argv, run without a shell). Returns the pane ids in creation order.
+pub fn populate(
+    s: &Server,
+    sessions: usize,
+    per: usize,
+    cmd: &dyn Fn(usize) -> Vec<String>,
+) -> anyhow::Result<Vec<String>> {
     let mut cmds: Vec<Vec<String>> = Vec::new();
     for i in 0..sessions {
-        cmds.push(
-            ["new-session", "-d", "-s", &format!("s{i}"), "sleep 100000"]
-                .map(String::from)
-                .to_vec(),
-        );
-        for _ in 1..per {
-            cmds.push(
-                ["new-window", "-d", "-t", &format!("=s{i}:"), "sleep 100000"]
+        for w in 0..per {
+            let mut c: Vec<String> = if w == 0 {
+                ["new-session", "-d", "-s", &format!("s{i}")]
                     .map(String::from)
-                    .to_vec(),
-            );
+                    .to_vec()
+            } else {
+                ["new-window", "-d", "-t", &format!("=s{i}:")]
+                    .map(String::from)
+                    .to_vec()
+            };
+            c.extend(["-P", "-F", "#{pane_id}"].map(String::from));
+            c.extend(cmd(i * per + w));
+            cmds.push(c);
         }
     }
-    s.batch(&cmds)?;
-    let out = s.tmux(&["list-panes", "-a", "-F", "#{session_name} #{pane_id}"])?;
-    Ok(out
-        .lines()
-        .filter(|l| l.starts_with('s'))
-        .filter_map(|l| l.split(' ').nth(1).map(String::from))
-        .collect())
+    let out = s.batch(&cmds)?;
+    let panes: Vec<String> = out.lines().map(|l| l.trim().to_string()).collect();
+    if panes.len() != sessions * per {
+        bail!("made {} panes, expected {}", panes.len(), sessions * per);
+    }
+    Ok(panes)
+}
+
+/// A pane that runs `sleep`.
+fn sleeper(_: usize) -> Vec<String> {
+    ["sleep", "100000"].map(String::from).to_vec()
+}
+
+/// Pane `i` of a reap bench: every other one is a worker of the team `gone` of `ws` (whose
+/// state does not exist), run below its supervisor as `up` starts one, so the reaper can prove
+/// it (see [`tag_orphans`]); the rest run `sleep`.
+fn orphan_or_sleeper(bin: &Path, ws: &Path, owner: &str, i: usize) -> Vec<String> {
+    if !i.is_multiple_of(2) {
+        return sleeper(i);
+    }
+    let root = ws.join(".team");
+    let mut v = vec![bin.join("team-scale").display().to_string()];
+    v.extend(
+        [
+            "supervise",
+            "--team",
+            "gone",
+            "--worker",
+            &format!("worker-{}", i + 1),
+            "--owner",
+            owner,
+            "--incarnation",
+            &orphan_incarnation(i),
+            "--root",
+            &root.display().to_string(),
+            "--ws",
+            &ws.display().to_string(),
+            "--",
+            "/bin/sh",
+            "-c",
+            "exec sleep 100000",
+        ]
+        .map(String::from),
+    );
+    v
+}
+
+fn orphan_incarnation(i: usize) -> String {
+    format!("00000000-0000-4000-8000-{i:012}")
 }
 
 /// The median of 9 runs of `team-reap scan --json` over the server `s`.
@@ -733,18 +782,15 @@ fn reap_scan_ms(b: &Bench, tt: &Path, s: &Server) -> anyhow::Result<f64> {
     })
 }
 
-/// Tags every other pane of `panes` as a worker of the team `gone` of `ws` (whose state does
-/// not exist): the reaper's orphans.
+/// Tags every other pane of `panes` (those [`orphan_or_sleeper`] started below a supervisor)
+/// as a worker of the team `gone` of `ws`: the reaper's orphans.
 fn tag_orphans(s: &Server, panes: &[String], ws: &Path, owner: &str) -> anyhow::Result<()> {
     let mut cmds: Vec<Vec<String>> = Vec::new();
     for (i, p) in panes.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
         for (k, v) in [
             ("@team_owner", owner.to_string()),
-            ("@team_worker", format!("worker-{i}")),
-            (
-                "@team_incarnation",
-                format!("00000000-0000-4000-8000-{i:012}"),
-            ),
+            ("@team_worker", format!("worker-{}", i + 1)),
+            ("@team_incarnation", orphan_incarnation(i)),
             ("@team_workspace", ws.display().to_string()),
             ("@team_name", "gone".to_string()),
         ] {
@@ -771,8 +817,9 @@ pub fn reap(b: &mut Bench) -> anyhow::Result<()> {
     let ws = b.dir.join("reap-ws");
     std::fs::create_dir_all(ws.join(".team"))?;
     let owner = "00000000-0000-4000-8000-00000000dead";
+    let bin = b.bin.clone();
     let setup = |s: &Server| -> anyhow::Result<Vec<String>> {
-        let panes = populate(s, 50, 20)?;
+        let panes = populate(s, 50, 20, &|i| orphan_or_sleeper(&bin, &ws, owner, i))?;
         tag_orphans(s, &panes, &ws, owner)?;
         Ok(panes)
     };
@@ -882,7 +929,10 @@ fn reap_processes(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
     std::fs::create_dir_all(ws.join(".team"))?;
     let owner = "00000000-0000-4000-8000-00000000beef";
     let s = Server::start(&sockdir, "reapp")?;
-    let panes = populate(&s, sessions, per)?;
+    let bin = b.bin.clone();
+    let panes = populate(&s, sessions, per, &|i| {
+        orphan_or_sleeper(&bin, &ws, owner, i)
+    })?;
     tag_orphans(&s, &panes, &ws, owner)?;
     let fmt = "n\t#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{session_id}\t#{window_id}\t#{pid}\t#{start_time}\t#{@team_owner}\t#{@team_worker}\t#{@team_incarnation}\t#{@team_workspace}\t#{@team_name}\t#{@team_role}\t#{@team_op}\t#{@team_session_owner}\t#{session_name}\tn";
     let pids: Vec<u32> = s
