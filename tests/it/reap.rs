@@ -473,25 +473,37 @@ fn orphans_of_each_reason_are_killed_and_nothing_else() {
         "{left:?}"
     );
     assert_eq!(pane(&v, &live.sock, &member)["verdict"], "owned");
-    // Whole orphan sessions went (the leader of a gone / re-created / stopped team included).
-    assert!(fx.sessions(&gone.sock).is_empty());
-    assert!(fx.sessions(&old.sock).is_empty());
+    // The stopped team's session went whole, its recorded leader included. The leader of a
+    // gone or re-created team has no record naming it: unverifiable, left with its session.
     assert!(fx.sessions(&stopped.sock).is_empty());
-    assert!(
-        v.iter().any(|r| r["type"] == "session"
-            && r["session_name"] == "gone"
-            && r["action"] == "killed")
-    );
+    assert!(v.iter().any(|r| r["type"] == "session"
+        && r["session_name"] == "stopped"
+        && r["action"] == "killed"));
+    for t in [&gone, &old] {
+        assert_eq!(pane(&v, &t.sock, &t.leader)["verdict"], "unverifiable");
+        assert_eq!(fx.panes(&t.sock), vec![t.leader.clone()]);
+    }
     // Audit: one intent and one outcome per kill, in each team's log.
     assert_eq!(audit_pairs(&live.audit()), 2);
-    assert_eq!(audit_pairs(&gone.audit()), 2);
-    assert_eq!(audit_pairs(&old.audit()), 2);
+    assert_eq!(audit_pairs(&gone.audit()), 1);
+    assert_eq!(audit_pairs(&old.audit()), 1);
     assert_eq!(audit_pairs(&stopped.audit()), 2);
-    // Second run: nothing to do, silent.
-    // (The emptied servers exited; their socket files remain and are reported as dead.)
+    // Second run: nothing to do. It names the two leaders it leaves (unverifiable), and
+    // says nothing with -q, as from cron.
+    // (The emptied server exited; its socket file remains and is reported as dead.)
     let o = fx.reap(&["--no-processes"]);
     assert_eq!(code(&o), 0);
-    assert!(o.stdout.is_empty(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.lines().count(), 2, "{o:?}");
+    assert!(
+        out.lines()
+            .all(|l| l.starts_with("unverifiable") && l.contains("leader")),
+        "{o:?}"
+    );
+    let o = fx.reap(&["--no-processes", "-q"]);
+    assert_eq!(code(&o), 0);
+    assert!(o.stdout.is_empty() && o.stderr.is_empty(), "{o:?}");
+    let o = fx.reap(&["--no-processes"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.lines().all(|l| l.contains("no server answers")),
@@ -540,16 +552,18 @@ fn busy_and_unverifiable_teams_are_left_alone() {
 #[test]
 fn session_with_a_foreign_pane_keeps_it() {
     let fx = Fx::new();
+    // A stopped team: its recorded leader and its worker are orphans, and its session would go
+    // whole, but for a pane of yours in it.
     let a = fx.team("a", "s1");
     let (wa, _) = fx.worker(&a, Some(Lifecycle::Active), None, "sleep 100000");
     let user = fx.untagged(&a);
-    std::fs::remove_dir_all(a.ws.join(".team")).unwrap();
-    let o = fx.reap(&[
-        "--json",
-        "--no-processes",
-        "--audit-log",
-        fx.tmp.path().join("audit.jsonl").to_str().unwrap(),
-    ]);
+    a.store()
+        .transact("test", |t, _| {
+            t.state = TeamState::Stopped;
+            Ok(())
+        })
+        .unwrap();
+    let o = fx.reap(&["--json", "--no-processes"]);
     let v = json_lines(&o);
     assert_eq!(code(&o), 0, "{v:#?}");
     assert_eq!(fx.panes(&a.sock), vec![user.clone()]);
@@ -557,9 +571,31 @@ fn session_with_a_foreign_pane_keeps_it() {
     let s = v.iter().find(|r| r["type"] == "session").unwrap();
     assert_eq!(s["action"], "skipped", "{s}");
     assert_eq!(pane(&v, &a.sock, &wa)["action"], "killed");
-    // With the state root gone, the workspace still exists: its .team/audit.jsonl... but the
-    // explicit --audit-log was given, so that is where the records are.
-    assert_eq!(audit_pairs(&fx.tmp.path().join("audit.jsonl")), 2);
+    assert_eq!(pane(&v, &a.sock, &a.leader)["action"], "killed");
+    assert_eq!(audit_pairs(&a.audit()), 2);
+}
+
+/// With the state root gone, the workspace still exists; the records go to the explicit
+/// `--audit-log`. The worker goes; the leader, which no record names any more, stays.
+#[test]
+fn a_gone_teams_leader_stays_and_its_worker_goes() {
+    let fx = Fx::new();
+    let a = fx.team("a", "s1");
+    let (wa, _) = fx.worker(&a, Some(Lifecycle::Active), None, "sleep 100000");
+    std::fs::remove_dir_all(a.ws.join(".team")).unwrap();
+    let log = fx.tmp.path().join("audit.jsonl");
+    let o = fx.reap(&[
+        "--json",
+        "--no-processes",
+        "--audit-log",
+        log.to_str().unwrap(),
+    ]);
+    let v = json_lines(&o);
+    assert_eq!(code(&o), 0, "{v:#?}");
+    assert_eq!(fx.panes(&a.sock), vec![a.leader.clone()]);
+    assert_eq!(pane(&v, &a.sock, &wa)["action"], "killed");
+    assert_eq!(pane(&v, &a.sock, &a.leader)["verdict"], "unverifiable");
+    assert_eq!(audit_pairs(&log), 1);
 }
 
 #[test]

@@ -184,3 +184,99 @@ fn a_real_worker_pane_of_a_gone_team_is_still_reaped() {
     assert_eq!(v["action"], "killed", "{v}");
     assert!(!panes(&sock).contains(&pane));
 }
+
+/// Attack (F1 of a black-box round): a session of your own, its pane tagged as a team's leader
+/// and the session given the tools' session options, pointing at a workspace whose team state
+/// does not exist. Tags and options are all claims: the pane and its session must survive.
+#[test]
+fn a_hand_tagged_leader_session_of_yours_is_never_reaped() {
+    let sb = Sandbox::new();
+    team_of_one(&sb);
+    let sock = sb.private_sock();
+    assert_code(
+        &tmux_at(&sock, &["new-session", "-d", "-s", "mine", "sleep 200001"]),
+        0,
+    );
+    let mine = String::from_utf8_lossy(
+        &tmux_at(
+            &sock,
+            &["display-message", "-p", "-t", "=mine:", "#{pane_id}"],
+        )
+        .stdout,
+    )
+    .trim()
+    .to_string();
+    let elsewhere = sb.dir.path().join("elsewhere");
+    std::fs::create_dir_all(elsewhere.join(".team")).unwrap();
+    let owner = "12345678-0000-4000-8000-000000000000";
+    let ws = elsewhere.to_str().unwrap();
+    set_tags(
+        &sock,
+        &mine,
+        &[
+            ("@team_owner", owner),
+            ("@team_name", "nosuch"),
+            ("@team_role", "leader"),
+            ("@team_workspace", ws),
+        ],
+    );
+    for (k, v) in [
+        ("@team_session_owner", owner),
+        ("@team_session_name", "nosuch"),
+        ("@team_session_workspace", ws),
+    ] {
+        assert_code(&tmux_at(&sock, &["set-option", "-t", "mine", k, v]), 0);
+    }
+    let lines = reap(&sb);
+    let v = verdict(&lines, &mine);
+    assert_eq!(v["verdict"], "unverifiable", "{v}");
+    assert!(
+        panes(&sock).contains(&mine),
+        "the hand-tagged session was killed"
+    );
+}
+
+/// Attack (F2): a live worker's pane re-tagged as the leader of a team that does not exist.
+/// Its process is a live worker's supervisor, never a leader: it must survive.
+#[test]
+fn a_live_workers_pane_retagged_as_a_leader_is_never_reaped() {
+    let sb = Sandbox::new();
+    let pane = team_of_one(&sb);
+    let sock = sb.private_sock();
+    assert_code(
+        &tmux_at(
+            &sock,
+            &["set-option", "-p", "-u", "-t", &pane, "@team_worker"],
+        ),
+        0,
+    );
+    set_tags(
+        &sock,
+        &pane,
+        &[("@team_role", "leader"), ("@team_name", "nosuch")],
+    );
+    let lines = reap(&sb);
+    let v = verdict(&lines, &pane);
+    assert_eq!(v["verdict"], "unverifiable", "{v}");
+    assert!(panes(&sock).contains(&pane), "the live worker was killed");
+}
+
+/// Attack (F3): a live team's leader pane re-tagged to a team that does not exist. No record
+/// names it any more; its tags prove nothing: it must survive.
+#[test]
+fn a_live_leader_retagged_to_a_gone_team_is_never_reaped() {
+    let sb = Sandbox::new();
+    team_of_one(&sb);
+    let sock = sb.private_sock();
+    let st = json_lines(&sb.run("team-scale", &["status", "demo", "--json"]).stdout);
+    let leader = st
+        .iter()
+        .find_map(|l| l["leader_pane_id"].as_str())
+        .expect("leader")
+        .to_string();
+    set_tags(&sock, &leader, &[("@team_name", "nosuch")]);
+    let lines = reap(&sb);
+    let v = verdict(&lines, &leader);
+    assert_eq!(v["verdict"], "unverifiable", "{v}");
+    assert!(panes(&sock).contains(&leader), "the live leader was killed");
+}

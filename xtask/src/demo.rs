@@ -222,6 +222,18 @@ fn script(d: &Demo) -> anyhow::Result<()> {
     d.step("team-reap", &["scan", "--only-under", &scope], 0)?;
     d.step("team-reap", &["run", "--only-under", &scope], 0)?;
     d.step("team-reap", &["--check", "--only-under", &scope], 0)?;
+    println!(
+        "\n# Its leader pane (your shell) stays: no record names it any more, and tags prove nothing."
+    );
+    println!("# Ending it is yours to do:");
+    for s in d.sockets() {
+        let o = crate::util::tmux(&s)
+            .args(["kill-session", "-t", "=scratch"])
+            .output()?;
+        if o.status.success() {
+            println!("\n$ tmux -S {} kill-session -t =scratch", s.display());
+        }
+    }
 
     println!("\n# Shut the team down: workers, then the leader and session the tools created:");
     d.step("team-scale", &["shutdown", "demo", "--grace", "1s"], 0)?;

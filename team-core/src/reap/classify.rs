@@ -140,22 +140,21 @@ pub fn classify_pane(row: &PaneRow, lookup: Result<&Lookup, &str>) -> Classified
         Err(why) => return Classified::new(Verdict::Unverifiable, why),
     };
     let is_leader = !t.role.is_empty();
-    // A leader pane the tools did not create (an adopted pane: the user's own) is never
-    // killed. The tools tag the sessions they create with @team_session_owner, which panes
-    // never carry themselves, so it shows on a pane only through a tools-made session.
-    let adopted_leader = is_leader && t.session_owner != t.owner;
-    let orphan = |cause: OrphanCause| {
-        let c = Classified::orphan(cause);
-        if adopted_leader {
-            c.blocked("an adopted leader pane (not created by the tools) is never killed")
-        } else {
-            c
-        }
+    // A leader pane is killed only as the recorded leader of a stopped team that the tools
+    // created (below). Its tags, and its session's options, are claims anyone with the socket
+    // can set, and no process proves a leader (it runs your shell): with no record naming it,
+    // a leader-tagged pane is unverifiable, never an orphan.
+    let unrecorded_leader = || {
+        Classified::new(
+            Verdict::Unverifiable,
+            "tagged as a leader, but no record names this pane (tags prove nothing): end it by hand if it is yours to end",
+        )
     };
     let team: &Team = match lookup {
         Lookup::Unverifiable(why) => return Classified::new(Verdict::Unverifiable, why.clone()),
         Lookup::Busy(why) => return Classified::new(Verdict::Busy, why.clone()),
-        Lookup::Gone(_) => return orphan(OrphanCause::TeamStateGone),
+        Lookup::Gone(_) if is_leader => return unrecorded_leader(),
+        Lookup::Gone(_) => return Classified::orphan(OrphanCause::TeamStateGone),
         Lookup::Present(team) => team,
     };
     // State found where the pane's workspace points but naming another workspace was copied
@@ -171,7 +170,10 @@ pub fn classify_pane(row: &PaneRow, lookup: Result<&Lookup, &str>) -> Classified
         );
     }
     if team.owner_id.to_string() != t.owner {
-        return orphan(OrphanCause::OwnerMismatch);
+        if is_leader {
+            return unrecorded_leader();
+        }
+        return Classified::orphan(OrphanCause::OwnerMismatch);
     }
     let recorded_here = |p: &crate::model::PaneIncarnation| {
         p.pane_id == row.pane_id
@@ -182,9 +184,14 @@ pub fn classify_pane(row: &PaneRow, lookup: Result<&Lookup, &str>) -> Classified
         return Classified::new(Verdict::Owned, "protected pane");
     }
     if team.state == TeamState::Stopped {
-        let c = orphan(OrphanCause::TeamStopped);
-        if is_leader && recorded_here(&team.leader.pane) && !team.leader.created_by_tools {
-            return c.blocked("an adopted leader pane is never killed");
+        let c = Classified::orphan(OrphanCause::TeamStopped);
+        if is_leader {
+            if !recorded_here(&team.leader.pane) {
+                return unrecorded_leader();
+            }
+            if !team.leader.created_by_tools {
+                return c.blocked("an adopted leader pane is never killed");
+            }
         }
         return c;
     }
@@ -202,12 +209,12 @@ pub fn classify_pane(row: &PaneRow, lookup: Result<&Lookup, &str>) -> Classified
         .find(|w| w.incarnation.to_string() == t.incarnation);
     let Some(w) = rec else {
         return if t.op.is_empty() {
-            orphan(OrphanCause::NotMember)
+            Classified::orphan(OrphanCause::NotMember)
         } else if team.workers.iter().any(|w| w.op_id.to_string() == t.op) {
             // Its operation still has records (a pending reservation): settle, not kill.
             Classified::new(Verdict::Debt, ABANDONED_OP)
         } else {
-            orphan(OrphanCause::AbandonedOp)
+            Classified::orphan(OrphanCause::AbandonedOp)
         };
     };
     if w.name.as_str() != t.worker {
@@ -439,7 +446,6 @@ mod tests {
         let mut t2 = t.clone();
         t2.owner_id = Uuid::new_v4();
         assert_eq!(v(&row, &present(&t2)).1, OWNER_MISMATCH);
-        assert_eq!(v(&leader_row(&t), &present(&t2)).1, OWNER_MISMATCH);
         // Removed from team.json by hand.
         let t3 = team(vec![]);
         let mut r3 = row.clone();
@@ -466,17 +472,38 @@ mod tests {
 
     #[test]
     fn adopted_leaders_are_never_killed() {
-        let t = team(vec![]);
-        let mut row = leader_row(&t);
-        row.tags.session_owner = String::new();
-        let c = classify_pane(&row, Ok(&Lookup::Gone("x".into())));
-        assert_eq!(c.verdict, Verdict::Orphan);
-        assert!(!c.killable && c.blocker.is_some());
-        let mut t2 = t.clone();
+        let mut t2 = team(vec![]);
         t2.state = TeamState::Stopped;
         t2.leader.created_by_tools = false;
         let row = leader_row(&t2);
-        assert!(!classify_pane(&row, Ok(&present(&t2))).killable);
+        let c = classify_pane(&row, Ok(&present(&t2)));
+        assert!(!c.killable && c.blocker.is_some(), "{c:?}");
+    }
+
+    /// A leader is killed only as the recorded leader of a stopped team: with no record naming
+    /// the pane (state gone, team re-created, another pane), its tags and its session's
+    /// options prove nothing, whatever they say.
+    #[test]
+    fn a_leader_no_record_names_is_unverifiable() {
+        let t = team(vec![]);
+        let row = leader_row(&t);
+        assert_eq!(
+            row.tags.session_owner, row.tags.owner,
+            "a tools-made session"
+        );
+        let unverifiable = |c: Classified| {
+            assert_eq!(c.verdict, Verdict::Unverifiable, "{c:?}");
+            assert!(!c.killable);
+        };
+        unverifiable(classify_pane(&row, Ok(&Lookup::Gone("x".into()))));
+        let mut t2 = t.clone();
+        t2.owner_id = Uuid::new_v4();
+        unverifiable(classify_pane(&row, Ok(&present(&t2))));
+        let mut t3 = t.clone();
+        t3.state = TeamState::Stopped;
+        let mut other = leader_row(&t3);
+        other.pane_id = "%9".into();
+        unverifiable(classify_pane(&other, Ok(&present(&t3))));
     }
 
     #[test]

@@ -30,6 +30,16 @@
 //!   *Rejected:* trusting the tags (the old rule: a shell tagged by hand as a gone team's
 //!   worker, or a live worker's pane re-tagged to an empty workspace, was killed); checking
 //!   only that some supervisor runs there (a re-tag to another owner or workspace would pass).
+//!
+//! - **A leader is killed only as a record names it.** No process proves a leader pane (it
+//!   runs the user's shell), and `@team_session_owner` is a claim like any tag. So a
+//!   leader-tagged pane is an orphan only as the recorded leader (full incarnation) of a
+//!   stopped team that the tools created (`classify::classify_pane`); when the team's state
+//!   is gone or names another owner, it is `unverifiable` and its session stays: the user
+//!   ends it. *Rejected:* the old rule (a pane tagged leader in a session whose
+//!   `@team_session_owner` equals its owner is tools-made): a session of the user's own, or a
+//!   live team's leader or worker re-tagged as a lost team's leader, was killed (black-box
+//!   findings).
 
 pub mod classify;
 pub mod discover;
