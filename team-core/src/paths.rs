@@ -300,7 +300,8 @@ fn no_symlinks_below_seen(root: &Path, path: &Path, seen: &mut SeenDirs) -> Resu
         why: format!("is outside {}", root.display()),
     })?;
     let mut cur = root.to_path_buf();
-    for c in rel.components() {
+    let mut components = rel.components().peekable();
+    while let Some(c) = components.next() {
         cur.push(c);
         if seen.0.contains(&cur) {
             continue;
@@ -314,6 +315,14 @@ fn no_symlinks_below_seen(root: &Path, path: &Path, seen: &mut SeenDirs) -> Resu
             }
             Ok(m) if m.is_dir() => {
                 seen.0.insert(cur.clone());
+            }
+            // A file where a directory of the path goes (a `workers` that is a regular file):
+            // malformed state, not an I/O error.
+            Ok(_) if components.peek().is_some() => {
+                return Err(Error::UnsafePath {
+                    path: path.to_path_buf(),
+                    why: format!("{} is not a directory", cur.display()),
+                });
             }
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),

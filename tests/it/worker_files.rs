@@ -431,3 +431,83 @@ fn a_planted_sh_on_path_never_starts_a_worker() {
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert!(!canary.exists(), "the planted sh ran");
 }
+
+/// The live panes of team s3's private server.
+fn pane_ids(sb: &Sandbox) -> Vec<String> {
+    let o = tests::tmux_at(
+        &sb.private_sock(),
+        &["list-panes", "-a", "-F", "#{pane_id}"],
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// A `workers` that is a regular file is malformed state: `down` and `reconcile` refuse it
+/// before any effect with exit 65 naming it (not 74, an I/O error), and `status` says the
+/// reports cannot be read instead of showing none.
+#[test]
+fn a_workers_dir_that_is_a_file_is_malformed_state() {
+    let sb = Sandbox::new();
+    team_of_two(&sb);
+    let workers = team_dir(&sb).join("workers");
+    std::fs::rename(&workers, sb.dir.path().join("workers.kept")).unwrap();
+    std::fs::write(&workers, b"not a directory").unwrap();
+    let panes = pane_ids(&sb);
+    for args in [
+        &["down", "s3", "1", "--force", "--grace", "2s"][..],
+        &["reconcile", "s3"][..],
+    ] {
+        let o = sb.run("team-scale", args);
+        assert_code(&o, 65);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("{} is not a directory", workers.display())),
+            "{args:?}: {err}"
+        );
+        assert_eq!(pane_ids(&sb), panes, "{args:?} had an effect");
+    }
+    assert_eq!(team_json(&sb)["workers"].as_array().unwrap().len(), 2);
+    let o = sb.run("team-scale", &["status", "s3"]);
+    assert_code(&o, 0);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("reports: cannot be read"), "{out}");
+    let o = sb.run("team-scale", &["status", "s3", "--json"]);
+    let lines = tests::json_lines(&o.stdout);
+    let workers: Vec<_> = lines.iter().filter(|l| l["type"] == "worker").collect();
+    assert_eq!(workers.len(), 2);
+    assert!(
+        workers.iter().all(|w| w["report_error"].is_string()),
+        "{workers:?}"
+    );
+}
+
+/// A symlinked `status.json` is no report: `status` names it as unreadable for that worker
+/// (the other worker's report error stays null).
+#[test]
+fn a_symlinked_report_is_named_by_status() {
+    let sb = Sandbox::new();
+    team_of_two(&sb);
+    let outside = sb.dir.path().join("report.json");
+    std::fs::write(&outside, b"{}").unwrap();
+    std::os::unix::fs::symlink(&outside, team_dir(&sb).join("workers/worker-2/status.json"))
+        .unwrap();
+    let o = sb.run("team-scale", &["status", "s3"]);
+    assert_code(&o, 0);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("worker-2: report cannot be read") && out.contains("symlink"),
+        "{out}"
+    );
+    let lines = tests::json_lines(&sb.run("team-scale", &["status", "s3", "--json"]).stdout);
+    let err = |w: &str| {
+        lines
+            .iter()
+            .find(|l| l["type"] == "worker" && l["worker"] == w)
+            .map(|l| l["report_error"].clone())
+            .unwrap()
+    };
+    assert!(err("worker-1").is_null());
+    assert!(err("worker-2").is_string());
+}

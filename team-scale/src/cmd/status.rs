@@ -74,11 +74,33 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
         leader.liveness(),
     ))?;
     // Every worker's status through `workers/` opened once.
-    let workers = store.workers_dir().ok().flatten();
+    // A report that cannot be read (a symlinked `status.json`, a `workers` that is a file) is
+    // shown as unreadable, not silently as no report.
+    let (workers, dir_error) = match store.workers_dir() {
+        Ok(d) => (d, None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let mut unreadable: Vec<String> = Vec::new();
+    if let Some(e) = &dir_error {
+        unreadable.push(format!("reports: cannot be read: {}", clean(e)));
+    }
     for w in &team.workers {
         let proof = view::prove_worker(&team, w, &listing);
         let liveness = proof.as_ref().map_or("none", PaneProof::liveness);
-        let status = store.status_for(workers.as_ref(), w).ok().flatten();
+        let (status, report_error) = match &dir_error {
+            Some(e) => (None, Some(e.clone())),
+            None => match store.status_for(workers.as_ref(), w) {
+                Ok(s) => (s, None),
+                Err(e) => {
+                    unreadable.push(format!(
+                        "{}: report cannot be read: {}",
+                        w.name,
+                        clean(&e.to_string())
+                    ));
+                    (None, Some(e.to_string()))
+                }
+            },
+        };
         let lifecycle = lifecycle_word(w.lifecycle);
         let task = current_task(&tasks, &w.name);
         let forgettable =
@@ -96,6 +118,7 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
             "status": status.as_ref().map(|s| s.state),
             "note": status.as_ref().and_then(|s| s.note.clone()),
             "reported_at": status.as_ref().map(|s| s.updated_at.clone()),
+            "report_error": report_error,
             "task": task.map(|t| json!({"id": t.id, "subject": t.subject, "status": board::status_word(t.status)})),
             "tasks": tasks.iter().filter(|t| t.owner.as_ref() == Some(&w.name) && unfinished(t)).map(|t| t.id).collect::<Vec<_>>(),
             "forgettable": forgettable,
@@ -137,6 +160,9 @@ pub fn run(ctx: &Ctx, a: StatusArgs) -> CliResult<i32> {
                 team.name, w.name
             ))?;
         }
+    }
+    for u in &unreadable {
+        out.line(u)?;
     }
     // Removed workers' files the background deletion has not deleted after a minute.
     let trash_left = team_core::ops::resources::trash_left(
