@@ -511,3 +511,79 @@ fn a_symlinked_report_is_named_by_status() {
     assert!(err("worker-1").is_null());
     assert!(err("worker-2").is_string());
 }
+
+/// Attack: the worker's directory is swapped for a symlink after `down`'s checks, while its
+/// pane is being killed. Nothing is moved through the symlink, and since the kill has
+/// happened, `down` says cleanup debt remains (exit 3, the worker left `removing` with the
+/// reason), not malformed input (65, which promises no effect). Once the directory is back,
+/// `reconcile` finishes the removal.
+#[test]
+fn a_worker_dir_swapped_for_a_symlink_after_the_kill_is_cleanup_debt() {
+    let sb = Sandbox::new();
+    team_of_two(&sb);
+    let dir = team_dir(&sb).join("workers/worker-2");
+    let aside = sb.dir.path().join("worker-2.aside");
+    let outside = sb.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("keep.txt"), b"mine").unwrap();
+    let child = sb
+        .cmd("team-scale")
+        .args([
+            "down", "s3", "--worker", "worker-2", "--force", "--grace", "2s",
+        ])
+        .env("TEAM_FAILPOINTS", "down.stopped=sleep3000")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The fail point holds `down` after its kill: swap the directory then.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while pane_ids(&sb).len() == 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pane was never killed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::fs::rename(&dir, &aside).unwrap();
+    std::os::unix::fs::symlink(&outside, &dir).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_code(&o, 3);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(said.contains("symlink"), "{said}");
+    assert_eq!(
+        std::fs::read(outside.join("keep.txt")).unwrap(),
+        b"mine",
+        "moved or deleted through the symlink"
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
+    let t = team_json(&sb);
+    let w2 = t["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == "worker-2")
+        .cloned()
+        .expect("worker-2 stays recorded");
+    assert_eq!(w2["lifecycle"], "removing", "{w2}");
+    assert!(
+        w2["removal_reasons"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r.as_str().unwrap().contains("symlink"))),
+        "{w2}"
+    );
+    // The directory back in its place, `reconcile` finishes.
+    std::fs::remove_file(&dir).unwrap();
+    std::fs::rename(&aside, &dir).unwrap();
+    assert_code(
+        &sb.run("team-scale", &["reconcile", "s3", "--grace", "2s"]),
+        0,
+    );
+    let t = team_json(&sb);
+    assert_eq!(t["workers"].as_array().unwrap().len(), 1, "{t}");
+    assert!(!dir.exists());
+}

@@ -1269,11 +1269,25 @@ fn record_outcomes(t: &Teardown, team: &Team, plans: &[Plan]) {
 }
 
 /// Step 6: removes the resources of every worker that nothing blocks.
+///
+/// The kills have happened by now: a path found unsafe here (swapped for a symlink since the
+/// checks before the first effect) leaves that worker `removing` with the reason, as any other
+/// failure does, so the command reports cleanup debt (exit 3), never "malformed input, no
+/// effect" (65). Nothing is moved through it.
 fn remove_resources(t: &Teardown, team: &Team, plans: &mut [Plan]) -> Result<()> {
     if plans.iter().all(|p| !p.report.blocked.is_empty()) {
         return Ok(());
     }
-    let mut dirs = resources::Dirs::open(t.store.root(), team)?;
+    let mut dirs = match resources::Dirs::open(t.store.root(), team) {
+        Ok(d) => d,
+        Err(Error::FailPoint(f)) => return Err(Error::FailPoint(f)),
+        Err(e) => {
+            for p in plans.iter_mut().filter(|p| p.report.blocked.is_empty()) {
+                p.report.blocked.push(format!("resources: {e}"));
+            }
+            return Ok(());
+        }
+    };
     for p in plans.iter_mut() {
         if !p.report.blocked.is_empty() {
             continue;
@@ -1283,7 +1297,6 @@ fn remove_resources(t: &Teardown, team: &Team, plans: &mut [Plan]) -> Result<()>
                 p.report.blocked.extend(r.blocked.iter().cloned());
                 p.report.resources = Some(r);
             }
-            Err(e @ (Error::UnsafePath { .. } | Error::MalformedState { .. })) => return Err(e),
             Err(Error::FailPoint(f)) => return Err(Error::FailPoint(f)),
             Err(e) => p.report.blocked.push(format!("resources: {e}")),
         }
