@@ -280,3 +280,72 @@ fn a_live_leader_retagged_to_a_gone_team_is_never_reaped() {
     assert_eq!(v["verdict"], "unverifiable", "{v}");
     assert!(panes(&sock).contains(&leader), "the live leader was killed");
 }
+
+/// An `init` that dies after making its leader pane but before storing `team.json` leaves
+/// `init.json` naming that pane: the reaper removes it (and its session) by that record, and
+/// the next `init` works. A pane of yours tagged with that init's owner is not named by it.
+#[test]
+fn an_interrupted_inits_recorded_leader_is_reaped_and_nothing_else() {
+    let sb = Sandbox::new();
+    let o = sb
+        .cmd("team-scale")
+        .args([
+            "init",
+            "demo",
+            "--private",
+            "--leader-cmd",
+            "exec sleep 100000",
+        ])
+        .env("TEAM_FAILPOINTS", "init.session=exit")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(137), "the fail point ends init");
+    let sock = sb.private_sock();
+    let leader = panes(&sock);
+    assert_eq!(leader.len(), 1, "{leader:?}");
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sb.ws.join(".team/teams/demo/init.json")).unwrap())
+            .unwrap();
+    let owner = record["owner_id"].as_str().unwrap().to_string();
+    assert_eq!(record["leader"]["pane_id"], leader[0].as_str());
+    // A pane of yours, tagged as that init's leader.
+    assert_code(
+        &tmux_at(&sock, &["new-session", "-d", "-s", "mine", "sleep 200001"]),
+        0,
+    );
+    let mine = panes(&sock).into_iter().find(|p| p != &leader[0]).unwrap();
+    let ws = sb.ws.display().to_string();
+    set_tags(
+        &sock,
+        &mine,
+        &[
+            ("@team_owner", &owner),
+            ("@team_name", "demo"),
+            ("@team_role", "leader"),
+            ("@team_workspace", &ws),
+        ],
+    );
+    let lines = reap(&sb);
+    let v = verdict(&lines, &leader[0]);
+    assert_eq!(
+        (&v["verdict"], &v["action"]),
+        (&"orphan".into(), &"killed".into()),
+        "{v}"
+    );
+    assert_eq!(verdict(&lines, &mine)["verdict"], "unverifiable");
+    assert_eq!(panes(&sock), vec![mine.clone()]);
+    assert_code(&tmux_at(&sock, &["kill-session", "-t", "mine"]), 0);
+    assert_code(
+        &sb.run(
+            "team-scale",
+            &[
+                "init",
+                "demo",
+                "--private",
+                "--leader-cmd",
+                "exec sleep 100000",
+            ],
+        ),
+        0,
+    );
+}

@@ -36,7 +36,9 @@
 //!   leader-tagged pane is an orphan only as the recorded leader (full incarnation) of a
 //!   stopped team that the tools created (`classify::classify_pane`); when the team's state
 //!   is gone or names another owner, it is `unverifiable` and its session stays: the user
-//!   ends it. *Rejected:* the old rule (a pane tagged leader in a session whose
+//!   ends it. An `init` that dies before storing `team.json` leaves `init.json` naming the
+//!   leader pane it made (full identity, owner): that record names it, so the reaper removes
+//!   it (a pane made but not yet recorded is left to the user). *Rejected:* the old rule (a pane tagged leader in a session whose
 //!   `@team_session_owner` equals its owner is tools-made): a session of the user's own, or a
 //!   live team's leader or worker re-tagged as a lost team's leader, was killed (black-box
 //!   findings).
@@ -236,6 +238,12 @@ fn classify_row(cfg: &Config, oracle: &mut Oracle, endpoint: &Path, row: &PaneRo
                     generation = Some(t.generation);
                 }
                 let mut c = classify::classify_pane(row, Ok(&l));
+                if matches!(l, Lookup::Gone(_))
+                    && !row.tags.role.is_empty()
+                    && interrupted_init_made(row, &k)
+                {
+                    c = Classified::orphan(OrphanCause::TeamStateGone);
+                }
                 if c.cause == Some(OrphanCause::TeamStateGone)
                     && let Some(sd) = state::env_state_dir(row.pane_pid)
                 {
@@ -276,6 +284,21 @@ fn classify_row(cfg: &Config, oracle: &mut Oracle, endpoint: &Path, row: &PaneRo
         note: None,
         audit_failed: false,
     }
+}
+
+/// Whether `row` (a leader-tagged pane of a team whose state is gone) is the leader pane an
+/// interrupted `init` recorded as its own: the record names this pane's full identity (pane id
+/// and pid, on this server incarnation) and the owner its tags carry. That record, not the
+/// tags, is what names it; see "A leader is killed only as a record names it".
+fn interrupted_init_made(row: &PaneRow, key: &TeamKey) -> bool {
+    let Some((owner, p)) = state::interrupted_init_leader(key) else {
+        return false;
+    };
+    owner == row.tags.owner
+        && p.pane_id == row.pane_id
+        && p.pane_pid == row.pane_pid
+        && (p.server_pid, p.server_start) == (row.server_pid, row.server_start)
+        && p.session_id == row.session_id
 }
 
 /// Why a worker pane the tags make an orphan is still not provably ours (`None`: proven, or

@@ -37,6 +37,21 @@ use crate::model::Team;
 use crate::paths::{StateRoot, TeamName};
 use crate::store::Store;
 
+/// The leader pane an interrupted `init` of `key`'s team recorded in `teams/<t>/init.json`
+/// (with the owner id it tagged it with), once that pane existed. `None` when there is no such
+/// record, it names no leader yet, or it cannot be read or parsed (read without following a
+/// symlink, bounded).
+pub fn interrupted_init_leader(key: &TeamKey) -> Option<(String, crate::model::PaneIncarnation)> {
+    let root = key.state_root();
+    let b = crate::fsutil::state_read(root.path(), &root.init_record(&key.name), 4096)
+        .ok()
+        .flatten()?;
+    let v: serde_json::Value = serde_json::from_slice(&b).ok()?;
+    let owner = v.get("owner_id")?.as_str()?.to_string();
+    let leader = serde_json::from_value(v.get("leader")?.clone()).ok()?;
+    Some((owner, leader))
+}
+
 /// Which team state a pane or process points at.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TeamKey {

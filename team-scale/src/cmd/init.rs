@@ -128,20 +128,25 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
     if let Ok(Some(old)) = fsutil::state_read(root, &init_record, 4096) {
         tracing::warn!(record = %String::from_utf8_lossy(&old), "an earlier init of this team was interrupted");
         team_cli::say_line!(
-            "team-scale: warning: an earlier init of team {team} was interrupted; its leader pane (if any) is an orphan that `team-reap` removes"
+            "team-scale: warning: an earlier init of team {team} was interrupted; `team-reap` removes the leader pane it recorded (one it had not recorded yet is yours to end)"
         );
     }
     fsutil::state_create_dir(root, &ctx.root.team_dir(&team))?;
-    fsutil::state_write(
-        root,
-        &init_record,
+    let started_at = fsutil::now_rfc3339();
+    let record = |leader: Option<&PaneIncarnation>| {
         json!({"team": team, "owner_id": owner, "pid": std::process::id(),
-               "private": private, "started_at": fsutil::now_rfc3339()})
+               "private": private, "started_at": started_at, "leader": leader})
         .to_string()
-        .as_bytes(),
-    )?;
+    };
+    fsutil::state_write(root, &init_record, record(None).as_bytes())?;
     let (endpoint, session, leader, protected) = if private {
-        init_private(ctx, &team, owner, &ws, &a, size)?
+        // The leader pane this init made, recorded as soon as it exists: if the init dies
+        // before `team.json` is stored, this record is what names the pane to the reaper (its
+        // tags prove nothing). A crash in between leaves a session to end by hand.
+        let on_leader = |inc: &PaneIncarnation| {
+            fsutil::state_write(root, &init_record, record(Some(inc)).as_bytes())
+        };
+        init_private(ctx, &team, owner, &ws, &a, size, &on_leader)?
     } else {
         adopt(ctx, &team, owner, &ws, &a)?
     };
@@ -223,6 +228,7 @@ fn init_private(
     ws: &str,
     a: &InitArgs,
     (w, h): (u16, u16),
+    on_leader: &dyn Fn(&PaneIncarnation) -> team_core::Result<()>,
 ) -> CliResult<Placed> {
     let endpoint = private_endpoint(&ctx.tmux_tmpdir, &ctx.workspace);
     if let Some(dir) = endpoint.parent() {
@@ -275,6 +281,7 @@ fn init_private(
             ("@team_session_name".into(), name.clone()),
         ],
     })?;
+    on_leader(&inc)?;
     team_core::failpoint::hit("init.session")?;
     let mut leader = inc;
     leader.process_start = team_core::process::start_time(leader.pane_pid)
