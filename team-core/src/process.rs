@@ -1033,6 +1033,29 @@ fn check_supervisor_into(
     SupervisorCheck::Alive(n)
 }
 
+/// Why the supervisor `pid` no longer works in the place its arguments name (`None`: it
+/// does). A supervisor starts in its worker's directory (the workspace, or a worktree under
+/// the state root), and the kernel keeps that directory's *current* path in
+/// `/proc/<pid>/cwd`: when the workspace was moved or renamed (and perhaps an empty directory
+/// made at the old path), that path is no longer below the workspace or state root the
+/// arguments name, and the state absent at the old path proves nothing about this worker's
+/// team. `None` also when the process is gone (nothing left to judge).
+pub fn supervisor_moved(pid: u32, args: &crate::supervisor::SupervisorArgs) -> Option<String> {
+    let cwd = match std::fs::read_link(proc_path(pid, "cwd")) {
+        Ok(p) => p,
+        Err(e) if is_gone(&e) => return None,
+        Err(e) => return Some(format!("its working directory cannot be read: {e}")),
+    };
+    if cwd.starts_with(&args.workspace) || cwd.starts_with(&args.state_root) {
+        return None;
+    }
+    Some(format!(
+        "its supervisor works in {}, not below the workspace {} its arguments name (moved or renamed)",
+        cwd.display(),
+        args.workspace.display()
+    ))
+}
+
 /// The supervisor arguments of `pid`, read from its `cmdline` (`None` when unreadable or not a
 /// supervisor's).
 pub fn supervisor_args(pid: u32) -> Option<crate::supervisor::SupervisorArgs> {

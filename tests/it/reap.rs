@@ -275,6 +275,8 @@ impl Fx {
             state_root: root.path().to_path_buf(),
             workspace: t.ws.clone(),
         };
+        // In the workspace, as `up` starts it (the reaper checks where a supervisor works).
+        args.extend(["-c".into(), t.ws.display().to_string()]);
         args.push(tests::bin("team-scale").display().to_string());
         args.extend(sup.to_argv());
         args.extend(["/bin/sh".into(), "-c".into(), cmd.into()]);
@@ -885,4 +887,82 @@ fn the_reaper_rotates_audit_logs_at_team_audit_max_size() {
         .output()
         .unwrap();
     assert_eq!(code(&v), 0, "{}", String::from_utf8_lossy(&v.stdout));
+}
+
+/// Attack: a stopped team's recorded leader pane is moved into a session of yours. Its full
+/// identity (session and window included) no longer matches the record: it is not killed
+/// there, nor your session with it.
+#[test]
+fn a_stopped_teams_leader_moved_into_your_session_is_not_killed() {
+    let fx = Fx::new();
+    let a = fx.team("a", "s1");
+    a.store()
+        .transact("test", |t, _| {
+            t.state = TeamState::Stopped;
+            Ok(())
+        })
+        .unwrap();
+    fx.tmux(
+        &a.sock,
+        &["new-session", "-d", "-s", "mine", "sleep 100000"],
+    );
+    fx.tmux(
+        &a.sock,
+        &["join-pane", "-d", "-s", &a.leader, "-t", "mine:"],
+    );
+    let o = fx.reap(&["--json", "--no-processes"]);
+    let v = json_lines(&o);
+    assert_eq!(code(&o), 0, "{v:#?}");
+    assert_eq!(pane(&v, &a.sock, &a.leader)["verdict"], "unverifiable");
+    assert!(
+        fx.panes(&a.sock).contains(&a.leader),
+        "the moved leader was killed"
+    );
+    assert_eq!(fx.sessions(&a.sock), vec!["mine".to_string()]);
+}
+
+/// A black-box finding: a window of yours added to a stopped team's session after the scan
+/// keeps the session; the run must not report that session killed.
+#[test]
+fn a_session_that_outlives_its_kills_is_not_reported_killed() {
+    let fx = Fx::new();
+    let a = fx.team("a", "s1");
+    a.store()
+        .transact("test", |t, _| {
+            t.state = TeamState::Stopped;
+            Ok(())
+        })
+        .unwrap();
+    let child = fx
+        .reap_cmd(&["--json", "--no-processes"])
+        .env("TEAM_FAILPOINTS", "reap.before_kill=sleep1500")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let mine = fx
+        .tmux(
+            &a.sock,
+            &[
+                "new-window",
+                "-d",
+                "-t",
+                "a:",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "sleep 100000",
+            ],
+        )
+        .trim()
+        .to_string();
+    let o = child.wait_with_output().unwrap();
+    let v = json_lines(&o);
+    assert_eq!(code(&o), 0, "{v:#?}");
+    assert_eq!(pane(&v, &a.sock, &a.leader)["action"], "killed");
+    assert_eq!(fx.panes(&a.sock), vec![mine]);
+    let s = v.iter().find(|r| r["type"] == "session").unwrap();
+    assert_eq!(s["action"], "skipped", "{s}");
+    assert_eq!(fx.sessions(&a.sock), vec!["a".to_string()]);
 }

@@ -349,3 +349,95 @@ fn an_interrupted_inits_recorded_leader_is_reaped_and_nothing_else() {
         0,
     );
 }
+
+/// Attack (a black-box finding): the live team's workspace is moved away and an empty
+/// directory made at its old path. Absence there proves nothing about this team: its
+/// worker's supervisor works in the moved directory, so its pane is not reaped.
+#[test]
+fn a_moved_workspace_with_an_empty_one_at_its_old_path_kills_nothing() {
+    let sb = Sandbox::new();
+    let pane = team_of_one(&sb);
+    let sock = sb.private_sock();
+    let moved = sb.dir.path().join("moved");
+    std::fs::rename(&sb.ws, &moved).unwrap();
+    std::fs::create_dir_all(sb.ws.join(".team")).unwrap();
+    let lines = reap(&sb);
+    let v = verdict(&lines, &pane);
+    assert_eq!(v["verdict"], "unverifiable", "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("moved"), "{v}");
+    assert!(
+        panes(&sock).contains(&pane),
+        "the moved team's worker was killed"
+    );
+    // Put back, the team is whole.
+    std::fs::remove_dir_all(&sb.ws).unwrap();
+    std::fs::rename(&moved, &sb.ws).unwrap();
+    let st = json_lines(&sb.run("team-scale", &["status", "demo", "--json"]).stdout);
+    assert!(
+        st.iter()
+            .any(|l| l["type"] == "worker" && l["liveness"] == "live"),
+        "{st:#?}"
+    );
+}
+
+/// A black-box finding: a worker of a lost team left a detached child (no socket) that
+/// outlives its pane's hangup. The run that kills the pane also reaps that child, below the
+/// supervisor that still holds it, instead of leaving it for the next run with exit 0.
+#[test]
+fn one_run_reaps_a_lost_workers_pane_and_the_detached_child_it_left() {
+    let sb = Sandbox::new();
+    let pidfile = sb.dir.path().join("child.pid");
+    let cmd = format!(
+        "setsid sh -c 'echo $$ > {}; exec sleep 100001' & exec sleep 100000",
+        pidfile.display()
+    );
+    assert_code(
+        &sb.run(
+            "team-scale",
+            &["init", "demo", "--private", "--worker-cmd", &cmd],
+        ),
+        0,
+    );
+    assert_code(
+        &sb.run("team-scale", &["up", "demo", "1", "--ready-timeout", "0"]),
+        0,
+    );
+    tests::wait_for(
+        "the child's pid file",
+        std::time::Duration::from_secs(10),
+        || std::fs::read_to_string(&pidfile).is_ok_and(|s| s.trim().parse::<u32>().is_ok()),
+    );
+    let child: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let _end = tests::KillOnDrop(vec![child]);
+    assert!(tests::alive(child));
+    std::fs::remove_dir_all(sb.ws.join(".team/teams/demo")).unwrap();
+    let o = sb.run(
+        "team-reap",
+        &[
+            "--json",
+            "--grace",
+            "1s",
+            "--socket",
+            &sb.private_sock().display().to_string(),
+            "--only-under",
+            &sb.dir.path().display().to_string(),
+        ],
+    );
+    let lines = json_lines(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{lines:#?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["type"] == "process" && l["pid"] == child && l["action"] == "killed"),
+        "{lines:#?}"
+    );
+    tests::wait_for(
+        "the child to end",
+        std::time::Duration::from_secs(5),
+        || !tests::alive(child),
+    );
+}

@@ -44,7 +44,10 @@ fn reap(sb: &Sandbox, args: &[&str]) -> std::process::Output {
             .any(|l| l["verdict"] == "busy");
         if !busy {
             let o = sb.run("team-reap", args);
-            if !String::from_utf8_lossy(&o.stdout).contains("\"verdict\":\"busy\"") {
+            // Busy in either output mode (JSON lines, or a human line starting with it).
+            let out = String::from_utf8_lossy(&o.stdout);
+            if !out.contains("\"verdict\":\"busy\"") && !out.lines().any(|l| l.starts_with("busy"))
+            {
                 return o;
             }
         }
@@ -176,7 +179,12 @@ fn with_an_unwritable_audit_log_team_reap_kills_nothing() {
     // The worker went; the leader, which no record names any more, is never killed on its
     // tags alone.
     let left = tagged_panes(&sock);
-    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(
+        left.len(),
+        1,
+        "{left:?}\n{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     assert!(before.contains(&left[0]));
     assert_eq!(assert_audit_pairs(&log), before.len() - 1);
 }

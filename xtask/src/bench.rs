@@ -734,7 +734,12 @@ fn orphan_or_sleeper(bin: &Path, ws: &Path, owner: &str, i: usize) -> Vec<String
         return sleeper(i);
     }
     let root = ws.join(".team");
-    let mut v = vec![bin.join("team-scale").display().to_string()];
+    // Started in the workspace, as `up` starts a worker (the reaper checks where it works).
+    let mut v = vec![
+        "-c".to_string(),
+        ws.display().to_string(),
+        bin.join("team-scale").display().to_string(),
+    ];
     v.extend(
         [
             "supervise",

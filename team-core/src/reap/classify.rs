@@ -186,7 +186,11 @@ pub fn classify_pane(row: &PaneRow, lookup: Result<&Lookup, &str>) -> Classified
     if team.state == TeamState::Stopped {
         let c = Classified::orphan(OrphanCause::TeamStopped);
         if is_leader {
-            if !recorded_here(&team.leader.pane) {
+            // Its full identity, where it was recorded: a recorded leader moved into another
+            // session or window (yours) is not killed there.
+            let l = &team.leader.pane;
+            if !(recorded_here(l) && l.session_id == row.session_id && l.window_id == row.window_id)
+            {
                 return unrecorded_leader();
             }
             if !team.leader.created_by_tools {

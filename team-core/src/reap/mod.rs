@@ -31,6 +31,16 @@
 //!   worker, or a live worker's pane re-tagged to an empty workspace, was killed); checking
 //!   only that some supervisor runs there (a re-tag to another owner or workspace would pass).
 //!
+//! - **A moved workspace proves nothing.** A worker's supervisor starts in the workspace (or
+//!   a worktree under the state root), and `/proc/<pid>/cwd` follows that directory when it is
+//!   moved: a supervisor working outside what its arguments name makes its pane and residue
+//!   `unverifiable` (`process::supervisor_moved`), since a new empty directory at the old path
+//!   would otherwise prove the team's state absent.
+//! - **One run finishes a pane and what it left.** Residue below the supervisor of a pane this
+//!   run killed is scanned in the same run (the killed pane's process is no longer skipped as
+//!   a listed pane's), and a session is reported killed only when a listing after the kills no
+//!   longer shows it.
+//!
 //! - **A leader is killed only as a record names it.** No process proves a leader pane (it
 //!   runs the user's shell), and `@team_session_owner` is a claim like any tag. So a
 //!   leader-tagged pane is an orphan only as the recorded leader (full incarnation) of a
@@ -151,6 +161,10 @@ pub struct Server {
     pub endpoint: PathBuf,
     pub status: ServerStatus,
     pub panes: Vec<PaneReport>,
+    /// The sessions a fresh listing showed after this run's kills on this server (empty when
+    /// the server exited with them; `None` when nothing was killed or the listing failed): a
+    /// session is reported killed only when it is gone from it.
+    pub sessions_after_kills: Option<HashSet<String>>,
 }
 
 /// A team session with orphan panes in it.
@@ -176,11 +190,13 @@ pub fn scan(cfg: &Config, oracle: &mut Oracle) -> Result<Vec<Server>> {
                 endpoint,
                 status: ServerStatus::Dead,
                 panes: vec![],
+                sessions_after_kills: None,
             },
             Listing::Failed(e) => Server {
                 endpoint,
                 status: ServerStatus::Failed(e),
                 panes: vec![],
+                sessions_after_kills: None,
             },
             Listing::Panes(snap) => {
                 let mut panes = Vec::new();
@@ -212,6 +228,7 @@ pub fn scan(cfg: &Config, oracle: &mut Oracle) -> Result<Vec<Server>> {
                     endpoint,
                     status: ServerStatus::Listed,
                     panes,
+                    sessions_after_kills: None,
                 }
             }
         };
@@ -355,7 +372,9 @@ fn unproven_worker_pane(row: &PaneRow, key: &TeamKey) -> Option<String> {
         ));
     }
     if differ.is_empty() {
-        None
+        process::supervisor_moved(row.pane_pid, &a).map(|why| {
+            format!("tagged as a worker whose workspace is not where its supervisor works: {why}")
+        })
     } else {
         not_ours(format!(
             "pid {}'s supervisor works for {}",
@@ -459,7 +478,23 @@ pub fn kill_panes(
         if targets.is_empty() {
             continue;
         }
+        if let Err(e) = crate::failpoint::hit("reap.before_kill") {
+            for &i in &which {
+                s.panes[i].action = Action::Failed;
+                s.panes[i].note = Some(format!("not killed: {e}"));
+            }
+            continue;
+        }
         let results = kill::reap_batch(&tmux, CALLER, &targets, cfg.audit_max_size);
+        if results.iter().any(|r| matches!(r, Ok(KillResult::Killed))) {
+            s.sessions_after_kills = match tmux.list() {
+                Listing::Panes(snap) => {
+                    Some(snap.rows.iter().map(|r| r.session_id.clone()).collect())
+                }
+                Listing::NoServer => Some(HashSet::new()),
+                Listing::Failed(_) => None,
+            };
+        }
         for (i, r) in which.into_iter().zip(results) {
             let p = &mut s.panes[i];
             match r {
@@ -611,7 +646,17 @@ pub fn sessions(servers: &[Server]) -> Vec<SessionReport> {
             }
             let all = |a: Action| panes.iter().all(|p| p.action == a);
             let (action, note) = if all(Action::Killed) {
-                (Action::Killed, None)
+                match &s.sessions_after_kills {
+                    Some(left) if left.contains(sid) => (
+                        Action::Skipped,
+                        Some("kept: panes that are not ours appeared in it during the run".into()),
+                    ),
+                    Some(_) => (Action::Killed, None),
+                    None => (
+                        Action::Killed,
+                        Some("every pane in it was killed; the listing after the kills failed, so its end is not confirmed".into()),
+                    ),
+                }
             } else if all(Action::WouldKill) {
                 (Action::WouldKill, None)
             } else {
@@ -722,7 +767,12 @@ pub fn scan_processes(
             workspace: Some(args.workspace.clone()),
             incarnation: Some(args.incarnation.to_string()),
         };
-        let class = classify::classify_process(&base, Some(&lookup));
+        let mut class = classify::classify_process(&base, Some(&lookup));
+        if class.killable
+            && let Some(why) = process::supervisor_moved(sup.id.pid, &args)
+        {
+            class = Classified::new(Verdict::Unverifiable, why);
+        }
         let inc = args.incarnation.to_string();
         for m in tree.below(sup, &inc, &inspect).members {
             let class = if m.shared {

@@ -256,12 +256,16 @@ fn processes(
     if g.no_processes {
         return Vec::new();
     }
-    // A listed pane's process is the pane's, not residue; its tags hint at its team.
+    // A listed pane's process is the pane's, not residue; its tags hint at its team. A pane
+    // this run killed is no longer there: what its supervisor still holds (a detached
+    // process that outlived the hangup) is residue, reaped in this same run.
     let mut skip = HashSet::new();
     let mut hints: HashMap<String, TeamKey> = HashMap::new();
     for p in servers.iter().flat_map(|s| &s.panes) {
         if let Some(r) = &p.row {
-            skip.insert(r.pane_pid);
+            if p.action != reap::Action::Killed {
+                skip.insert(r.pane_pid);
+            }
             if let Some(k) = &p.key {
                 hints
                     .entry(r.tags.owner.clone())
