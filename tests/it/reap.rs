@@ -55,6 +55,16 @@ impl TeamFx {
     fn audit(&self) -> PathBuf {
         self.ws.join(".team/audit.jsonl")
     }
+    /// Records the team as stopped (its panes left running): what the reaper's `team_stopped`
+    /// judges.
+    fn stop(&self) {
+        self.store()
+            .transact("test", |t, _| {
+                t.state = TeamState::Stopped;
+                Ok(())
+            })
+            .unwrap();
+    }
 }
 
 fn inc_of(line: &str) -> PaneIncarnation {
@@ -429,13 +439,7 @@ fn orphans_of_each_reason_are_killed_and_nothing_else() {
     // team_stopped.
     let stopped = fx.team("stopped", "s4");
     let (stopped_w, _) = fx.worker(&stopped, Some(Lifecycle::Active), None, "sleep 100000");
-    stopped
-        .store()
-        .transact("test", |t, _| {
-            t.state = TeamState::Stopped;
-            Ok(())
-        })
-        .unwrap();
+    stopped.stop();
 
     let o = fx.reap(&["--json", "--no-processes"]);
     let v = json_lines(&o);
@@ -559,12 +563,7 @@ fn session_with_a_foreign_pane_keeps_it() {
     let a = fx.team("a", "s1");
     let (wa, _) = fx.worker(&a, Some(Lifecycle::Active), None, "sleep 100000");
     let user = fx.untagged(&a);
-    a.store()
-        .transact("test", |t, _| {
-            t.state = TeamState::Stopped;
-            Ok(())
-        })
-        .unwrap();
+    a.stop();
     let o = fx.reap(&["--json", "--no-processes"]);
     let v = json_lines(&o);
     assert_eq!(code(&o), 0, "{v:#?}");
@@ -896,12 +895,7 @@ fn the_reaper_rotates_audit_logs_at_team_audit_max_size() {
 fn a_stopped_teams_leader_moved_into_your_session_is_not_killed() {
     let fx = Fx::new();
     let a = fx.team("a", "s1");
-    a.store()
-        .transact("test", |t, _| {
-            t.state = TeamState::Stopped;
-            Ok(())
-        })
-        .unwrap();
+    a.stop();
     fx.tmux(
         &a.sock,
         &["new-session", "-d", "-s", "mine", "sleep 100000"],
@@ -927,12 +921,7 @@ fn a_stopped_teams_leader_moved_into_your_session_is_not_killed() {
 fn a_session_that_outlives_its_kills_is_not_reported_killed() {
     let fx = Fx::new();
     let a = fx.team("a", "s1");
-    a.store()
-        .transact("test", |t, _| {
-            t.state = TeamState::Stopped;
-            Ok(())
-        })
-        .unwrap();
+    a.stop();
     let child = fx
         .reap_cmd(&["--json", "--no-processes"])
         .env("TEAM_FAILPOINTS", "reap.before_kill=sleep1500")

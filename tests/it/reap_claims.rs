@@ -50,6 +50,18 @@ fn verdict<'a>(lines: &'a [serde_json::Value], pane: &str) -> &'a serde_json::Va
         .unwrap_or_else(|| panic!("no line for {pane}: {lines:#?}"))
 }
 
+/// `pane` was judged `unverifiable` (for a reason containing `why`) and is still there.
+#[track_caller]
+fn spared(lines: &[serde_json::Value], sock: &Path, pane: &str, why: &str) {
+    let v = verdict(lines, pane);
+    assert_eq!(v["verdict"], "unverifiable", "{v}");
+    assert!(v["reason"].as_str().unwrap().contains(why), "{v}");
+    assert!(
+        panes(sock).iter().any(|p| p == pane),
+        "{pane} was killed: {v}"
+    );
+}
+
 /// A team of one worker on its private server; returns the worker's pane id.
 fn team_of_one(sb: &Sandbox) -> String {
     assert_code(&sb.run("team-scale", &["init", "demo", "--private"]), 0);
@@ -105,19 +117,7 @@ fn a_hand_tagged_pane_of_yours_is_never_reaped_as_an_orphan() {
         ],
     );
     let lines = reap(&sb);
-    let v = verdict(&lines, &mine);
-    assert_eq!(v["verdict"], "unverifiable", "{v}");
-    assert!(
-        v["reason"]
-            .as_str()
-            .unwrap()
-            .contains("not that worker's supervisor"),
-        "{v}"
-    );
-    assert!(
-        panes(&sock).contains(&mine),
-        "the hand-tagged pane was killed"
-    );
+    spared(&lines, &sock, &mine, "not that worker's supervisor");
 }
 
 /// Attack: a live team's worker pane is re-tagged to another owner and to a workspace whose
@@ -139,17 +139,8 @@ fn a_live_workers_pane_retagged_as_a_gone_teams_is_never_reaped() {
         ],
     );
     let lines = reap(&sb);
-    let v = verdict(&lines, &pane);
-    assert_eq!(v["verdict"], "unverifiable", "{v}");
-    let reason = v["reason"].as_str().unwrap();
-    assert!(
-        reason.contains("owner") && reason.contains("workspace"),
-        "{v}"
-    );
-    assert!(
-        panes(&sock).contains(&pane),
-        "the re-tagged pane was killed"
-    );
+    spared(&lines, &sock, &pane, "owner");
+    spared(&lines, &sock, &pane, "workspace");
     // Its tags put back, it is the team's member again and the team is whole.
     let ws = sb.ws.display().to_string();
     let st = json_lines(&sb.run("team-scale", &["status", "demo", "--json"]).stdout);
@@ -228,12 +219,7 @@ fn a_hand_tagged_leader_session_of_yours_is_never_reaped() {
         assert_code(&tmux_at(&sock, &["set-option", "-t", "mine", k, v]), 0);
     }
     let lines = reap(&sb);
-    let v = verdict(&lines, &mine);
-    assert_eq!(v["verdict"], "unverifiable", "{v}");
-    assert!(
-        panes(&sock).contains(&mine),
-        "the hand-tagged session was killed"
-    );
+    spared(&lines, &sock, &mine, "tagged as a leader");
 }
 
 /// Attack (F2): a live worker's pane re-tagged as the leader of a team that does not exist.
@@ -256,9 +242,7 @@ fn a_live_workers_pane_retagged_as_a_leader_is_never_reaped() {
         &[("@team_role", "leader"), ("@team_name", "nosuch")],
     );
     let lines = reap(&sb);
-    let v = verdict(&lines, &pane);
-    assert_eq!(v["verdict"], "unverifiable", "{v}");
-    assert!(panes(&sock).contains(&pane), "the live worker was killed");
+    spared(&lines, &sock, &pane, "tagged as a leader");
 }
 
 /// Attack (F3): a live team's leader pane re-tagged to a team that does not exist. No record
@@ -276,9 +260,7 @@ fn a_live_leader_retagged_to_a_gone_team_is_never_reaped() {
         .to_string();
     set_tags(&sock, &leader, &[("@team_name", "nosuch")]);
     let lines = reap(&sb);
-    let v = verdict(&lines, &leader);
-    assert_eq!(v["verdict"], "unverifiable", "{v}");
-    assert!(panes(&sock).contains(&leader), "the live leader was killed");
+    spared(&lines, &sock, &leader, "tagged as a leader");
 }
 
 /// An `init` that dies after making its leader pane but before storing `team.json` leaves
@@ -362,13 +344,7 @@ fn a_moved_workspace_with_an_empty_one_at_its_old_path_kills_nothing() {
     std::fs::rename(&sb.ws, &moved).unwrap();
     std::fs::create_dir_all(sb.ws.join(".team")).unwrap();
     let lines = reap(&sb);
-    let v = verdict(&lines, &pane);
-    assert_eq!(v["verdict"], "unverifiable", "{v}");
-    assert!(v["reason"].as_str().unwrap().contains("moved"), "{v}");
-    assert!(
-        panes(&sock).contains(&pane),
-        "the moved team's worker was killed"
-    );
+    spared(&lines, &sock, &pane, "moved");
     // Put back, the team is whole.
     std::fs::remove_dir_all(&sb.ws).unwrap();
     std::fs::rename(&moved, &sb.ws).unwrap();
