@@ -285,9 +285,8 @@ fn an_interrupted_inits_recorded_leader_is_reaped_and_nothing_else() {
     let sock = sb.private_sock();
     let leader = panes(&sock);
     assert_eq!(leader.len(), 1, "{leader:?}");
-    let record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(sb.ws.join(".team/teams/demo/init.json")).unwrap())
-            .unwrap();
+    let raw = std::fs::read(sb.ws.join(".team/teams/demo/init.json")).unwrap();
+    let record: serde_json::Value = serde_json::from_slice(&raw).unwrap();
     let owner = record["owner_id"].as_str().unwrap().to_string();
     assert_eq!(record["leader"]["pane_id"], leader[0].as_str());
     // A pane of yours, tagged as that init's leader.
@@ -306,6 +305,27 @@ fn an_interrupted_inits_recorded_leader_is_reaped_and_nothing_else() {
             ("@team_role", "leader"),
             ("@team_workspace", &ws),
         ],
+    );
+    // A second `init` before the reap refuses before any effect, and leaves the record.
+    let o = sb.run(
+        "team-scale",
+        &[
+            "init",
+            "demo",
+            "--private",
+            "--leader-cmd",
+            "exec sleep 100000",
+        ],
+    );
+    assert_code(&o, 1);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("team-reap run"),
+        "{o:?}"
+    );
+    assert_eq!(
+        std::fs::read(sb.ws.join(".team/teams/demo/init.json")).unwrap(),
+        raw,
+        "the second init changed the record"
     );
     let lines = reap(&sb);
     let v = verdict(&lines, &leader[0]);
@@ -415,5 +435,110 @@ fn one_run_reaps_a_lost_workers_pane_and_the_detached_child_it_left() {
         "the child to end",
         std::time::Duration::from_secs(5),
         || !tests::alive(child),
+    );
+}
+
+/// An `init` killed after tmux made its session but before it recorded the leader pane
+/// (`"leader": null`): the reaper still removes that leader, by the record's private server,
+/// owner and session, and only there: a session of the same name on another server, its pane
+/// tagged with the same owner, is not named by the record.
+#[test]
+fn an_init_killed_before_recording_its_leader_leaves_nothing_behind() {
+    let sb = Sandbox::new();
+    let o = sb
+        .cmd("team-scale")
+        .args([
+            "init",
+            "demo",
+            "--private",
+            "--leader-cmd",
+            "exec sleep 100000",
+        ])
+        .env("TEAM_FAILPOINTS", "init.before_record=exit")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(137), "the fail point ends init");
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sb.ws.join(".team/teams/demo/init.json")).unwrap())
+            .unwrap();
+    assert!(record["leader"].is_null(), "{record}");
+    let owner = record["owner_id"].as_str().unwrap().to_string();
+    let sock = sb.private_sock();
+    let leader = panes(&sock);
+    assert_eq!(leader.len(), 1, "{leader:?}");
+    // Another server of yours: a session `demo` whose pane claims to be that init's leader.
+    let other = sock.with_file_name("other");
+    assert_code(
+        &tmux_at(
+            &other,
+            &[
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-s",
+                "demo",
+                "sleep 200001",
+            ],
+        ),
+        0,
+    );
+    let mine = panes(&other);
+    let ws = sb.ws.display().to_string();
+    set_tags(
+        &other,
+        &mine[0],
+        &[
+            ("@team_owner", &owner),
+            ("@team_name", "demo"),
+            ("@team_role", "leader"),
+            ("@team_workspace", &ws),
+        ],
+    );
+    assert_code(
+        &tmux_at(
+            &other,
+            &["set-option", "-t", "demo", "@team_session_owner", &owner],
+        ),
+        0,
+    );
+    let o = sb.run(
+        "team-reap",
+        &[
+            "--json",
+            "--no-processes",
+            "--socket",
+            &sock.display().to_string(),
+            "--socket",
+            &other.display().to_string(),
+            "--only-under",
+            &sb.dir.path().display().to_string(),
+        ],
+    );
+    let lines = json_lines(&o.stdout);
+    let v = lines
+        .iter()
+        .find(|l| l["pane_id"] == leader[0].as_str() && l["endpoint"] == sock.to_str().unwrap())
+        .expect("the leader's line");
+    assert_eq!(
+        (&v["verdict"], &v["action"]),
+        (&"orphan".into(), &"killed".into()),
+        "{v}"
+    );
+    assert!(panes(&sock).is_empty());
+    assert_eq!(panes(&other), mine, "the other server's pane was killed");
+    assert_code(&tmux_at(&other, &["kill-server"]), 0);
+    assert_code(
+        &sb.run(
+            "team-scale",
+            &[
+                "init",
+                "demo",
+                "--private",
+                "--leader-cmd",
+                "exec sleep 100000",
+            ],
+        ),
+        0,
     );
 }

@@ -46,9 +46,13 @@
 //!   leader-tagged pane is an orphan only as the recorded leader (full incarnation) of a
 //!   stopped team that the tools created (`classify::classify_pane`); when the team's state
 //!   is gone or names another owner, it is `unverifiable` and its session stays: the user
-//!   ends it. An `init` that dies before storing `team.json` leaves `init.json` naming the
-//!   leader pane it made (full identity, owner): that record names it, so the reaper removes
-//!   it (a pane made but not yet recorded is left to the user). *Rejected:* the old rule (a pane tagged leader in a session whose
+//!   ends it. An `init` that dies before storing `team.json` leaves `init.json`: its private
+//!   server and owner id from the start, the leader pane's full identity as soon as it exists.
+//!   That record names the leader (on that server, with that owner; by its identity, or, when
+//!   the init died while tmux was still making the session, as the pane heading the session of
+//!   the team's name that carries the owner, once the init process is gone), so the reaper
+//!   removes it; and a later `init` that finds that session stops before any effect, leaving
+//!   the record for the reaper. *Rejected:* the old rule (a pane tagged leader in a session whose
 //!   `@team_session_owner` equals its owner is tools-made): a session of the user's own, or a
 //!   live team's leader or worker re-tagged as a lost team's leader, was killed (black-box
 //!   findings).
@@ -257,7 +261,7 @@ fn classify_row(cfg: &Config, oracle: &mut Oracle, endpoint: &Path, row: &PaneRo
                 let mut c = classify::classify_pane(row, Ok(&l));
                 if matches!(l, Lookup::Gone(_))
                     && !row.tags.role.is_empty()
-                    && interrupted_init_made(row, &k)
+                    && interrupted_init_made(row, &k, endpoint)
                 {
                     c = Classified::orphan(OrphanCause::TeamStateGone);
                 }
@@ -303,19 +307,34 @@ fn classify_row(cfg: &Config, oracle: &mut Oracle, endpoint: &Path, row: &PaneRo
     }
 }
 
-/// Whether `row` (a leader-tagged pane of a team whose state is gone) is the leader pane an
-/// interrupted `init` recorded as its own: the record names this pane's full identity (pane id
-/// and pid, on this server incarnation) and the owner its tags carry. That record, not the
-/// tags, is what names it; see "A leader is killed only as a record names it".
-fn interrupted_init_made(row: &PaneRow, key: &TeamKey) -> bool {
-    let Some((owner, p)) = state::interrupted_init_leader(key) else {
+/// Whether `row` (a leader-tagged pane of a team whose state is gone, on `endpoint`) is the
+/// leader pane an interrupted `init` made, by the record it left (`init.json`), not by its
+/// tags alone: the pane is on the private server the record names and carries the record's
+/// owner id, and either the record names this pane's full identity (pane id and pid, server
+/// incarnation, session), or, when the init died before it could record the pane (its tmux
+/// client finishing the session after it), the pane heads a session of the team's name that
+/// carries the record's owner as `@team_session_owner`, and the init process is gone. See
+/// "A leader is killed only as a record names it".
+fn interrupted_init_made(row: &PaneRow, key: &TeamKey, endpoint: &Path) -> bool {
+    let Some(rec) = state::interrupted_init(key) else {
         return false;
     };
-    owner == row.tags.owner
-        && p.pane_id == row.pane_id
-        && p.pane_pid == row.pane_pid
-        && (p.server_pid, p.server_start) == (row.server_pid, row.server_start)
-        && p.session_id == row.session_id
+    if rec.owner != row.tags.owner || rec.endpoint.as_deref() != Some(endpoint) {
+        return false;
+    }
+    match &rec.leader {
+        Some(p) => {
+            p.pane_id == row.pane_id
+                && p.pane_pid == row.pane_pid
+                && (p.server_pid, p.server_start) == (row.server_pid, row.server_start)
+                && p.session_id == row.session_id
+        }
+        None => {
+            row.tags.session_owner == rec.owner
+                && row.session_name == key.name.as_str()
+                && !rec.pid.is_some_and(crate::view::pid_alive)
+        }
+    }
 }
 
 /// Why a worker pane the tags make an orphan is still not provably ours (`None`: proven, or
@@ -376,8 +395,8 @@ fn unproven_worker_pane(row: &PaneRow, key: &TeamKey) -> Option<String> {
             format!("tagged as a worker whose workspace is not where its supervisor works: {why}")
         })
     } else {
-        not_ours(format!(
-            "pid {}'s supervisor works for {}",
+        Some(format!(
+            "its tags do not say what its supervisor (pid {}) works for: {}",
             row.pane_pid,
             differ.join(", ")
         ))

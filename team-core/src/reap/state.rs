@@ -37,19 +37,43 @@ use crate::model::Team;
 use crate::paths::{StateRoot, TeamName};
 use crate::store::Store;
 
-/// The leader pane an interrupted `init` of `key`'s team recorded in `teams/<t>/init.json`
-/// (with the owner id it tagged it with), once that pane existed. `None` when there is no such
-/// record, it names no leader yet, or it cannot be read or parsed (read without following a
-/// symlink, bounded).
-pub fn interrupted_init_leader(key: &TeamKey) -> Option<(String, crate::model::PaneIncarnation)> {
+/// What an interrupted `init` left in `teams/<t>/init.json`.
+#[derive(Debug, Clone)]
+pub struct InitRecord {
+    /// The owner id it tagged its panes and session with.
+    pub owner: String,
+    /// The private server it made its session on (`None`: an adopting init, which makes no
+    /// pane).
+    pub endpoint: Option<PathBuf>,
+    /// The init process.
+    pub pid: Option<u32>,
+    /// The leader pane it made, once that pane existed.
+    pub leader: Option<crate::model::PaneIncarnation>,
+}
+
+/// The record an interrupted `init` of `key`'s team left, if any (read without following a
+/// symlink, bounded; `None` when absent, unreadable or malformed).
+pub fn interrupted_init(key: &TeamKey) -> Option<InitRecord> {
     let root = key.state_root();
     let b = crate::fsutil::state_read(root.path(), &root.init_record(&key.name), 4096)
         .ok()
         .flatten()?;
     let v: serde_json::Value = serde_json::from_slice(&b).ok()?;
-    let owner = v.get("owner_id")?.as_str()?.to_string();
-    let leader = serde_json::from_value(v.get("leader")?.clone()).ok()?;
-    Some((owner, leader))
+    Some(InitRecord {
+        owner: v.get("owner_id")?.as_str()?.to_string(),
+        endpoint: v
+            .get("endpoint")
+            .and_then(|e| e.as_str())
+            .map(PathBuf::from),
+        pid: v
+            .get("pid")
+            .and_then(|p| p.as_u64())
+            .and_then(|p| u32::try_from(p).ok()),
+        leader: match v.get("leader") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(l) => Some(serde_json::from_value(l.clone()).ok()?),
+        },
+    })
 }
 
 /// Which team state a pane or process points at.

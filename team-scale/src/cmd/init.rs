@@ -125,17 +125,37 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
     // (and the scale lock, held until the state is stored, keeps the reaper off meanwhile).
     let init_record = ctx.root.init_record(&team);
     let root = ctx.root.path();
-    if let Ok(Some(old)) = fsutil::state_read(root, &init_record, 4096) {
-        tracing::warn!(record = %String::from_utf8_lossy(&old), "an earlier init of this team was interrupted");
+    let endpoint = private.then(|| private_endpoint(&ctx.tmux_tmpdir, &ctx.workspace));
+    let interrupted = fsutil::state_read(root, &init_record, 4096).ok().flatten();
+    // A session of the team's name already there stops this init before any effect (before
+    // its record is written): an interrupted init's record is what names that init's leader
+    // pane to the reaper, so it stays as it is.
+    if let Some(ep) = &endpoint {
+        let tmux = ctx.tmux(ep);
+        if tmux.server_answers() && tmux.has_session(team.as_str())? {
+            return Err(Error::Refused(match &interrupted {
+                Some(_) => format!(
+                    "an earlier init of team {team} was interrupted and its session is still on {}; `team-reap run` removes it (by the record it left in {}), then init again",
+                    ep.display(),
+                    init_record.display()
+                ),
+                None => format!("a session named {team} already exists on {}", ep.display()),
+            })
+            .into());
+        }
+    }
+    if let Some(old) = &interrupted {
+        tracing::warn!(record = %String::from_utf8_lossy(old), "an earlier init of this team was interrupted");
         team_cli::say_line!(
-            "team-scale: warning: an earlier init of team {team} was interrupted; `team-reap` removes the leader pane it recorded (one it had not recorded yet is yours to end)"
+            "team-scale: warning: an earlier init of team {team} was interrupted; it left no session"
         );
     }
     fsutil::state_create_dir(root, &ctx.root.team_dir(&team))?;
     let started_at = fsutil::now_rfc3339();
     let record = |leader: Option<&PaneIncarnation>| {
         json!({"team": team, "owner_id": owner, "pid": std::process::id(),
-               "private": private, "started_at": started_at, "leader": leader})
+               "private": private, "endpoint": endpoint, "started_at": started_at,
+               "leader": leader})
         .to_string()
     };
     fsutil::state_write(root, &init_record, record(None).as_bytes())?;
@@ -281,6 +301,7 @@ fn init_private(
             ("@team_session_name".into(), name.clone()),
         ],
     })?;
+    team_core::failpoint::hit("init.before_record")?;
     on_leader(&inc)?;
     team_core::failpoint::hit("init.session")?;
     let mut leader = inc;
