@@ -782,7 +782,7 @@ pub fn env_token(pid: u32, key: &str) -> crate::proctree::EnvToken {
 }
 
 /// The `stat` of a process, parsed whole; `None` when it is gone.
-fn node_of(pid: u32) -> Result<Option<crate::proctree::Node>> {
+pub fn node_of(pid: u32) -> Result<Option<crate::proctree::Node>> {
     match read_proc(pid, "stat")? {
         None => Ok(None),
         Some(b) => crate::proctree::parse_stat(&b)

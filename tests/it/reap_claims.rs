@@ -542,3 +542,137 @@ fn an_init_killed_before_recording_its_leader_leaves_nothing_behind() {
         0,
     );
 }
+
+/// Attack (a fourth-round finding): after an init died before recording its leader, a pane of
+/// yours put into its session (made the session's head by `swap-pane`) and tagged as that
+/// init's leader is never killed; while two panes claim to be the leader, neither is. Untagged
+/// again, yours stays and the real leader goes.
+#[test]
+fn a_pane_of_yours_in_an_interrupted_inits_session_is_never_its_leader() {
+    let sb = Sandbox::new();
+    let o = sb
+        .cmd("team-scale")
+        .args([
+            "init",
+            "demo",
+            "--private",
+            "--leader-cmd",
+            "exec sleep 100000",
+        ])
+        .env("TEAM_FAILPOINTS", "init.before_record=exit")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(137), "the fail point ends init");
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sb.ws.join(".team/teams/demo/init.json")).unwrap())
+            .unwrap();
+    let owner = record["owner_id"].as_str().unwrap().to_string();
+    let sock = sb.private_sock();
+    let leader = panes(&sock).remove(0);
+    let mine = String::from_utf8_lossy(
+        &tmux_at(
+            &sock,
+            &[
+                "split-window",
+                "-d",
+                "-t",
+                &leader,
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "sleep 200001",
+            ],
+        )
+        .stdout,
+    )
+    .trim()
+    .to_string();
+    assert_code(
+        &tmux_at(&sock, &["swap-pane", "-d", "-s", &leader, "-t", &mine]),
+        0,
+    );
+    let ws = sb.ws.display().to_string();
+    let claim = [
+        ("@team_owner", owner.as_str()),
+        ("@team_name", "demo"),
+        ("@team_role", "leader"),
+        ("@team_workspace", ws.as_str()),
+    ];
+    set_tags(&sock, &mine, &claim);
+    let lines = reap(&sb);
+    spared(&lines, &sock, &mine, "tagged as a leader");
+    spared(&lines, &sock, &leader, "tagged as a leader");
+    for (k, _) in claim {
+        assert_code(
+            &tmux_at(&sock, &["set-option", "-p", "-u", "-t", &mine, k]),
+            0,
+        );
+    }
+    let lines = reap(&sb);
+    assert_eq!(verdict(&lines, &leader)["action"], "killed");
+    assert_eq!(panes(&sock), vec![mine]);
+}
+
+/// Sends SIGCONT to a stopped process when dropped, however the test ends.
+struct Resume(u32);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-CONT", &self.0.to_string()])
+            .status();
+    }
+}
+
+/// A fourth-round finding: a second `init` that cannot ask the private server (it does not
+/// answer) does not take that for "no session": it stops (69) and keeps the interrupted
+/// init's record, which the reaper then uses.
+#[test]
+fn an_init_that_cannot_ask_the_server_keeps_the_interrupted_record() {
+    let sb = Sandbox::new();
+    let o = sb
+        .cmd("team-scale")
+        .args([
+            "init",
+            "demo",
+            "--private",
+            "--leader-cmd",
+            "exec sleep 100000",
+        ])
+        .env("TEAM_FAILPOINTS", "init.before_record=exit")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(137), "the fail point ends init");
+    let path = sb.ws.join(".team/teams/demo/init.json");
+    let raw = std::fs::read(&path).unwrap();
+    let sock = sb.private_sock();
+    let server: u32 =
+        String::from_utf8_lossy(&tmux_at(&sock, &["display-message", "-p", "#{pid}"]).stdout)
+            .trim()
+            .parse()
+            .unwrap();
+    let resume = Resume(server);
+    assert_code(
+        &std::process::Command::new("kill")
+            .args(["-STOP", &server.to_string()])
+            .output()
+            .unwrap(),
+        0,
+    );
+    let o = sb.run(
+        "team-scale",
+        &[
+            "init",
+            "demo",
+            "--private",
+            "--leader-cmd",
+            "exec sleep 100000",
+        ],
+    );
+    drop(resume);
+    assert_code(&o, 69);
+    assert_eq!(std::fs::read(&path).unwrap(), raw, "the record was changed");
+    let leader = panes(&sock).remove(0);
+    let lines = reap(&sb);
+    assert_eq!(verdict(&lines, &leader)["action"], "killed");
+}

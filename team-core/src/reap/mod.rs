@@ -49,10 +49,11 @@
 //!   ends it. An `init` that dies before storing `team.json` leaves `init.json`: its private
 //!   server and owner id from the start, the leader pane's full identity as soon as it exists.
 //!   That record names the leader (on that server, with that owner; by its identity, or, when
-//!   the init died while tmux was still making the session, as the pane heading the session of
-//!   the team's name that carries the owner, once the init process is gone), so the reaper
-//!   removes it; and a later `init` that finds that session stops before any effect, leaving
-//!   the record for the reaper. *Rejected:* the old rule (a pane tagged leader in a session whose
+//!   the init died while tmux was still making the session, as the session's oldest pane and
+//!   its only one claiming that owner, in the session of the team's name that carries the
+//!   owner, once the init process is gone by its pid and start time), so the reaper removes
+//!   it; and a later `init` that finds that session, or cannot ask the server, stops before any
+//!   effect, leaving the record for the reaper. *Rejected:* the old rule (a pane tagged leader in a session whose
 //!   `@team_session_owner` equals its owner is tools-made): a session of the user's own, or a
 //!   live team's leader or worker re-tagged as a lost team's leader, was killed (black-box
 //!   findings).
@@ -226,7 +227,7 @@ pub fn scan(cfg: &Config, oracle: &mut Oracle) -> Result<Vec<Server>> {
                     }
                 }
                 for row in &snap.rows {
-                    panes.push(classify_row(cfg, oracle, &endpoint, row));
+                    panes.push(classify_row(cfg, oracle, &endpoint, row, &snap.rows));
                 }
                 Server {
                     endpoint,
@@ -241,7 +242,13 @@ pub fn scan(cfg: &Config, oracle: &mut Oracle) -> Result<Vec<Server>> {
     Ok(out)
 }
 
-fn classify_row(cfg: &Config, oracle: &mut Oracle, endpoint: &Path, row: &PaneRow) -> PaneReport {
+fn classify_row(
+    cfg: &Config,
+    oracle: &mut Oracle,
+    endpoint: &Path,
+    row: &PaneRow,
+    rows: &[PaneRow],
+) -> PaneReport {
     let mut key = None;
     let mut generation = None;
     let class = if !row.tags.pane_tagged() {
@@ -261,7 +268,7 @@ fn classify_row(cfg: &Config, oracle: &mut Oracle, endpoint: &Path, row: &PaneRo
                 let mut c = classify::classify_pane(row, Ok(&l));
                 if matches!(l, Lookup::Gone(_))
                     && !row.tags.role.is_empty()
-                    && interrupted_init_made(row, &k, endpoint)
+                    && interrupted_init_made(row, rows, &k, endpoint)
                 {
                     c = Classified::orphan(OrphanCause::TeamStateGone);
                 }
@@ -314,8 +321,11 @@ fn classify_row(cfg: &Config, oracle: &mut Oracle, endpoint: &Path, row: &PaneRo
 /// incarnation, session), or, when the init died before it could record the pane (its tmux
 /// client finishing the session after it), the pane heads a session of the team's name that
 /// carries the record's owner as `@team_session_owner`, and the init process is gone. See
-/// "A leader is killed only as a record names it".
-fn interrupted_init_made(row: &PaneRow, key: &TeamKey, endpoint: &Path) -> bool {
+/// "A leader is killed only as a record names it". Heading means: the session's oldest pane
+/// (the lowest pane id in it: init made the session with that one pane) and its only pane
+/// tagged as a leader of that owner (two claimants name neither). `rows` is the server's
+/// listing.
+fn interrupted_init_made(row: &PaneRow, rows: &[PaneRow], key: &TeamKey, endpoint: &Path) -> bool {
     let Some(rec) = state::interrupted_init(key) else {
         return false;
     };
@@ -330,9 +340,21 @@ fn interrupted_init_made(row: &PaneRow, key: &TeamKey, endpoint: &Path) -> bool 
                 && p.session_id == row.session_id
         }
         None => {
+            let num = |r: &PaneRow| r.pane_id[1..].parse::<u64>().unwrap_or(u64::MAX);
+            let session: Vec<&PaneRow> = rows
+                .iter()
+                .filter(|r| r.session_id == row.session_id)
+                .collect();
+            let oldest = session.iter().map(|r| num(r)).min() == Some(num(row));
+            let claimants = session
+                .iter()
+                .filter(|r| r.tags.owner == rec.owner && !r.tags.role.is_empty())
+                .count();
             row.tags.session_owner == rec.owner
                 && row.session_name == key.name.as_str()
-                && !rec.pid.is_some_and(crate::view::pid_alive)
+                && oldest
+                && claimants == 1
+                && rec.init_gone()
         }
     }
 }

@@ -45,10 +45,30 @@ pub struct InitRecord {
     /// The private server it made its session on (`None`: an adopting init, which makes no
     /// pane).
     pub endpoint: Option<PathBuf>,
-    /// The init process.
+    /// The init process, and its start time (clock ticks since boot, as in `/proc`).
     pub pid: Option<u32>,
+    pub pid_start: Option<u64>,
     /// The leader pane it made, once that pane existed.
     pub leader: Option<crate::model::PaneIncarnation>,
+}
+
+impl InitRecord {
+    /// Whether the init process that wrote the record is gone: no process has its pid with
+    /// its start time (a reused pid is another process), or it is a zombie. Without a
+    /// recorded start time, only an absent pid counts.
+    pub fn init_gone(&self) -> bool {
+        let Some(pid) = self.pid else {
+            return true;
+        };
+        match crate::process::node_of(pid) {
+            Ok(None) => true,
+            Ok(Some(n)) => {
+                matches!(n.state, b'Z' | b'X' | b'x')
+                    || self.pid_start.is_some_and(|s| s != n.id.start_time)
+            }
+            Err(_) => false,
+        }
+    }
 }
 
 /// The record an interrupted `init` of `key`'s team left, if any (read without following a
@@ -69,6 +89,7 @@ pub fn interrupted_init(key: &TeamKey) -> Option<InitRecord> {
             .get("pid")
             .and_then(|p| p.as_u64())
             .and_then(|p| u32::try_from(p).ok()),
+        pid_start: v.get("pid_start").and_then(|p| p.as_u64()),
         leader: match v.get("leader") {
             None | Some(serde_json::Value::Null) => None,
             Some(l) => Some(serde_json::from_value(l.clone()).ok()?),
@@ -371,5 +392,36 @@ mod tests {
             audit_log_for(&key, &g, None).unwrap(),
             d.path().join(".team/audit.jsonl")
         );
+    }
+}
+
+#[cfg(test)]
+mod init_record_tests {
+    use super::InitRecord;
+
+    fn rec(pid: Option<u32>, pid_start: Option<u64>) -> InitRecord {
+        InitRecord {
+            owner: "o".into(),
+            endpoint: None,
+            pid,
+            pid_start,
+            leader: None,
+        }
+    }
+
+    /// An init counts as gone when its pid is free, or taken by another process (another
+    /// start time): a reused pid never keeps its session from the reaper.
+    #[test]
+    fn an_init_is_gone_by_its_pid_and_start_time() {
+        let me = std::process::id();
+        let start = crate::process::start_time(me).unwrap().unwrap();
+        assert!(!rec(Some(me), Some(start)).init_gone(), "alive, same start");
+        assert!(rec(Some(me), Some(start + 1)).init_gone(), "a reused pid");
+        assert!(
+            !rec(Some(me), None).init_gone(),
+            "no start recorded: the pid decides"
+        );
+        // pid_max is at most 4194304: this pid never runs.
+        assert!(rec(Some(4_194_305), Some(1)).init_gone());
     }
 }

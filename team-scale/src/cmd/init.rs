@@ -130,14 +130,27 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
     // A session of the team's name already there stops this init before any effect (before
     // its record is written): an interrupted init's record is what names that init's leader
     // pane to the reaper, so it stays as it is.
+    // A server that cannot be asked is not one without the session: stop, and keep the record.
     if let Some(ep) = &endpoint {
         let tmux = ctx.tmux(ep);
-        if tmux.server_answers() && tmux.has_session(team.as_str())? {
+        let there = match tmux.list() {
+            Listing::NoServer => false,
+            Listing::Failed(e) => {
+                return Err(Error::TmuxUnavailable {
+                    endpoint: ep.clone(),
+                    msg: format!("cannot tell whether a session {team} is there: {e}"),
+                }
+                .into());
+            }
+            Listing::Panes(snap) => snap.rows.iter().any(|r| r.session_name == team.as_str()),
+        };
+        if there {
             return Err(Error::Refused(match &interrupted {
                 Some(_) => format!(
-                    "an earlier init of team {team} was interrupted and its session is still on {}; `team-reap run` removes it (by the record it left in {}), then init again",
+                    "an earlier init of team {team} was interrupted and its session is still on {}; `team-reap run` removes it when its record ({}) proves it that init's, else end it yourself (`tmux -S {} kill-session -t ={team}`), then init again",
                     ep.display(),
-                    init_record.display()
+                    init_record.display(),
+                    ep.display()
                 ),
                 None => format!("a session named {team} already exists on {}", ep.display()),
             })
@@ -152,8 +165,11 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
     }
     fsutil::state_create_dir(root, &ctx.root.team_dir(&team))?;
     let started_at = fsutil::now_rfc3339();
+    let pid_start = team_core::process::start_time(std::process::id())
+        .ok()
+        .flatten();
     let record = |leader: Option<&PaneIncarnation>| {
-        json!({"team": team, "owner_id": owner, "pid": std::process::id(),
+        json!({"team": team, "owner_id": owner, "pid": std::process::id(), "pid_start": pid_start,
                "private": private, "endpoint": endpoint, "started_at": started_at,
                "leader": leader})
         .to_string()
