@@ -62,6 +62,28 @@ fn spared(lines: &[serde_json::Value], sock: &Path, pane: &str, why: &str) {
     );
 }
 
+/// `init demo --private` ended by `failpoint` (an `exit` fail point: exit 137). Returns the
+/// `init.json` it left, as bytes and parsed, and the owner id in it.
+fn interrupted_init(sb: &Sandbox, failpoint: &str) -> (Vec<u8>, serde_json::Value, String) {
+    let o = sb
+        .cmd("team-scale")
+        .args([
+            "init",
+            "demo",
+            "--private",
+            "--leader-cmd",
+            "exec sleep 100000",
+        ])
+        .env("TEAM_FAILPOINTS", failpoint)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(137), "the fail point ends init");
+    let raw = std::fs::read(sb.ws.join(".team/teams/demo/init.json")).unwrap();
+    let record: serde_json::Value = serde_json::from_slice(&raw).unwrap();
+    let owner = record["owner_id"].as_str().unwrap().to_string();
+    (raw, record, owner)
+}
+
 /// A team of one worker on its private server; returns the worker's pane id.
 fn team_of_one(sb: &Sandbox) -> String {
     assert_code(&sb.run("team-scale", &["init", "demo", "--private"]), 0);
@@ -269,25 +291,10 @@ fn a_live_leader_retagged_to_a_gone_team_is_never_reaped() {
 #[test]
 fn an_interrupted_inits_recorded_leader_is_reaped_and_nothing_else() {
     let sb = Sandbox::new();
-    let o = sb
-        .cmd("team-scale")
-        .args([
-            "init",
-            "demo",
-            "--private",
-            "--leader-cmd",
-            "exec sleep 100000",
-        ])
-        .env("TEAM_FAILPOINTS", "init.session=exit")
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(137), "the fail point ends init");
+    let (raw, record, owner) = interrupted_init(&sb, "init.session=exit");
     let sock = sb.private_sock();
     let leader = panes(&sock);
     assert_eq!(leader.len(), 1, "{leader:?}");
-    let raw = std::fs::read(sb.ws.join(".team/teams/demo/init.json")).unwrap();
-    let record: serde_json::Value = serde_json::from_slice(&raw).unwrap();
-    let owner = record["owner_id"].as_str().unwrap().to_string();
     assert_eq!(record["leader"]["pane_id"], leader[0].as_str());
     // A pane of yours, tagged as that init's leader.
     assert_code(
@@ -445,24 +452,8 @@ fn one_run_reaps_a_lost_workers_pane_and_the_detached_child_it_left() {
 #[test]
 fn an_init_killed_before_recording_its_leader_leaves_nothing_behind() {
     let sb = Sandbox::new();
-    let o = sb
-        .cmd("team-scale")
-        .args([
-            "init",
-            "demo",
-            "--private",
-            "--leader-cmd",
-            "exec sleep 100000",
-        ])
-        .env("TEAM_FAILPOINTS", "init.before_record=exit")
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(137), "the fail point ends init");
-    let record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(sb.ws.join(".team/teams/demo/init.json")).unwrap())
-            .unwrap();
+    let (_, record, owner) = interrupted_init(&sb, "init.before_record=exit");
     assert!(record["leader"].is_null(), "{record}");
-    let owner = record["owner_id"].as_str().unwrap().to_string();
     let sock = sb.private_sock();
     let leader = panes(&sock);
     assert_eq!(leader.len(), 1, "{leader:?}");
@@ -550,23 +541,7 @@ fn an_init_killed_before_recording_its_leader_leaves_nothing_behind() {
 #[test]
 fn a_pane_of_yours_in_an_interrupted_inits_session_is_never_its_leader() {
     let sb = Sandbox::new();
-    let o = sb
-        .cmd("team-scale")
-        .args([
-            "init",
-            "demo",
-            "--private",
-            "--leader-cmd",
-            "exec sleep 100000",
-        ])
-        .env("TEAM_FAILPOINTS", "init.before_record=exit")
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(137), "the fail point ends init");
-    let record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(sb.ws.join(".team/teams/demo/init.json")).unwrap())
-            .unwrap();
-    let owner = record["owner_id"].as_str().unwrap().to_string();
+    let (_, _, owner) = interrupted_init(&sb, "init.before_record=exit");
     let sock = sb.private_sock();
     let leader = panes(&sock).remove(0);
     let mine = String::from_utf8_lossy(
@@ -630,21 +605,8 @@ impl Drop for Resume {
 #[test]
 fn an_init_that_cannot_ask_the_server_keeps_the_interrupted_record() {
     let sb = Sandbox::new();
-    let o = sb
-        .cmd("team-scale")
-        .args([
-            "init",
-            "demo",
-            "--private",
-            "--leader-cmd",
-            "exec sleep 100000",
-        ])
-        .env("TEAM_FAILPOINTS", "init.before_record=exit")
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(137), "the fail point ends init");
+    let (raw, _, _) = interrupted_init(&sb, "init.before_record=exit");
     let path = sb.ws.join(".team/teams/demo/init.json");
-    let raw = std::fs::read(&path).unwrap();
     let sock = sb.private_sock();
     let server: u32 =
         String::from_utf8_lossy(&tmux_at(&sock, &["display-message", "-p", "#{pid}"]).stdout)

@@ -141,7 +141,7 @@ pub fn classify_pane(row: &PaneRow, lookup: Result<&Lookup, &str>) -> Classified
     };
     let is_leader = !t.role.is_empty();
     // A leader pane is killed only as the recorded leader of a stopped team that the tools
-    // created (below). Its tags, and its session's options, are claims anyone with the socket
+    // created (below), or by an interrupted init's record (`reap::interrupted_init_made`). Its tags, and its session's options, are claims anyone with the socket
     // can set, and no process proves a leader (it runs your shell): with no record naming it,
     // a leader-tagged pane is unverifiable, never an orphan.
     let unrecorded_leader = || {
@@ -188,9 +188,7 @@ pub fn classify_pane(row: &PaneRow, lookup: Result<&Lookup, &str>) -> Classified
         if is_leader {
             // Its full identity, where it was recorded: a recorded leader moved into another
             // session or window (yours) is not killed there.
-            let l = &team.leader.pane;
-            if !(recorded_here(l) && l.session_id == row.session_id && l.window_id == row.window_id)
-            {
+            if !row.is_exactly(&team.leader.pane) {
                 return unrecorded_leader();
             }
             if !team.leader.created_by_tools {

@@ -26,7 +26,7 @@
 //!   the team, worker, owner, incarnation, workspace and state root the tags name
 //!   (`unproven_worker_pane`; else `unverifiable`). A dead pane, or one whose process just
 //!   exited, holds no process to harm and is judged by its tags. Leader panes run the user's
-//!   shell, not a supervisor: they stay judged by their tags and their tools-made session.
+//!   shell, not a supervisor: a record must name them (next decision).
 //!   *Rejected:* trusting the tags (the old rule: a shell tagged by hand as a gone team's
 //!   worker, or a live worker's pane re-tagged to an empty workspace, was killed); checking
 //!   only that some supervisor runs there (a re-tag to another owner or workspace would pass).
@@ -317,8 +317,7 @@ fn classify_row(
 /// Whether `row` (a leader-tagged pane of a team whose state is gone, on `endpoint`) is the
 /// leader pane an interrupted `init` made, by the record it left (`init.json`), not by its
 /// tags alone: the pane is on the private server the record names and carries the record's
-/// owner id, and either the record names this pane's full identity (pane id and pid, server
-/// incarnation, session), or, when the init died before it could record the pane (its tmux
+/// owner id, and either the record names this pane's full identity (`PaneRow::is_exactly`), or, when the init died before it could record the pane (its tmux
 /// client finishing the session after it), the pane heads a session of the team's name that
 /// carries the record's owner as `@team_session_owner`, and the init process is gone. See
 /// "A leader is killed only as a record names it". Heading means: the session's oldest pane
@@ -333,12 +332,7 @@ fn interrupted_init_made(row: &PaneRow, rows: &[PaneRow], key: &TeamKey, endpoin
         return false;
     }
     match &rec.leader {
-        Some(p) => {
-            p.pane_id == row.pane_id
-                && p.pane_pid == row.pane_pid
-                && (p.server_pid, p.server_start) == (row.server_pid, row.server_start)
-                && p.session_id == row.session_id
-        }
+        Some(p) => row.is_exactly(p),
         None => {
             let num = |r: &PaneRow| r.pane_id[1..].parse::<u64>().unwrap_or(u64::MAX);
             let session: Vec<&PaneRow> = rows
@@ -367,7 +361,7 @@ fn interrupted_init_made(row: &PaneRow, rows: &[PaneRow], key: &TeamKey, endpoin
 /// state root. A hand-tagged pane of yours (a shell, an editor) and a live team's worker pane
 /// re-tagged to another owner or workspace are `unverifiable`. A dead pane, or one whose
 /// process has just exited, holds no process to harm. Leader panes run your shell, not a
-/// supervisor: they are judged by their tags and session (see `classify`).
+/// supervisor: a record must name them (`classify::classify_pane`, `interrupted_init_made`).
 fn unproven_worker_pane(row: &PaneRow, key: &TeamKey) -> Option<String> {
     if !row.tags.role.is_empty() || row.dead {
         return None;

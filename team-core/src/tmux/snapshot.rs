@@ -55,6 +55,17 @@ pub struct PaneRow {
 }
 
 impl PaneRow {
+    /// Whether this line shows exactly the pane `p` records, where it was recorded: the same
+    /// server incarnation, pane id and pid, session and window (a recorded pane moved
+    /// elsewhere, or respawned, is not it).
+    pub fn is_exactly(&self, p: &crate::model::PaneIncarnation) -> bool {
+        (self.server_pid, self.server_start) == (p.server_pid, p.server_start)
+            && self.pane_id == p.pane_id
+            && self.pane_pid == p.pane_pid
+            && self.session_id == p.session_id
+            && self.window_id == p.window_id
+    }
+
     /// The incarnation this listing line shows (without the process start time, which only
     /// `/proc` knows).
     pub fn incarnation(&self) -> crate::model::PaneIncarnation {

@@ -272,13 +272,7 @@ fn init_private(
     }
     let tmux = ctx.tmux(&endpoint);
     let name = team.to_string();
-    if tmux.server_answers() && tmux.has_session(&name)? {
-        return Err(Error::Refused(format!(
-            "a session named {name} already exists on {}",
-            endpoint.display()
-        ))
-        .into());
-    }
+    // A session of this name was looked for (and refused) before the record was written.
     let o = owner.to_string();
     let leader_cmd = a
         .leader_cmd
