@@ -267,3 +267,34 @@ impl Drop for PutBack {
         let _ = std::fs::rename(&self.1, &self.0);
     }
 }
+
+/// Attack: `status` runs at idle priority and, to say whether a scale operation is in flight,
+/// used to take the scale lock shared for an instant. On a busy machine a reader preempted in
+/// that instant kept a writer's try-lock failing (and backing off) for as long as it was not
+/// scheduled. Here the reader is pinned inside its look at the lock (a fail point); the writer
+/// must still get the lock at once (`--wait 0s`).
+#[test]
+fn a_reader_looking_at_the_scale_lock_never_holds_it() {
+    let sb = Sandbox::new();
+    assert_code(&sb.run("team-scale", &["init", "demo", "--private"]), 0);
+    let mut reader = sb
+        .cmd("team-scale")
+        .args(["status", "demo", "--json", "--wait", "0s"])
+        .env("TEAM_FAILPOINTS", "lock.probe=sleep4000")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The reader reaches its look at the lock well within this.
+    std::thread::sleep(Duration::from_millis(1000));
+    let o = sb.run(
+        "team-scale",
+        &["up", "demo", "1", "--ready-timeout", "0", "--wait", "0s"],
+    );
+    assert!(
+        reader.try_wait().unwrap().is_none(),
+        "the reader was still pinned while the writer ran (the test proves nothing otherwise)"
+    );
+    assert_code(&o, 0);
+    assert_code(&reader.wait_with_output().unwrap(), 0);
+}
