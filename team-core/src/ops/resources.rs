@@ -801,11 +801,12 @@ pub fn trash_left(
     Ok(n)
 }
 
-/// Whether the trash of `team` holds anything (one directory read).
-pub fn trash_is_empty(root: &StateRoot, team: &crate::paths::TeamName) -> Result<bool> {
+/// How many entries the trash of `team` holds (one directory read; a removed worker leaves
+/// two: its directory and its startup script).
+pub fn trash_len(root: &StateRoot, team: &crate::paths::TeamName) -> Result<usize> {
     match fsutil::state_dir(root.path(), &root.trash_dir(team), false)? {
-        Some(t) => Ok(t.names()?.is_empty()),
-        None => Ok(true),
+        Some(t) => Ok(t.names()?.len()),
+        None => Ok(0),
     }
 }
 
