@@ -638,3 +638,131 @@ fn an_init_that_cannot_ask_the_server_keeps_the_interrupted_record() {
     let lines = reap(&sb);
     assert_eq!(verdict(&lines, &leader)["action"], "killed");
 }
+
+/// A dead pane (kept by `remain-on-exit`) on `sock`, in a new window; returns its id.
+fn dead_pane_of_yours(sock: &Path) -> String {
+    let pane = String::from_utf8_lossy(
+        &tmux_at(
+            sock,
+            &[
+                "new-window",
+                "-d",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "sleep",
+                "100000",
+            ],
+        )
+        .stdout,
+    )
+    .trim()
+    .to_string();
+    assert_code(
+        &tmux_at(
+            sock,
+            &["set-option", "-p", "-t", &pane, "remain-on-exit", "on"],
+        ),
+        0,
+    );
+    assert_code(
+        &tmux_at(sock, &["respawn-pane", "-k", "-t", &pane, "true"]),
+        0,
+    );
+    tests::wait_for(
+        "the pane to be dead",
+        std::time::Duration::from_secs(5),
+        || {
+            String::from_utf8_lossy(
+                &tmux_at(
+                    sock,
+                    &["display-message", "-p", "-t", &pane, "#{pane_dead}"],
+                )
+                .stdout,
+            )
+            .trim()
+                == "1"
+        },
+    );
+    pane
+}
+
+/// Attack: a dead pane of yours (its screen still worth reading) is tagged by hand as a
+/// worker of a team whose state does not exist. Nothing runs in it for a process to prove,
+/// and tmux did not start it as that worker's supervisor: it must survive, `unverifiable`.
+#[test]
+fn a_dead_pane_of_yours_hand_tagged_is_never_reaped() {
+    let sb = Sandbox::new();
+    team_of_one(&sb);
+    let sock = sb.private_sock();
+    let mine = dead_pane_of_yours(&sock);
+    let elsewhere = sb.dir.path().join("elsewhere");
+    std::fs::create_dir_all(elsewhere.join(".team")).unwrap();
+    set_tags(
+        &sock,
+        &mine,
+        &[
+            ("@team_owner", "00000000-0000-4000-8000-00000000dead"),
+            ("@team_worker", "worker-9"),
+            ("@team_incarnation", "00000000-0000-4000-8000-000000000009"),
+            ("@team_op", "00000000-0000-4000-8000-00000000000a"),
+            ("@team_workspace", elsewhere.to_str().unwrap()),
+            ("@team_name", "gone"),
+        ],
+    );
+    let lines = reap(&sb);
+    spared(
+        &lines,
+        &sock,
+        &mine,
+        "tmux did not start it as that worker's supervisor",
+    );
+}
+
+/// Still reaped: a real worker's pane, dead (its supervisor ended), of a team whose state is
+/// gone: tmux started it as exactly that worker's supervisor.
+#[test]
+fn a_real_dead_worker_pane_of_a_gone_team_is_still_reaped() {
+    let sb = Sandbox::new();
+    let pane = team_of_one(&sb);
+    let sock = sb.private_sock();
+    let pid: i32 = String::from_utf8_lossy(
+        &tmux_at(
+            &sock,
+            &["display-message", "-p", "-t", &pane, "#{pane_pid}"],
+        )
+        .stdout,
+    )
+    .trim()
+    .parse()
+    .unwrap();
+    // The supervisor this test's sandbox started, by its pid.
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    tests::wait_for(
+        "the worker's pane to be dead",
+        std::time::Duration::from_secs(5),
+        || {
+            String::from_utf8_lossy(
+                &tmux_at(
+                    &sock,
+                    &["display-message", "-p", "-t", &pane, "#{pane_dead}"],
+                )
+                .stdout,
+            )
+            .trim()
+                == "1"
+        },
+    );
+    std::fs::remove_dir_all(sb.ws.join(".team/teams/demo")).unwrap();
+    let lines = reap(&sb);
+    let v = verdict(&lines, &pane);
+    assert_eq!(v["verdict"], "orphan", "{v}");
+    assert_eq!(v["action"], "killed", "{v}");
+    assert!(!panes(&sock).contains(&pane));
+}

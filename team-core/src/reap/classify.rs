@@ -384,6 +384,7 @@ mod tests {
                 session_owner: t.owner_id.to_string(),
                 ..Default::default()
             },
+            dead_command: String::new(),
         }
     }
 
@@ -405,6 +406,7 @@ mod tests {
                 session_owner: t.owner_id.to_string(),
                 ..Default::default()
             },
+            dead_command: String::new(),
         }
     }
 

@@ -24,9 +24,13 @@
 //!   socket can set `@team_*` on any pane, so a worker-tagged pane that the tags alone make an
 //!   orphan is killed only when its first process is the supervisor `up` started for exactly
 //!   the team, worker, owner, incarnation, workspace and state root the tags name
-//!   (`unproven_worker_pane`; else `unverifiable`). A dead pane, or one whose process just
-//!   exited, holds no process to harm and is judged by its tags. Leader panes run the user's
-//!   shell, not a supervisor: a record must name them (next decision).
+//!   (`unproven_worker_pane`; else `unverifiable`). A dead pane holds no process to prove
+//!   it by: the command tmux started it with (`#{pane_start_command}`, listed for dead panes
+//!   only) must be that same supervisor's, word for word (`unproven_dead_worker_pane`; a path
+//!   tmux would quote cannot be matched and stays `unverifiable`). A pane whose process exited
+//!   after the listing (not dead yet in it) is judged by its tags: nothing runs in it to harm.
+//!   Leader panes run the user's shell, not a supervisor: a record must name them (next
+//!   decision).
 //!   *Rejected:* trusting the tags (the old rule: a shell tagged by hand as a gone team's
 //!   worker, or a live worker's pane re-tagged to an empty workspace, was killed); checking
 //!   only that some supervisor runs there (a re-tag to another owner or workspace would pass).
@@ -359,12 +363,16 @@ fn interrupted_init_made(row: &PaneRow, rows: &[PaneRow], key: &TeamKey, endpoin
 /// exactly what the tags say (`check_supervisor`: its name, its executable, the incarnation in
 /// its arguments), and its arguments must name the same team, worker, owner, workspace and
 /// state root. A hand-tagged pane of yours (a shell, an editor) and a live team's worker pane
-/// re-tagged to another owner or workspace are `unverifiable`. A dead pane, or one whose
-/// process has just exited, holds no process to harm. Leader panes run your shell, not a
+/// re-tagged to another owner or workspace are `unverifiable`. A dead pane is proven by its
+/// start command ([`unproven_dead_worker_pane`]); one whose process has exited since the
+/// listing holds no process to harm. Leader panes run your shell, not a
 /// supervisor: a record must name them (`classify::classify_pane`, `interrupted_init_made`).
 fn unproven_worker_pane(row: &PaneRow, key: &TeamKey) -> Option<String> {
-    if !row.tags.role.is_empty() || row.dead {
+    if !row.tags.role.is_empty() {
         return None;
+    }
+    if row.dead {
+        return unproven_dead_worker_pane(row, key);
     }
     let not_ours = |why: String| {
         Some(format!(
@@ -417,6 +425,63 @@ fn unproven_worker_pane(row: &PaneRow, key: &TeamKey) -> Option<String> {
             differ.join(", ")
         ))
     }
+}
+
+/// Why a dead worker-tagged pane is not provably the worker its tags name, if it is not. No
+/// process runs in it to prove it by, so the command tmux started it with must be the
+/// supervisor `up` starts for exactly what the tags name (op, team, worker, owner,
+/// incarnation) and the state root and workspace searched, and nothing else: tmux shows the
+/// start command as it quotes it, and a word that tmux would quote (a path with a space or a
+/// shell character; its quoting has changed between versions) cannot be matched, so such a
+/// dead pane stays `unverifiable`. A dead pane of yours tagged by hand, or a worker's pane
+/// respawned with another command, is not killed for its tags.
+fn unproven_dead_worker_pane(row: &PaneRow, key: &TeamKey) -> Option<String> {
+    let t = &row.tags;
+    let not_ours = |why: &str| {
+        Some(format!(
+            "dead, tagged as a worker, but {why} (its start command: {:?})",
+            row.dead_command.chars().take(200).collect::<String>()
+        ))
+    };
+    let (Ok(op), Ok(team), Ok(worker), Ok(owner), Ok(incarnation)) = (
+        Uuid::parse_str(&t.op),
+        crate::paths::TeamName::new(&t.name),
+        crate::paths::WorkerName::new(&t.worker),
+        Uuid::parse_str(&t.owner),
+        Uuid::parse_str(&t.incarnation),
+    ) else {
+        return not_ours("its tags are not those `up` sets");
+    };
+    let root = key.state_root();
+    let args = crate::supervisor::SupervisorArgs {
+        op: Some(op),
+        team: team.clone(),
+        worker: worker.clone(),
+        owner,
+        incarnation,
+        state_root: key.root.clone(),
+        workspace: PathBuf::from(&t.workspace),
+    };
+    let mut words = args.to_argv();
+    words.push("/bin/sh".into());
+    words.push(root.runtime_script(&team, &worker).display().to_string());
+    if !words.iter().all(|w| unquoted_by_tmux(w)) {
+        return not_ours("its paths are ones tmux quotes, so its start command cannot be matched");
+    }
+    let tail = format!(" {}", words.join(" "));
+    match row.dead_command.strip_suffix(&tail) {
+        Some(exe) if !exe.is_empty() && unquoted_by_tmux(exe) => None,
+        _ => not_ours("tmux did not start it as that worker's supervisor"),
+    }
+}
+
+/// Whether tmux shows `word` in `#{pane_start_command}` as it is (no quotes, no escapes).
+fn unquoted_by_tmux(word: &str) -> bool {
+    !word.is_empty()
+        && !word.starts_with('~')
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+@:,=".contains(c))
 }
 
 fn entry_for(
@@ -974,5 +1039,69 @@ pub fn kill_processes(
         if let Err(err) = log.append_batch(&done) {
             tracing::warn!(log = %path.display(), error = %err, "could not record process outcomes");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tmux::snapshot::Tags;
+
+    const OP: &str = "00000000-0000-4000-8000-00000000000a";
+    const OWNER: &str = "00000000-0000-4000-8000-00000000000b";
+    const INC: &str = "00000000-0000-4000-8000-00000000000c";
+
+    fn dead_row(ws: &str, command: String) -> (PaneRow, TeamKey) {
+        let key = TeamKey::from_tags(ws, "demo", None).unwrap();
+        let row = PaneRow {
+            pane_id: "%3".into(),
+            pane_pid: 1234,
+            dead: true,
+            session_id: "$1".into(),
+            session_name: "demo".into(),
+            window_id: "@1".into(),
+            server_pid: 100,
+            server_start: 200,
+            tags: Tags {
+                owner: OWNER.into(),
+                worker: "worker-1".into(),
+                incarnation: INC.into(),
+                workspace: ws.into(),
+                name: "demo".into(),
+                op: OP.into(),
+                ..Default::default()
+            },
+            dead_command: command,
+        };
+        (row, key)
+    }
+
+    fn started_as(ws: &str, exe: &str) -> String {
+        format!(
+            "{exe} supervise --op {OP} --team demo --worker worker-1 --owner {OWNER} --incarnation {INC} --root {ws}/.team --ws {ws} -- /bin/sh {ws}/.team/teams/demo/runtime/worker-1.sh"
+        )
+    }
+
+    #[test]
+    fn a_dead_pane_is_a_worker_only_as_tmux_started_it_word_for_word() {
+        let (row, key) = dead_row("/w/s", started_as("/w/s", "/usr/bin/team-scale"));
+        assert_eq!(unproven_dead_worker_pane(&row, &key), None);
+        // Another incarnation, another workspace, extra words, a quoted binary: not it.
+        for cmd in [
+            started_as("/w/s", "/usr/bin/team-scale").replace(INC, OWNER),
+            started_as("/w/t", "/usr/bin/team-scale"),
+            format!("{} extra", started_as("/w/s", "/usr/bin/team-scale")),
+            started_as("/w/s", "\"/my bin/team-scale\""),
+            started_as("/w/s", ""),
+            "sleep 100000".into(),
+            String::new(),
+        ] {
+            let (row, key) = dead_row("/w/s", cmd.clone());
+            assert!(unproven_dead_worker_pane(&row, &key).is_some(), "{cmd}");
+        }
+        // A workspace tmux would quote cannot be matched, whatever the command says.
+        let (row, key) = dead_row("/w/my s", started_as("/w/my s", "/usr/bin/team-scale"));
+        let why = unproven_dead_worker_pane(&row, &key).unwrap();
+        assert!(why.contains("quotes"), "{why}");
     }
 }

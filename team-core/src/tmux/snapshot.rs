@@ -52,6 +52,9 @@ pub struct PaneRow {
     pub server_pid: u32,
     pub server_start: u64,
     pub tags: Tags,
+    /// The command tmux started the pane with (`#{pane_start_command}`, as tmux quotes it),
+    /// listed only for a dead pane (empty otherwise): what proves a dead pane was a worker's.
+    pub dead_command: String,
 }
 
 impl PaneRow {
@@ -129,6 +132,8 @@ const FIELDS: &[&str] = &[
     "pane_height",
     "window_width",
     "window_height",
+    // Only for a dead pane (a conditional): tmux escapes tabs and newlines in it.
+    "?pane_dead,#{pane_start_command},",
 ];
 
 /// The `-F` format for a snapshot framed by `nonce`.
@@ -276,6 +281,7 @@ fn parse_line(line: &str, nonce: &str) -> Result<(PaneRow, Geometry), Malformed>
             session_owner: f[14].to_string(),
         },
         session_name: f[15].to_string(),
+        dead_command: f[20].to_string(),
     };
     Ok((row, geo))
 }
@@ -313,6 +319,7 @@ mod tests {
             "24",
             "160",
             "48",
+            "",
         ])
     }
 
