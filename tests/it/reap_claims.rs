@@ -766,3 +766,25 @@ fn a_real_dead_worker_pane_of_a_gone_team_is_still_reaped() {
     assert_eq!(v["action"], "killed", "{v}");
     assert!(!panes(&sock).contains(&pane));
 }
+
+/// Attack: after an init died before recording its leader, you respawned that leader pane
+/// with a program of yours (`respawn-pane -k`). It is still the session's head and still
+/// tagged, but it no longer runs what `init` started: it must survive.
+#[test]
+fn an_interrupted_inits_leader_respawned_with_your_program_is_never_reaped() {
+    let sb = Sandbox::new();
+    let (_, record, _) = interrupted_init(&sb, "init.before_record=exit");
+    assert!(record["leader"].is_null(), "{record}");
+    let sock = sb.private_sock();
+    let leader = panes(&sock);
+    assert_eq!(leader.len(), 1, "{leader:?}");
+    assert_code(
+        &tmux_at(
+            &sock,
+            &["respawn-pane", "-k", "-t", &leader[0], "sleep 300003"],
+        ),
+        0,
+    );
+    let lines = reap(&sb);
+    spared(&lines, &sock, &leader[0], "no record names this pane");
+}

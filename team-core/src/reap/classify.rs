@@ -384,7 +384,7 @@ mod tests {
                 session_owner: t.owner_id.to_string(),
                 ..Default::default()
             },
-            dead_command: String::new(),
+            start_command: String::new(),
         }
     }
 
@@ -406,7 +406,7 @@ mod tests {
                 session_owner: t.owner_id.to_string(),
                 ..Default::default()
             },
-            dead_command: String::new(),
+            start_command: String::new(),
         }
     }
 

@@ -325,8 +325,9 @@ fn classify_row(
 /// client finishing the session after it), the pane heads a session of the team's name that
 /// carries the record's owner as `@team_session_owner`, and the init process is gone. See
 /// "A leader is killed only as a record names it". Heading means: the session's oldest pane
-/// (the lowest pane id in it: init made the session with that one pane) and its only pane
-/// tagged as a leader of that owner (two claimants name neither). `rows` is the server's
+/// (the lowest pane id in it: init made the session with that one pane), its only pane
+/// tagged as a leader of that owner (two claimants name neither), and still running what
+/// `init` started it with ([`started_by_init`]). `rows` is the server's
 /// listing.
 fn interrupted_init_made(row: &PaneRow, rows: &[PaneRow], key: &TeamKey, endpoint: &Path) -> bool {
     let Some(rec) = state::interrupted_init(key) else {
@@ -352,9 +353,21 @@ fn interrupted_init_made(row: &PaneRow, rows: &[PaneRow], key: &TeamKey, endpoin
                 && row.session_name == key.name.as_str()
                 && oldest
                 && claimants == 1
+                && started_by_init(row, &rec.owner, &key.name)
                 && rec.init_gone()
         }
     }
+}
+
+/// Whether tmux started `row` with the command `init` gives a leader of `team` and `owner`
+/// (`export TEAM_OWNER='..' TEAM_NAME='..' TEAM_ROLE='leader' ..; <leader command>`, which
+/// tmux shows double-quoted). A leader pane respawned with another command (`respawn-pane -k
+/// vim`) is not it any more.
+fn started_by_init(row: &PaneRow, owner: &str, team: &crate::paths::TeamName) -> bool {
+    let head = format!("export TEAM_OWNER='{owner}' TEAM_NAME='{team}' TEAM_ROLE='leader' ");
+    row.start_command
+        .strip_prefix('"')
+        .is_some_and(|c| c.starts_with(&head))
 }
 
 /// Why a worker pane the tags make an orphan is still not provably ours (`None`: proven, or
@@ -440,7 +453,7 @@ fn unproven_dead_worker_pane(row: &PaneRow, key: &TeamKey) -> Option<String> {
     let not_ours = |why: &str| {
         Some(format!(
             "dead, tagged as a worker, but {why} (its start command: {:?})",
-            row.dead_command.chars().take(200).collect::<String>()
+            row.start_command.chars().take(200).collect::<String>()
         ))
     };
     let (Ok(op), Ok(team), Ok(worker), Ok(owner), Ok(incarnation)) = (
@@ -469,7 +482,7 @@ fn unproven_dead_worker_pane(row: &PaneRow, key: &TeamKey) -> Option<String> {
         return not_ours("its paths are ones tmux quotes, so its start command cannot be matched");
     }
     let tail = format!(" {}", words.join(" "));
-    match row.dead_command.strip_suffix(&tail) {
+    match row.start_command.strip_suffix(&tail) {
         Some(exe) if !exe.is_empty() && unquoted_by_tmux(exe) => None,
         _ => not_ours("tmux did not start it as that worker's supervisor"),
     }
@@ -1071,7 +1084,7 @@ mod tests {
                 op: OP.into(),
                 ..Default::default()
             },
-            dead_command: command,
+            start_command: command,
         };
         (row, key)
     }

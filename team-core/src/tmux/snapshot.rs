@@ -53,8 +53,10 @@ pub struct PaneRow {
     pub server_start: u64,
     pub tags: Tags,
     /// The command tmux started the pane with (`#{pane_start_command}`, as tmux quotes it),
-    /// listed only for a dead pane (empty otherwise): what proves a dead pane was a worker's.
-    pub dead_command: String,
+    /// listed only for a dead pane and a leader-tagged one (empty otherwise, to keep the
+    /// listing small): what proves a dead pane was a worker's, and a leader no record names
+    /// was started by `init`.
+    pub start_command: String,
 }
 
 impl PaneRow {
@@ -132,8 +134,9 @@ const FIELDS: &[&str] = &[
     "pane_height",
     "window_width",
     "window_height",
-    // Only for a dead pane (a conditional): tmux escapes tabs and newlines in it.
-    "?pane_dead,#{pane_start_command},",
+    // Only for a dead pane or a leader-tagged one (conditionals); tmux escapes tabs and
+    // newlines in it.
+    "?pane_dead,#{pane_start_command},#{?@team_role,#{pane_start_command},}",
 ];
 
 /// The `-F` format for a snapshot framed by `nonce`.
@@ -281,7 +284,7 @@ fn parse_line(line: &str, nonce: &str) -> Result<(PaneRow, Geometry), Malformed>
             session_owner: f[14].to_string(),
         },
         session_name: f[15].to_string(),
-        dead_command: f[20].to_string(),
+        start_command: f[20].to_string(),
     };
     Ok((row, geo))
 }
