@@ -99,6 +99,54 @@ fn team_of_one(sb: &Sandbox) -> String {
         .to_string()
 }
 
+/// A new window of yours on `sock` running `sleep`; returns its pane id.
+fn window_of_yours(sock: &Path) -> String {
+    let o = tmux_at(
+        sock,
+        &[
+            "new-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "sleep",
+            "100000",
+        ],
+    );
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// Tags `pane` as a worker of team `gone`, whose workspace exists with an empty state root:
+/// by its tags, the team's state is provably gone.
+fn tag_as_a_gone_teams_worker(sb: &Sandbox, sock: &Path, pane: &str) {
+    let elsewhere = sb.dir.path().join("elsewhere");
+    std::fs::create_dir_all(elsewhere.join(".team")).unwrap();
+    set_tags(
+        sock,
+        pane,
+        &[
+            ("@team_owner", "00000000-0000-4000-8000-00000000dead"),
+            ("@team_worker", "worker-9"),
+            ("@team_incarnation", "00000000-0000-4000-8000-000000000009"),
+            ("@team_op", "00000000-0000-4000-8000-00000000000a"),
+            ("@team_workspace", elsewhere.to_str().unwrap()),
+            ("@team_name", "gone"),
+        ],
+    );
+}
+
+/// Waits until tmux shows `pane` dead (kept by `remain-on-exit`).
+fn wait_dead(sock: &Path, pane: &str) {
+    tests::wait_for(
+        "the pane to be dead",
+        std::time::Duration::from_secs(5),
+        || {
+            let o = tmux_at(sock, &["display-message", "-p", "-t", pane, "#{pane_dead}"]);
+            String::from_utf8_lossy(&o.stdout).trim() == "1"
+        },
+    );
+}
+
 /// Attack: a pane of yours (a shell) in the team's server is tagged by hand as a worker of a
 /// team whose state does not exist. The tags alone make it `team_state_gone`; its process is
 /// no supervisor, so it is not provably ours and must survive.
@@ -107,37 +155,8 @@ fn a_hand_tagged_pane_of_yours_is_never_reaped_as_an_orphan() {
     let sb = Sandbox::new();
     team_of_one(&sb);
     let sock = sb.private_sock();
-    let mine = String::from_utf8_lossy(
-        &tmux_at(
-            &sock,
-            &[
-                "new-window",
-                "-d",
-                "-P",
-                "-F",
-                "#{pane_id}",
-                "sleep",
-                "100000",
-            ],
-        )
-        .stdout,
-    )
-    .trim()
-    .to_string();
-    // A workspace that exists, with an empty state root: the team's state is provably gone.
-    let elsewhere = sb.dir.path().join("elsewhere");
-    std::fs::create_dir_all(elsewhere.join(".team")).unwrap();
-    set_tags(
-        &sock,
-        &mine,
-        &[
-            ("@team_owner", "00000000-0000-4000-8000-00000000dead"),
-            ("@team_worker", "worker-9"),
-            ("@team_incarnation", "00000000-0000-4000-8000-000000000009"),
-            ("@team_workspace", elsewhere.to_str().unwrap()),
-            ("@team_name", "gone"),
-        ],
-    );
+    let mine = window_of_yours(&sock);
+    tag_as_a_gone_teams_worker(&sb, &sock, &mine);
     let lines = reap(&sb);
     spared(&lines, &sock, &mine, "not that worker's supervisor");
 }
@@ -184,18 +203,25 @@ fn a_live_workers_pane_retagged_as_a_gone_teams_is_never_reaped() {
     );
 }
 
+/// `pane`, a worker of this sandbox's team `demo`, is killed as an orphan once the team's
+/// state is deleted.
+#[track_caller]
+fn removed_once_its_team_is_gone(sb: &Sandbox, sock: &Path, pane: &str) {
+    std::fs::remove_dir_all(sb.ws.join(".team/teams/demo")).unwrap();
+    let lines = reap(sb);
+    let v = verdict(&lines, pane);
+    assert_eq!(v["verdict"], "orphan", "{v}");
+    assert_eq!(v["action"], "killed", "{v}");
+    assert!(!panes(sock).iter().any(|p| p == pane));
+}
+
 /// Still reaped: a real worker pane whose team state is gone (its supervisor proves the tags).
 #[test]
 fn a_real_worker_pane_of_a_gone_team_is_still_reaped() {
     let sb = Sandbox::new();
     let pane = team_of_one(&sb);
     let sock = sb.private_sock();
-    std::fs::remove_dir_all(sb.ws.join(".team/teams/demo")).unwrap();
-    let lines = reap(&sb);
-    let v = verdict(&lines, &pane);
-    assert_eq!(v["verdict"], "orphan", "{v}");
-    assert_eq!(v["action"], "killed", "{v}");
-    assert!(!panes(&sock).contains(&pane));
+    removed_once_its_team_is_gone(&sb, &sock, &pane);
 }
 
 /// Attack (F1 of a black-box round): a session of your own, its pane tagged as a team's leader
@@ -641,23 +667,7 @@ fn an_init_that_cannot_ask_the_server_keeps_the_interrupted_record() {
 
 /// A dead pane (kept by `remain-on-exit`) on `sock`, in a new window; returns its id.
 fn dead_pane_of_yours(sock: &Path) -> String {
-    let pane = String::from_utf8_lossy(
-        &tmux_at(
-            sock,
-            &[
-                "new-window",
-                "-d",
-                "-P",
-                "-F",
-                "#{pane_id}",
-                "sleep",
-                "100000",
-            ],
-        )
-        .stdout,
-    )
-    .trim()
-    .to_string();
+    let pane = window_of_yours(sock);
     assert_code(
         &tmux_at(
             sock,
@@ -669,21 +679,7 @@ fn dead_pane_of_yours(sock: &Path) -> String {
         &tmux_at(sock, &["respawn-pane", "-k", "-t", &pane, "true"]),
         0,
     );
-    tests::wait_for(
-        "the pane to be dead",
-        std::time::Duration::from_secs(5),
-        || {
-            String::from_utf8_lossy(
-                &tmux_at(
-                    sock,
-                    &["display-message", "-p", "-t", &pane, "#{pane_dead}"],
-                )
-                .stdout,
-            )
-            .trim()
-                == "1"
-        },
-    );
+    wait_dead(sock, &pane);
     pane
 }
 
@@ -696,20 +692,7 @@ fn a_dead_pane_of_yours_hand_tagged_is_never_reaped() {
     team_of_one(&sb);
     let sock = sb.private_sock();
     let mine = dead_pane_of_yours(&sock);
-    let elsewhere = sb.dir.path().join("elsewhere");
-    std::fs::create_dir_all(elsewhere.join(".team")).unwrap();
-    set_tags(
-        &sock,
-        &mine,
-        &[
-            ("@team_owner", "00000000-0000-4000-8000-00000000dead"),
-            ("@team_worker", "worker-9"),
-            ("@team_incarnation", "00000000-0000-4000-8000-000000000009"),
-            ("@team_op", "00000000-0000-4000-8000-00000000000a"),
-            ("@team_workspace", elsewhere.to_str().unwrap()),
-            ("@team_name", "gone"),
-        ],
-    );
+    tag_as_a_gone_teams_worker(&sb, &sock, &mine);
     let lines = reap(&sb);
     spared(
         &lines,
@@ -744,27 +727,8 @@ fn a_real_dead_worker_pane_of_a_gone_team_is_still_reaped() {
             .unwrap()
             .success()
     );
-    tests::wait_for(
-        "the worker's pane to be dead",
-        std::time::Duration::from_secs(5),
-        || {
-            String::from_utf8_lossy(
-                &tmux_at(
-                    &sock,
-                    &["display-message", "-p", "-t", &pane, "#{pane_dead}"],
-                )
-                .stdout,
-            )
-            .trim()
-                == "1"
-        },
-    );
-    std::fs::remove_dir_all(sb.ws.join(".team/teams/demo")).unwrap();
-    let lines = reap(&sb);
-    let v = verdict(&lines, &pane);
-    assert_eq!(v["verdict"], "orphan", "{v}");
-    assert_eq!(v["action"], "killed", "{v}");
-    assert!(!panes(&sock).contains(&pane));
+    wait_dead(&sock, &pane);
+    removed_once_its_team_is_gone(&sb, &sock, &pane);
 }
 
 /// Attack: after an init died before recording its leader, you respawned that leader pane
