@@ -17,6 +17,13 @@
 //! - **Locks use std's `File::try_lock`** (stable since Rust 1.89), not fs2: std's API is
 //!   maintained, and fs2's `FileExt` methods clash with std's by name. fs2 is not a dependency.
 //!   Bounded waiting is a try-lock loop with backoff (1 ms doubling to 50 ms).
+//! - **Seeing whether a lock is held takes no lock** ([`is_held`]): it looks the lock file's
+//!   inode up in the kernel's table of locks (`/proc/locks`). A reader at idle priority that
+//!   took the lock shared, even for an instant, could be preempted inside that instant while
+//!   a writer's try-lock failed and backed off. The device is not compared (the kernel prints
+//!   the superblock's, which `stat` does not always show), so a lock on a file of the same
+//!   inode number elsewhere reads as "held": cautious. Where the table cannot be read, a
+//!   shared try-lock answers.
 
 use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};

@@ -9,6 +9,14 @@
 //! in `SCHED_IDLE`, with no output, and deletes through `ops::resources::empty_trash` (relative
 //! to directory fds, following no symlink). A trash left by a crash is emptied by the next
 //! command that starts one.
+//!
+//! # Decisions the design left open
+//!
+//! (Indexed from ARCHITECTURE.md.)
+//!
+//! - **One removed worker's files are deleted by the command itself** (at most
+//!   [`INLINE_MAX`] trash entries), after its answer and its locks: starting a process makes
+//!   the command wait for the child's `exec`, which costs more than deleting a few files.
 
 use std::os::unix::process::CommandExt;
 use std::process::Stdio;
