@@ -175,8 +175,16 @@ pub fn up(env: &Env, req: &UpRequest) -> Result<UpReport> {
     let v = validate(env, req, &team)?;
     // 2. Leftovers of abandoned operations (and the capacity they leave).
     let mut warnings = Vec::new();
+    let had_pending = team.in_state(Lifecycle::Pending).next().is_some();
     let settled = settle_leftovers(env, &team, &mut warnings)?;
-    let team = env.store.load()?;
+    // Settling changes the state only when there were pending workers to settle; membership
+    // changes only under the scale lock this `up` holds, and the reservation re-checks the
+    // counters it builds on.
+    let team = if had_pending {
+        env.store.load()?
+    } else {
+        team
+    };
     warn_removing(&team, &mut warnings);
     check_capacity(&team, v.names.len() as u64)?;
     // 3. The split source, from one snapshot.
