@@ -27,8 +27,10 @@ pub fn with_teardown<R>(
     f: impl FnOnce(&Teardown) -> team_core::Result<R>,
 ) -> CliResult<R> {
     let store = ctx.store(team);
-    let t0 = store.load()?;
-    let tmux = ctx.tmux(&t0.endpoint);
+    // Only the team's server, which never changes after `init`: a reader's look, without the
+    // state lock (the operation loads the team under its scale lock).
+    let endpoint = store.snapshot()?.team.endpoint;
+    let tmux = ctx.tmux(&endpoint);
     let audit = ctx.audit();
     let td = Teardown {
         store: &store,
