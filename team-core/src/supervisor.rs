@@ -134,10 +134,88 @@ impl SupervisorArgs {
         })
     }
 
+    /// What differs between these arguments (a running supervisor's) and `want` (what a
+    /// record or a pane's tags say it works for), each as "`what` `this` (wanted `that`)".
+    /// The op is compared only when both name one.
+    pub fn differences(&self, want: &SupervisorArgs) -> Vec<String> {
+        let mut d = Vec::new();
+        let mut cmp = |what: &str, this: String, that: String| {
+            if this != that {
+                d.push(format!("{what} {this} (wanted {that})"));
+            }
+        };
+        if let (Some(a), Some(b)) = (self.op, want.op) {
+            cmp("op", a.to_string(), b.to_string());
+        }
+        cmp("team", self.team.to_string(), want.team.to_string());
+        cmp("worker", self.worker.to_string(), want.worker.to_string());
+        cmp("owner", self.owner.to_string(), want.owner.to_string());
+        cmp(
+            "incarnation",
+            self.incarnation.to_string(),
+            want.incarnation.to_string(),
+        );
+        cmp(
+            "state root",
+            self.state_root.display().to_string(),
+            want.state_root.display().to_string(),
+        );
+        cmp(
+            "workspace",
+            self.workspace.display().to_string(),
+            want.workspace.display().to_string(),
+        );
+        d
+    }
+
+    /// Whether `start_command` (a pane's `#{pane_start_command}`, as tmux shows it) is exactly
+    /// the command `up` starts this supervisor with, word for word: an executable named
+    /// `team-scale`, these arguments (the op included), then `/bin/sh` and the worker's startup
+    /// script. `Err` says why not. tmux quotes a word that holds a space or a shell character,
+    /// and its quoting has changed between versions, so such a word (a workspace path with a
+    /// space) cannot be matched: `Err` too.
+    pub fn check_start_command(&self, start_command: &str) -> std::result::Result<(), String> {
+        if self.op.is_none() {
+            return Err("no op to match".into());
+        }
+        let root = crate::paths::StateRoot::resolve(&self.state_root, Some(&self.state_root))
+            .map_err(|e| e.to_string())?;
+        let mut words = self.to_argv();
+        words.push("/bin/sh".into());
+        words.push(
+            root.runtime_script(&self.team, &self.worker)
+                .display()
+                .to_string(),
+        );
+        if !words.iter().all(|w| unquoted_by_tmux(w)) {
+            return Err(
+                "its paths are ones tmux quotes, so its start command cannot be matched".into(),
+            );
+        }
+        let exe = start_command
+            .strip_suffix(&format!(" {}", words.join(" ")))
+            .ok_or("tmux did not start it as that worker's supervisor")?;
+        if !unquoted_by_tmux(exe) || Path::new(exe).file_name() != Some("team-scale".as_ref()) {
+            return Err(format!(
+                "tmux started it with the supervisor's arguments, but by {exe:?}, not an executable named team-scale"
+            ));
+        }
+        Ok(())
+    }
+
     /// Where this supervisor writes its [`MainExit`].
     pub fn exit_file(&self) -> PathBuf {
         exit_file_in(&self.state_root, &self.team, &self.worker)
     }
+}
+
+/// Whether tmux shows `word` in `#{pane_start_command}` as it is (no quotes, no escapes).
+fn unquoted_by_tmux(word: &str) -> bool {
+    !word.is_empty()
+        && !word.starts_with('~')
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+@:,=".contains(c))
 }
 
 /// `<root>/teams/<team>/workers/<worker>/exit.json`.

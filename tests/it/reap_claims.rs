@@ -752,3 +752,167 @@ fn an_interrupted_inits_leader_respawned_with_your_program_is_never_reaped() {
     let lines = reap(&sb);
     spared(&lines, &sock, &leader[0], "no record names this pane");
 }
+
+/// `up demo <n>` ended by a crash right after its reservation (no pane made): returns the
+/// team's owner and its pending workers (name, incarnation, op).
+fn abandoned_reservation(sb: &Sandbox, n: &str) -> (String, Vec<(String, String, String)>) {
+    assert_code(&sb.run("team-scale", &["init", "demo", "--private"]), 0);
+    let o = sb
+        .cmd("team-scale")
+        .args(["up", "demo", n, "--ready-timeout", "0"])
+        .env("TEAM_FAILPOINTS", "up.reserved=exit")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(137), "the fail point ends up");
+    let t: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sb.ws.join(".team/teams/demo/team.json")).unwrap())
+            .unwrap();
+    let pending = t["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["lifecycle"] == "pending")
+        .map(|w| {
+            let s = |k: &str| w[k].as_str().unwrap().to_string();
+            (s("name"), s("incarnation"), s("op_id"))
+        })
+        .collect();
+    (t["owner_id"].as_str().unwrap().to_string(), pending)
+}
+
+fn tag_as(sb: &Sandbox, sock: &Path, pane: &str, owner: &str, w: &(String, String, String)) {
+    let ws = sb.ws.display().to_string();
+    set_tags(
+        sock,
+        pane,
+        &[
+            ("@team_owner", owner),
+            ("@team_worker", &w.0),
+            ("@team_incarnation", &w.1),
+            ("@team_op", &w.2),
+            ("@team_workspace", &ws),
+            ("@team_name", "demo"),
+        ],
+    );
+}
+
+/// Attack (a fifth-round black-box finding): `up` crashed after reserving two workers, before
+/// making their panes. A pane of yours is tagged as one of them, its process given that
+/// worker's whole environment; a dead pane of yours is tagged as the other. Settling the
+/// abandoned reservation (`reconcile`, then the reaper) used to adopt both by their tags and
+/// kill them, signalling your process for its environment. Neither runs (or was started as)
+/// that worker's supervisor: both must survive, and the workers stay `removing`, saying why.
+#[test]
+fn panes_of_yours_tagged_as_an_abandoned_reservation_are_never_killed() {
+    let sb = Sandbox::new();
+    let (owner, pending) = abandoned_reservation(&sb, "2");
+    assert_eq!(pending.len(), 2, "{pending:?}");
+    let sock = sb.private_sock();
+    let ws = sb.ws.display().to_string();
+    let root = sb.ws.join(".team").display().to_string();
+    let (w, inc, op) = &pending[0];
+    // Its argv run by tmux itself (no shell), so the pane's process carries the environment.
+    let vars = [
+        format!("TEAM_OWNER={owner}"),
+        "TEAM_NAME=demo".into(),
+        format!("TEAM_WORKER={w}"),
+        format!("TEAM_INCARNATION={inc}"),
+        format!("TEAM_OP={op}"),
+        format!("TEAM_WORKSPACE={ws}"),
+        format!("TEAM_STATE_DIR={root}"),
+    ];
+    let mut args: Vec<&str> = vec!["new-window", "-d", "-P", "-F", "#{pane_id}", "env"];
+    args.extend(vars.iter().map(String::as_str));
+    args.extend(["sleep", "300004"]);
+    let live = String::from_utf8_lossy(&tmux_at(&sock, &args).stdout)
+        .trim()
+        .to_string();
+    let pid: u32 = String::from_utf8_lossy(
+        &tmux_at(
+            &sock,
+            &["display-message", "-p", "-t", &live, "#{pane_pid}"],
+        )
+        .stdout,
+    )
+    .trim()
+    .parse()
+    .unwrap();
+    tag_as(&sb, &sock, &live, &owner, &pending[0]);
+    let dead = dead_pane_of_yours(&sock);
+    tag_as(&sb, &sock, &dead, &owner, &pending[1]);
+
+    let o = sb.run("team-scale", &["reconcile", "demo", "--json"]);
+    assert_code(&o, 3);
+    for p in [&live, &dead] {
+        assert!(panes(&sock).contains(p), "{p} was killed: {o:?}");
+    }
+    assert!(tests::alive(pid), "your process was signalled");
+    let t: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sb.ws.join(".team/teams/demo/team.json")).unwrap())
+            .unwrap();
+    for w in t["workers"].as_array().unwrap() {
+        assert_eq!(w["lifecycle"], "removing", "{w}");
+        assert!(
+            w["removal_reasons"].to_string().contains("not provably"),
+            "{w}"
+        );
+    }
+    let o = sb.run(
+        "team-reap",
+        &[
+            "--socket",
+            &sock.display().to_string(),
+            "--only-under",
+            &sb.dir.path().display().to_string(),
+        ],
+    );
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{o:?}");
+    for p in [&live, &dead] {
+        assert!(
+            panes(&sock).contains(p),
+            "{p} was killed by the reaper: {o:?}"
+        );
+    }
+    assert!(
+        tests::alive(pid),
+        "your process was signalled by the reaper"
+    );
+    // Checked, you let the workers go: the records are dropped, your panes left alone.
+    for (w, _, _) in &pending {
+        let o = sb.run("team-scale", &["forget", "demo", "--worker", w, "--yes"]);
+        assert_code(&o, 0);
+    }
+    let t: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sb.ws.join(".team/teams/demo/team.json")).unwrap())
+            .unwrap();
+    assert_eq!(t["workers"].as_array().unwrap().len(), 0, "{t}");
+    for p in [&live, &dead] {
+        assert!(panes(&sock).contains(p), "{p} was killed by forget");
+    }
+    assert!(tests::alive(pid), "your process was signalled by forget");
+}
+
+/// Attack (the same round): a pane of yours tagged with the op of an `up` that finished, under
+/// an incarnation no worker has. The op's workers are all members, so nothing of it is being
+/// settled: the pane is no member, unproven (its process is no supervisor), and the reaper
+/// says so instead of reporting it as debt for ever.
+#[test]
+fn a_pane_tagged_with_a_finished_ops_id_is_not_debt() {
+    let sb = Sandbox::new();
+    team_of_one(&sb);
+    let t: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sb.ws.join(".team/teams/demo/team.json")).unwrap())
+            .unwrap();
+    let owner = t["owner_id"].as_str().unwrap().to_string();
+    let op = t["workers"][0]["op_id"].as_str().unwrap().to_string();
+    let sock = sb.private_sock();
+    let mine = window_of_yours(&sock);
+    let fake = (
+        "worker-7".to_string(),
+        "00000000-0000-4000-8000-000000000007".to_string(),
+        op,
+    );
+    tag_as(&sb, &sock, &mine, &owner, &fake);
+    let lines = reap(&sb);
+    spared(&lines, &sock, &mine, "not that worker's supervisor");
+}

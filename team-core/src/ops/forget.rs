@@ -1,7 +1,8 @@
 //! `forget`: letting go of a `removing` worker whose pane is provably no longer ours (the user
 //! respawned it, or tmux reused it): its record is dropped and its unfinished tasks go back to
 //! `pending`, **without any effect on the pane or on a process**. Only a `Mismatch` proof
-//! qualifies: a pane still proven ours is removed by `reconcile`, a gone one is finished by
+//! qualifies (for a reservation that never had a pane recorded: a pane that carries its tags
+//! but is not provably the one its scale-up made): a pane still proven ours is removed by `reconcile`, a gone one is finished by
 //! `reconcile` too, and one that cannot be read is never judged. Framed by an audit intent and
 //! its outcome; under the scale lock, so no teardown runs meanwhile.
 //!
@@ -35,6 +36,44 @@ pub struct Forgotten {
     pub left: Vec<std::path::PathBuf>,
 }
 
+/// Why the `removing` worker `w`, which has no pane recorded, may be forgotten: panes carry
+/// its tags on the team's server, and none is provably the one its scale-up made (see
+/// `teardown::tagged_pane`). Refused when there is no such pane (`reconcile` finishes the
+/// worker) or when one is proven (`reconcile` removes it).
+fn unadoptable(
+    team: &crate::model::Team,
+    w: &crate::model::Worker,
+    env: &Env,
+    tmux: &crate::tmux::Tmux,
+) -> Result<String> {
+    let finish = || {
+        Error::Refused(format!(
+            "{} has no pane, and no pane of another's carries its tags; `team-scale reconcile {}` finishes its removal",
+            w.name, team.name
+        ))
+    };
+    match tmux.list() {
+        crate::tmux::Listing::Panes(snap) => {
+            match super::teardown::tagged_pane(team, w, env.store.root().path(), &snap) {
+                Err(why) => Ok(why),
+                Ok(Some(p)) => Err(Error::Refused(format!(
+                    "{}'s pane {} is proven the one its scale-up made; `team-scale reconcile {}` removes it properly",
+                    w.name, p.pane_id, team.name
+                ))),
+                Ok(None) => Err(finish()),
+            }
+        }
+        crate::tmux::Listing::NoServer => Err(finish()),
+        crate::tmux::Listing::Failed(e) => Err(Error::TmuxUnavailable {
+            endpoint: team.endpoint.clone(),
+            msg: format!(
+                "{}'s panes cannot be listed ({e}); nothing was forgotten",
+                w.name
+            ),
+        }),
+    }
+}
+
 /// Drops `worker`'s record. See the module docs for when it is allowed.
 pub fn forget(env: &Env, worker: &WorkerName, argv: &[String]) -> Result<Forgotten> {
     let _scale = env.store.lock_scale("forget")?;
@@ -54,32 +93,38 @@ pub fn forget(env: &Env, worker: &WorkerName, argv: &[String]) -> Result<Forgott
             team.name
         )));
     }
-    let Some(pane) = w.pane.clone() else {
-        return Err(Error::Refused(format!(
-            "{worker} has no pane; `team-scale reconcile {}` finishes its removal",
-            team.name
-        )));
-    };
-    let why = match view::prove_worker(&team, &w, &env.tmux(&team).list()) {
-        Some(PaneProof::Mismatch(why)) => why,
-        Some(PaneProof::Live(_) | PaneProof::Dead(_)) => {
-            return Err(Error::Refused(format!(
-                "{worker}'s pane {} is still proven ours; `team-scale reconcile {}` removes it properly",
-                pane.pane_id, team.name
-            )));
+    let tmux = env.tmux(&team);
+    let (pane, why) = match w.pane.clone() {
+        Some(pane) => {
+            let why = match view::prove_worker(&team, &w, &tmux.list()) {
+                Some(PaneProof::Mismatch(why)) => why,
+                Some(PaneProof::Live(_) | PaneProof::Dead(_)) => {
+                    return Err(Error::Refused(format!(
+                        "{worker}'s pane {} is still proven ours; `team-scale reconcile {}` removes it properly",
+                        pane.pane_id, team.name
+                    )));
+                }
+                Some(PaneProof::Gone(_)) | None => {
+                    return Err(Error::Refused(format!(
+                        "{worker}'s pane {} is gone; `team-scale reconcile {}` finishes its removal",
+                        pane.pane_id, team.name
+                    )));
+                }
+                Some(PaneProof::Unverifiable(why)) => {
+                    return Err(Error::TmuxUnavailable {
+                        endpoint: team.endpoint.clone(),
+                        msg: format!(
+                            "{worker}'s pane cannot be judged ({why}); nothing was forgotten"
+                        ),
+                    });
+                }
+            };
+            (Some(pane), why)
         }
-        Some(PaneProof::Gone(_)) | None => {
-            return Err(Error::Refused(format!(
-                "{worker}'s pane {} is gone; `team-scale reconcile {}` finishes its removal",
-                pane.pane_id, team.name
-            )));
-        }
-        Some(PaneProof::Unverifiable(why)) => {
-            return Err(Error::TmuxUnavailable {
-                endpoint: team.endpoint.clone(),
-                msg: format!("{worker}'s pane cannot be judged ({why}); nothing was forgotten"),
-            });
-        }
+        // No pane was recorded (a reservation of a crashed scale-up): the equivalent of a
+        // mismatch is a pane that carries its tags but is not provably the one its scale-up
+        // made, which keeps `reconcile` from finishing it.
+        None => (None, unadoptable(&team, &w, env, &tmux)?),
     };
     let entry = Entry {
         caller: env.caller.clone(),
@@ -87,14 +132,18 @@ pub fn forget(env: &Env, worker: &WorkerName, argv: &[String]) -> Result<Forgott
         op: Some("forget".into()),
         argv: argv.to_vec(),
         endpoint: Some(team.endpoint.to_string_lossy().into_owned()),
-        targets: vec![json!({"worker": worker, "pane": pane_json(&pane)})],
+        targets: vec![json!({"worker": worker, "pane": pane.as_ref().map(pane_json)})],
         workspace: Some(team.workspace.to_string_lossy().into_owned()),
         team: Some(team.name.to_string()),
         generation: Some(team.generation),
         owner_evidence: Some(json!({"owner_id": team.owner_id, "incarnation": w.incarnation})),
         reason: Some(format!(
-            "drop the record of {worker} without touching its pane {}: {why}",
-            pane.pane_id
+            "drop the record of {worker} without touching {}: {why}",
+            pane.as_ref()
+                .map_or("the panes carrying its tags".to_string(), |p| format!(
+                    "its pane {}",
+                    p.pane_id
+                ))
         )),
         outcome: None,
     };
@@ -133,7 +182,7 @@ pub fn forget(env: &Env, worker: &WorkerName, argv: &[String]) -> Result<Forgott
     let _ = env.store.append_event(
         &t,
         "worker_forgotten",
-        json!({"worker": worker, "pane_id": pane.pane_id, "why": why, "tasks_returned": tasks_returned}),
+        json!({"worker": worker, "pane_id": pane.as_ref().map(|p| &p.pane_id), "why": why, "tasks_returned": tasks_returned}),
     );
     let mut left: Vec<std::path::PathBuf> = Vec::new();
     left.extend(w.resources.worker_dir.clone());
@@ -141,7 +190,7 @@ pub fn forget(env: &Env, worker: &WorkerName, argv: &[String]) -> Result<Forgott
     left.extend(w.resources.worktree.as_ref().map(|x| x.path.clone()));
     Ok(Forgotten {
         worker: worker.clone(),
-        pane_id: Some(pane.pane_id),
+        pane_id: pane.map(|p| p.pane_id),
         why,
         tasks_returned,
         left,

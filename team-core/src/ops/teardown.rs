@@ -70,10 +70,15 @@
 //!   workers' processes, not every process on the machine. Each root's identity is proven
 //!   before its walk, and each process found through a pidfd, as before.
 //!
-//! - **Tagged panes are adopted only on the team's recorded server.** After a crash between split
-//!   and record, a worker's pane is found by its tags; a pane with those tags on another server
-//!   (a restarted server that recycled `%N`) is never adopted or killed, and the worker stays
-//!   `removing` with `server_changed`.
+//! - **Tagged panes are adopted only on the team's recorded server, and only proven.** After a
+//!   crash between split and record, a worker's pane is found by its tags; a pane with those
+//!   tags on another server (a restarted server that recycled `%N`) is never adopted or killed,
+//!   and the worker stays `removing` with `server_changed`. Tags are claims, so the pane found
+//!   is adopted only when what it runs proves it (`made_for`): its first process is the
+//!   supervisor `up` started for exactly that reservation, or, dead, tmux started it with that
+//!   supervisor's command, word for word. *Rejected:* the tags alone, confirmed by the pane
+//!   process's `TEAM_*` environment (a black-box round killed a pane of the user's tagged as a
+//!   reservation, and signalled its process for the environment it had been given).
 
 use std::time::Duration;
 
@@ -379,7 +384,7 @@ fn adopt_tagged_panes(
     for w in team.workers.iter().filter(|w| {
         w.lifecycle == Lifecycle::Removing && w.pane.is_none() && names.contains(&w.name)
     }) {
-        match tagged_pane(team, w, snap) {
+        match tagged_pane(team, w, t.store.root().path(), snap) {
             Ok(Some(p)) => found.push((w.name.clone(), p)),
             Ok(None) => {}
             Err(why) => refused.push((w.name.clone(), why)),
@@ -406,9 +411,10 @@ fn adopt_tagged_panes(
 /// The pane carrying the tags of `w` (which has none recorded) on the team's recorded server:
 /// `Ok(None)` when there is none, `Err` with the reason when one may be its own but cannot be
 /// adopted.
-fn tagged_pane(
+pub(crate) fn tagged_pane(
     team: &Team,
     w: &Worker,
+    root: &std::path::Path,
     snap: &crate::tmux::Snapshot,
 ) -> std::result::Result<Option<PaneIncarnation>, String> {
     let owner = team.owner_id.to_string();
@@ -438,6 +444,12 @@ fn tagged_pane(
                 .iter()
                 .any(|o| o.pane.as_ref().is_some_and(|p| p.pane_id == r.pane_id)) =>
         {
+            made_for(team, w, root, r).map_err(|why| {
+                format!(
+                    "pane {} carries {}'s tags but is not provably the pane its scale-up made ({why}); not adopted",
+                    r.pane_id, w.name
+                )
+            })?;
             Ok(Some(PaneIncarnation {
                 process_start: process::start_time(r.pane_pid).ok().flatten(),
                 ..r.incarnation()
@@ -456,6 +468,59 @@ fn tagged_pane(
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
+    }
+}
+
+/// Whether `r`, the one pane carrying the tags of `w` (a reservation whose pane was never
+/// recorded), is the pane its scale-up made. Tags are claims anyone with the socket can set;
+/// what proves it is what the pane runs: its first process is the supervisor `up` started for
+/// exactly this reservation (op, team, worker, owner, incarnation, state root `root`,
+/// workspace), or, dead, tmux started it with that supervisor's command, word for word. A
+/// pane of yours tagged as the worker, one whose process merely carries the worker's
+/// environment, or the worker's pane respawned with another command is not adopted (and the
+/// worker stays `removing`, its reasons saying why).
+fn made_for(
+    team: &Team,
+    w: &Worker,
+    root: &std::path::Path,
+    r: &crate::tmux::PaneRow,
+) -> std::result::Result<(), String> {
+    let want = crate::supervisor::SupervisorArgs {
+        op: Some(w.op_id),
+        team: team.name.clone(),
+        worker: w.name.clone(),
+        owner: team.owner_id,
+        incarnation: w.incarnation,
+        state_root: root.to_path_buf(),
+        workspace: team.workspace.clone(),
+    };
+    if r.dead {
+        return want.check_start_command(&r.start_command);
+    }
+    let inc = w.incarnation.to_string();
+    // A pane that was just made may still be tmux's child before its `exec`.
+    let _ = check_supervisor_settled(r.pane_pid, None, &inc);
+    match process::check_supervisor_args(r.pane_pid, None, &inc) {
+        (process::SupervisorCheck::Alive(_), Some(a)) => {
+            let d = a.differences(&want);
+            if d.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("its supervisor works for {}", d.join(", ")))
+            }
+        }
+        (process::SupervisorCheck::Alive(_), None) => {
+            Err("its supervisor's arguments were not kept".into())
+        }
+        (process::SupervisorCheck::Gone, _) => Err(
+            "its process has exited and tmux does not show the pane dead yet; judged next time"
+                .into(),
+        ),
+        (process::SupervisorCheck::Other(why) | process::SupervisorCheck::Unverifiable(why), _) => {
+            Err(format!(
+                "its process is not that worker's supervisor: {why}"
+            ))
+        }
     }
 }
 

@@ -212,8 +212,14 @@ pub fn classify_pane(row: &PaneRow, lookup: Result<&Lookup, &str>) -> Classified
     let Some(w) = rec else {
         return if t.op.is_empty() {
             Classified::orphan(OrphanCause::NotMember)
-        } else if team.workers.iter().any(|w| w.op_id.to_string() == t.op) {
-            // Its operation still has records (a pending reservation): settle, not kill.
+        } else if team
+            .workers
+            .iter()
+            .any(|w| w.op_id.to_string() == t.op && w.lifecycle != Lifecycle::Active)
+        {
+            // Its operation still has a reservation being made or undone (a pending or
+            // removing worker of it): settle, not kill. An operation whose workers are all
+            // members finished: a pane naming it that is none of them is no member.
             Classified::new(Verdict::Debt, ABANDONED_OP)
         } else {
             Classified::orphan(OrphanCause::AbandonedOp)

@@ -443,11 +443,10 @@ fn unproven_worker_pane(row: &PaneRow, key: &TeamKey) -> Option<String> {
 /// Why a dead worker-tagged pane is not provably the worker its tags name, if it is not. No
 /// process runs in it to prove it by, so the command tmux started it with must be the
 /// supervisor `up` starts for exactly what the tags name (op, team, worker, owner,
-/// incarnation) and the state root and workspace searched, and nothing else: tmux shows the
-/// start command as it quotes it, and a word that tmux would quote (a path with a space or a
-/// shell character; its quoting has changed between versions) cannot be matched, so such a
-/// dead pane stays `unverifiable`. A dead pane of yours tagged by hand, or a worker's pane
-/// respawned with another command, is not killed for its tags.
+/// incarnation) and the state root and workspace searched, word for word, by an executable
+/// named `team-scale` ([`crate::supervisor::SupervisorArgs::check_start_command`]). A dead
+/// pane of yours tagged by hand, or a worker's pane respawned with another command, is not
+/// killed for its tags.
 fn unproven_dead_worker_pane(row: &PaneRow, key: &TeamKey) -> Option<String> {
     let t = &row.tags;
     let not_ours = |why: &str| {
@@ -465,36 +464,18 @@ fn unproven_dead_worker_pane(row: &PaneRow, key: &TeamKey) -> Option<String> {
     ) else {
         return not_ours("its tags are not those `up` sets");
     };
-    let root = key.state_root();
     let args = crate::supervisor::SupervisorArgs {
         op: Some(op),
-        team: team.clone(),
-        worker: worker.clone(),
+        team,
+        worker,
         owner,
         incarnation,
         state_root: key.root.clone(),
         workspace: PathBuf::from(&t.workspace),
     };
-    let mut words = args.to_argv();
-    words.push("/bin/sh".into());
-    words.push(root.runtime_script(&team, &worker).display().to_string());
-    if !words.iter().all(|w| unquoted_by_tmux(w)) {
-        return not_ours("its paths are ones tmux quotes, so its start command cannot be matched");
-    }
-    let tail = format!(" {}", words.join(" "));
-    match row.start_command.strip_suffix(&tail) {
-        Some(exe) if !exe.is_empty() && unquoted_by_tmux(exe) => None,
-        _ => not_ours("tmux did not start it as that worker's supervisor"),
-    }
-}
-
-/// Whether tmux shows `word` in `#{pane_start_command}` as it is (no quotes, no escapes).
-fn unquoted_by_tmux(word: &str) -> bool {
-    !word.is_empty()
-        && !word.starts_with('~')
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+@:,=".contains(c))
+    args.check_start_command(&row.start_command)
+        .err()
+        .and_then(|why| not_ours(&why))
 }
 
 fn entry_for(
@@ -1105,6 +1086,8 @@ mod tests {
             started_as("/w/t", "/usr/bin/team-scale"),
             format!("{} extra", started_as("/w/s", "/usr/bin/team-scale")),
             started_as("/w/s", "\"/my bin/team-scale\""),
+            started_as("/w/s", "/bin/echo"),
+            started_as("/w/s", "/usr/bin/team-scale.sh"),
             started_as("/w/s", ""),
             "sleep 100000".into(),
             String::new(),

@@ -180,11 +180,7 @@ pub fn up(env: &Env, req: &UpRequest) -> Result<UpReport> {
     // Settling changes the state only when there were pending workers to settle; membership
     // changes only under the scale lock this `up` holds, and the reservation re-checks the
     // counters it builds on.
-    let team = if had_pending {
-        env.store.load()?
-    } else {
-        team
-    };
+    let team = if had_pending { env.store.load()? } else { team };
     warn_removing(&team, &mut warnings);
     check_capacity(&team, v.names.len() as u64)?;
     // 3. The split source, from one snapshot.
