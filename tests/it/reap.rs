@@ -955,3 +955,24 @@ fn a_session_that_outlives_its_kills_is_not_reported_killed() {
     assert_eq!(s["action"], "skipped", "{s}");
     assert_eq!(fx.sessions(&a.sock), vec!["a".to_string()]);
 }
+
+/// A scan decides nothing, and its session line says what would keep a session: a stopped
+/// team's session whose panes are all reapable orphans is not "kept", and one with a pane of
+/// yours in it names that pane only.
+#[test]
+fn a_scans_session_line_names_only_what_keeps_it() {
+    let fx = Fx::new();
+    let a = fx.team("a", "s1");
+    fx.worker(&a, Some(Lifecycle::Active), None, "sleep 100000");
+    a.stop();
+    let v = json_lines(&fx.reap(&["scan", "--json", "--no-processes"]));
+    let s = v.iter().find(|r| r["type"] == "session").unwrap();
+    assert_eq!(s["action"], "none", "{s}");
+    assert!(!s["reason"].as_str().unwrap_or_default().contains("kept"), "{s}");
+    let user = fx.untagged(&a);
+    let v = json_lines(&fx.reap(&["scan", "--json", "--no-processes"]));
+    let s = v.iter().find(|r| r["type"] == "session").unwrap();
+    let note = s["reason"].as_str().unwrap_or_default();
+    assert!(note.contains(&user), "{s}");
+    assert!(!note.contains("orphan"), "{s}");
+}

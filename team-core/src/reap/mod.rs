@@ -753,10 +753,19 @@ pub fn sessions(servers: &[Server]) -> Vec<SessionReport> {
                 }
             } else if all(Action::WouldKill) {
                 (Action::WouldKill, None)
+            } else if all(Action::None) && panes.iter().all(|p| p.class.killable) {
+                // A scan decides nothing: every pane in it is a reapable orphan.
+                (Action::None, None)
             } else {
+                // In a scan (nothing decided), what keeps the session is what is not killable.
+                let kept = |p: &&&PaneReport| match p.action {
+                    Action::Killed | Action::WouldKill => false,
+                    Action::None => !p.class.killable,
+                    _ => true,
+                };
                 let keep: Vec<String> = panes
                     .iter()
-                    .filter(|p| !matches!(p.action, Action::Killed | Action::WouldKill))
+                    .filter(kept)
                     .map(|p| format!("{} ({})", p.pane_id, p.class.verdict.as_str()))
                     .collect();
                 (
