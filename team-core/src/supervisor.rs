@@ -169,12 +169,17 @@ impl SupervisorArgs {
     }
 
     /// Whether `start_command` (a pane's `#{pane_start_command}`, as tmux shows it) is exactly
-    /// the command `up` starts this supervisor with, word for word: an executable named
-    /// `team-scale`, these arguments (the op included), then `/bin/sh` and the worker's startup
-    /// script. `Err` says why not. tmux quotes a word that holds a space or a shell character,
-    /// and its quoting has changed between versions, so such a word (a workspace path with a
-    /// space) cannot be matched: `Err` too.
-    pub fn check_start_command(&self, start_command: &str) -> std::result::Result<(), String> {
+    /// the command `up` starts this supervisor with, word for word: one of the `team-scale`
+    /// executables in `exes` (by its path, or the same file), these arguments (the op
+    /// included), then `/bin/sh` and the worker's startup script. `Err` says why not. tmux
+    /// quotes a word that holds a space or a shell character, and its quoting has changed
+    /// between versions, so such a word (a workspace path with a space) cannot be matched:
+    /// `Err` too.
+    pub fn check_start_command(
+        &self,
+        start_command: &str,
+        exes: &[PathBuf],
+    ) -> std::result::Result<(), String> {
         if self.op.is_none() {
             return Err("no op to match".into());
         }
@@ -195,9 +200,13 @@ impl SupervisorArgs {
         let exe = start_command
             .strip_suffix(&format!(" {}", words.join(" ")))
             .ok_or("tmux did not start it as that worker's supervisor")?;
-        if !unquoted_by_tmux(exe) || Path::new(exe).file_name() != Some("team-scale".as_ref()) {
+        if !unquoted_by_tmux(exe) || !exes.iter().any(|e| is_same_exe(e, Path::new(exe))) {
             return Err(format!(
-                "tmux started it with the supervisor's arguments, but by {exe:?}, not an executable named team-scale"
+                "tmux started it with the supervisor's arguments, but by {exe:?}, not the team-scale these tools run ({})",
+                exes.iter()
+                    .map(|e| e.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         Ok(())
@@ -207,6 +216,17 @@ impl SupervisorArgs {
     pub fn exit_file(&self) -> PathBuf {
         exit_file_in(&self.state_root, &self.team, &self.worker)
     }
+}
+
+/// Whether `exe` (a path a pane was started with) is the known `team-scale` executable
+/// `known`: the same path, or the same file (device and inode) through another path.
+fn is_same_exe(known: &Path, exe: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    known == exe
+        || match (std::fs::metadata(known), std::fs::metadata(exe)) {
+            (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+            _ => false,
+        }
 }
 
 /// Whether tmux shows `word` in `#{pane_start_command}` as it is (no quotes, no escapes).
@@ -295,10 +315,7 @@ mod tests {
         let a = args();
         let mut words = vec!["/usr/bin/team-scale".to_string()];
         words.extend(a.to_argv());
-        words.extend([
-            "sh".into(),
-            "/ws/.team/teams/demo/runtime/worker-2.sh".into(),
-        ]);
+        words.extend(tail());
         assert_eq!(
             SupervisorArgs::from_cmdline(&cmdline(&words)),
             Some(a.clone())
@@ -307,7 +324,16 @@ mod tests {
         let old = SupervisorArgs { op: None, ..a };
         let mut words = vec!["/usr/bin/team-scale".to_string()];
         words.extend(old.to_argv());
+        words.extend(tail());
         assert_eq!(SupervisorArgs::from_cmdline(&cmdline(&words)), Some(old));
+    }
+
+    /// What `up` has every supervisor run: `/bin/sh` and the worker's startup script.
+    fn tail() -> [String; 2] {
+        [
+            "/bin/sh".into(),
+            "/ws/.team/teams/demo/runtime/worker-2.sh".into(),
+        ]
     }
 
     #[test]
@@ -315,6 +341,7 @@ mod tests {
         let a = args();
         let mut words = vec!["/usr/bin/team-scale".to_string()];
         words.extend(a.to_argv());
+        words.extend(tail());
         // A relative root, a bad name, a missing separator, another subcommand.
         // (`--op OP` takes words 2 and 3.)
         for (i, bad) in [

@@ -49,6 +49,7 @@ impl Ctx {
                     .audit_max_size
                     .unwrap_or(team_core::audit::DEFAULT_MAX_SIZE),
                 argv: std::env::args().collect(),
+                supervisor_exes: supervisor_exes(),
             },
             lock: g.lock_file.clone().unwrap_or_else(default_lock_path),
         })
@@ -64,6 +65,21 @@ impl Ctx {
     pub fn dead_sockets_path(&self) -> PathBuf {
         self.lock.with_file_name("team-reap.dead-sockets.json")
     }
+}
+
+/// The `team-scale` executables whose supervisors may have started a worker pane: the one
+/// installed beside this binary and the one on `PATH` (those that exist).
+fn supervisor_exes() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = Vec::new();
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|e| Some(e.parent()?.join("team-scale")));
+    for p in beside.into_iter().chain(team_cli::env::which_team_scale()) {
+        if p.is_file() && !v.contains(&p) {
+            v.push(p);
+        }
+    }
+    v
 }
 
 /// `/tmp/tmux-<uid>/team-reap.lock`: computed from the uid only, so runs with different

@@ -968,7 +968,10 @@ fn a_scans_session_line_names_only_what_keeps_it() {
     let v = json_lines(&fx.reap(&["scan", "--json", "--no-processes"]));
     let s = v.iter().find(|r| r["type"] == "session").unwrap();
     assert_eq!(s["action"], "none", "{s}");
-    assert!(!s["reason"].as_str().unwrap_or_default().contains("kept"), "{s}");
+    assert!(
+        !s["reason"].as_str().unwrap_or_default().contains("kept"),
+        "{s}"
+    );
     let user = fx.untagged(&a);
     let v = json_lines(&fx.reap(&["scan", "--json", "--no-processes"]));
     let s = v.iter().find(|r| r["type"] == "session").unwrap();

@@ -667,6 +667,11 @@ fn an_init_that_cannot_ask_the_server_keeps_the_interrupted_record() {
 
 /// A dead pane (kept by `remain-on-exit`) on `sock`, in a new window; returns its id.
 fn dead_pane_of_yours(sock: &Path) -> String {
+    dead_pane_started_as(sock, &["true"])
+}
+
+/// A dead pane on `sock` that tmux started (by `respawn-pane`) with `argv`, which exits.
+fn dead_pane_started_as(sock: &Path, argv: &[&str]) -> String {
     let pane = window_of_yours(sock);
     assert_code(
         &tmux_at(
@@ -675,10 +680,9 @@ fn dead_pane_of_yours(sock: &Path) -> String {
         ),
         0,
     );
-    assert_code(
-        &tmux_at(sock, &["respawn-pane", "-k", "-t", &pane, "true"]),
-        0,
-    );
+    let mut respawn = vec!["respawn-pane", "-k", "-t", &pane];
+    respawn.extend(argv);
+    assert_code(&tmux_at(sock, &respawn), 0);
     wait_dead(sock, &pane);
     pane
 }
@@ -877,6 +881,10 @@ fn panes_of_yours_tagged_as_an_abandoned_reservation_are_never_killed() {
         tests::alive(pid),
         "your process was signalled by the reaper"
     );
+    // Reported as what they are (not debt the reaper would settle).
+    let lines = reap(&sb);
+    spared(&lines, &sock, &live, "supervisor");
+    spared(&lines, &sock, &dead, "supervisor");
     // Checked, you let the workers go: the records are dropped, your panes left alone.
     for (w, _, _) in &pending {
         let o = sb.run("team-scale", &["forget", "demo", "--worker", w, "--yes"]);
@@ -915,4 +923,56 @@ fn a_pane_tagged_with_a_finished_ops_id_is_not_debt() {
     tag_as(&sb, &sock, &mine, &owner, &fake);
     let lines = reap(&sb);
     spared(&lines, &sock, &mine, "not that worker's supervisor");
+}
+
+/// Attack (a sixth-round black-box finding): a dead pane of yours that tmux started with the
+/// supervisor's arguments for exactly what its tags name, word for word, but by a program of
+/// yours named `team-scale` (here one that just exits). Only the `team-scale` these tools run
+/// starts supervisors: it must survive, `unverifiable`.
+#[test]
+fn a_dead_pane_started_by_another_team_scale_is_never_reaped() {
+    let sb = Sandbox::new();
+    team_of_one(&sb);
+    let sock = sb.private_sock();
+    let fake = sb.dir.path().join("fake").join("team-scale");
+    std::fs::create_dir_all(fake.parent().unwrap()).unwrap();
+    std::fs::write(&fake, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // What `tag_as_a_gone_teams_worker` tags, as the supervisor's arguments.
+    let elsewhere = sb.dir.path().join("elsewhere");
+    let root = elsewhere.join(".team");
+    let script = root.join("teams/gone/runtime/worker-9.sh");
+    let (fake, root, elsewhere, script) = (
+        fake.display().to_string(),
+        root.display().to_string(),
+        elsewhere.display().to_string(),
+        script.display().to_string(),
+    );
+    let mine = dead_pane_started_as(
+        &sock,
+        &[
+            &fake,
+            "supervise",
+            "--op",
+            "00000000-0000-4000-8000-00000000000a",
+            "--team",
+            "gone",
+            "--worker",
+            "worker-9",
+            "--owner",
+            "00000000-0000-4000-8000-00000000dead",
+            "--incarnation",
+            "00000000-0000-4000-8000-000000000009",
+            "--root",
+            &root,
+            "--ws",
+            &elsewhere,
+            "--",
+            "/bin/sh",
+            &script,
+        ],
+    );
+    tag_as_a_gone_teams_worker(&sb, &sock, &mine);
+    let lines = reap(&sb);
+    spared(&lines, &sock, &mine, "not the team-scale these tools run");
 }

@@ -14,6 +14,11 @@ pub fn which_tmux() -> Option<PathBuf> {
     which::which("tmux").ok()
 }
 
+/// `team-scale` as `PATH` finds it.
+pub fn which_team_scale() -> Option<PathBuf> {
+    which::which("team-scale").ok()
+}
+
 /// Whether the variable `name` is set to `0`, `false`, `no` or `off` (in any case, spaces
 /// around ignored): how every on-by-default behaviour of the tools is switched off.
 pub fn is_off(name: &str) -> bool {

@@ -54,7 +54,8 @@ fn unadoptable(
     };
     match tmux.list() {
         crate::tmux::Listing::Panes(snap) => {
-            match super::teardown::tagged_pane(team, w, env.store.root().path(), &snap) {
+            let exes = std::slice::from_ref(&env.supervisor);
+            match super::teardown::tagged_pane(team, w, env.store.root().path(), exes, &snap) {
                 Err(why) => Ok(why),
                 Ok(Some(p)) => Err(Error::Refused(format!(
                     "{}'s pane {} is proven the one its scale-up made; `team-scale reconcile {}` removes it properly",

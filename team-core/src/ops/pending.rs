@@ -105,6 +105,7 @@ pub fn settle_pending(
         op: "rollback",
         argv: Vec::new(),
         grace: ROLLBACK_GRACE,
+        supervisor_exes: std::slice::from_ref(&env.supervisor),
         fail: &fail,
         progress: env.progress,
     };

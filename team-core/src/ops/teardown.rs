@@ -109,6 +109,9 @@ pub struct Teardown<'a> {
     pub argv: Vec<String>,
     /// How long processes get between SIGTERM and SIGKILL.
     pub grace: Duration,
+    /// The `team-scale` executables a worker's supervisor may have been started by: a dead
+    /// pane carrying a reservation's tags is adopted only when tmux started it by one of them.
+    pub supervisor_exes: &'a [std::path::PathBuf],
     /// Fail points (`failpoint::hit` in the binaries; a no-op otherwise).
     pub fail: &'a dyn Fn(&str) -> Result<()>,
     /// Progress during waits (the binary shows it on a terminal only).
@@ -384,7 +387,7 @@ fn adopt_tagged_panes(
     for w in team.workers.iter().filter(|w| {
         w.lifecycle == Lifecycle::Removing && w.pane.is_none() && names.contains(&w.name)
     }) {
-        match tagged_pane(team, w, t.store.root().path(), snap) {
+        match tagged_pane(team, w, t.store.root().path(), t.supervisor_exes, snap) {
             Ok(Some(p)) => found.push((w.name.clone(), p)),
             Ok(None) => {}
             Err(why) => refused.push((w.name.clone(), why)),
@@ -415,6 +418,7 @@ pub(crate) fn tagged_pane(
     team: &Team,
     w: &Worker,
     root: &std::path::Path,
+    exes: &[std::path::PathBuf],
     snap: &crate::tmux::Snapshot,
 ) -> std::result::Result<Option<PaneIncarnation>, String> {
     let owner = team.owner_id.to_string();
@@ -444,7 +448,7 @@ pub(crate) fn tagged_pane(
                 .iter()
                 .any(|o| o.pane.as_ref().is_some_and(|p| p.pane_id == r.pane_id)) =>
         {
-            made_for(team, w, root, r).map_err(|why| {
+            made_for(team, w, root, exes, r).map_err(|why| {
                 format!(
                     "pane {} carries {}'s tags but is not provably the pane its scale-up made ({why}); not adopted",
                     r.pane_id, w.name
@@ -483,6 +487,7 @@ fn made_for(
     team: &Team,
     w: &Worker,
     root: &std::path::Path,
+    exes: &[std::path::PathBuf],
     r: &crate::tmux::PaneRow,
 ) -> std::result::Result<(), String> {
     let want = crate::supervisor::SupervisorArgs {
@@ -495,7 +500,7 @@ fn made_for(
         workspace: team.workspace.clone(),
     };
     if r.dead {
-        return want.check_start_command(&r.start_command);
+        return want.check_start_command(&r.start_command, exes);
     }
     let inc = w.incarnation.to_string();
     // A pane that was just made may still be tmux's child before its `exec`.

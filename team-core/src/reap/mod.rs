@@ -104,6 +104,10 @@ pub struct Config {
     pub audit_max_size: u64,
     /// The command line, for audit records.
     pub argv: Vec<String>,
+    /// The `team-scale` executables whose supervisors a dead worker pane may have been started
+    /// by (the one beside this binary, the one on `PATH`): a start command by any other
+    /// program proves nothing.
+    pub supervisor_exes: Vec<PathBuf>,
 }
 
 /// How a server answered.
@@ -295,8 +299,10 @@ fn classify_row(
                         };
                     }
                 }
-                if c.killable
-                    && let Some(why) = unproven_worker_pane(row, &k)
+                // Debt is settled through the teardown, which adopts a pane only on the same
+                // proof: say so here rather than promise a settling that will not touch it.
+                if (c.killable || c.verdict == Verdict::Debt)
+                    && let Some(why) = unproven_worker_pane(row, &k, &cfg.supervisor_exes)
                 {
                     c = Classified::new(Verdict::Unverifiable, why);
                 }
@@ -380,12 +386,12 @@ fn started_by_init(row: &PaneRow, owner: &str, team: &crate::paths::TeamName) ->
 /// start command ([`unproven_dead_worker_pane`]); one whose process has exited since the
 /// listing holds no process to harm. Leader panes run your shell, not a
 /// supervisor: a record must name them (`classify::classify_pane`, `interrupted_init_made`).
-fn unproven_worker_pane(row: &PaneRow, key: &TeamKey) -> Option<String> {
+fn unproven_worker_pane(row: &PaneRow, key: &TeamKey, exes: &[PathBuf]) -> Option<String> {
     if !row.tags.role.is_empty() {
         return None;
     }
     if row.dead {
-        return unproven_dead_worker_pane(row, key);
+        return unproven_dead_worker_pane(row, key, exes);
     }
     let not_ours = |why: String| {
         Some(format!(
@@ -443,11 +449,12 @@ fn unproven_worker_pane(row: &PaneRow, key: &TeamKey) -> Option<String> {
 /// Why a dead worker-tagged pane is not provably the worker its tags name, if it is not. No
 /// process runs in it to prove it by, so the command tmux started it with must be the
 /// supervisor `up` starts for exactly what the tags name (op, team, worker, owner,
-/// incarnation) and the state root and workspace searched, word for word, by an executable
-/// named `team-scale` ([`crate::supervisor::SupervisorArgs::check_start_command`]). A dead
+/// incarnation) and the state root and workspace searched, word for word, by one of the
+/// `team-scale` executables the reaper knows (`Config::supervisor_exes`; see
+/// [`crate::supervisor::SupervisorArgs::check_start_command`]). A dead
 /// pane of yours tagged by hand, or a worker's pane respawned with another command, is not
 /// killed for its tags.
-fn unproven_dead_worker_pane(row: &PaneRow, key: &TeamKey) -> Option<String> {
+fn unproven_dead_worker_pane(row: &PaneRow, key: &TeamKey, exes: &[PathBuf]) -> Option<String> {
     let t = &row.tags;
     let not_ours = |why: &str| {
         Some(format!(
@@ -473,7 +480,7 @@ fn unproven_dead_worker_pane(row: &PaneRow, key: &TeamKey) -> Option<String> {
         state_root: key.root.clone(),
         workspace: PathBuf::from(&t.workspace),
     };
-    args.check_start_command(&row.start_command)
+    args.check_start_command(&row.start_command, exes)
         .err()
         .and_then(|why| not_ours(&why))
 }
@@ -649,6 +656,7 @@ fn settle_debt(
             op: "reap",
             argv: cfg.argv.clone(),
             grace,
+            supervisor_exes: &cfg.supervisor_exes,
             fail: &fail,
             // The reaper runs from cron: no progress lines.
             progress: &|_| {},
@@ -1079,6 +1087,11 @@ mod tests {
         (row, key)
     }
 
+    /// The one `team-scale` these tests know (it need not exist: the same path is enough).
+    fn exes() -> Vec<PathBuf> {
+        vec![PathBuf::from("/usr/bin/team-scale")]
+    }
+
     fn started_as(ws: &str, exe: &str) -> String {
         format!(
             "{exe} supervise --op {OP} --team demo --worker worker-1 --owner {OWNER} --incarnation {INC} --root {ws}/.team --ws {ws} -- /bin/sh {ws}/.team/teams/demo/runtime/worker-1.sh"
@@ -1088,7 +1101,7 @@ mod tests {
     #[test]
     fn a_dead_pane_is_a_worker_only_as_tmux_started_it_word_for_word() {
         let (row, key) = dead_row("/w/s", started_as("/w/s", "/usr/bin/team-scale"));
-        assert_eq!(unproven_dead_worker_pane(&row, &key), None);
+        assert_eq!(unproven_dead_worker_pane(&row, &key, &exes()), None);
         // Another incarnation, another workspace, extra words, a quoted binary: not it.
         for cmd in [
             started_as("/w/s", "/usr/bin/team-scale").replace(INC, OWNER),
@@ -1097,16 +1110,20 @@ mod tests {
             started_as("/w/s", "\"/my bin/team-scale\""),
             started_as("/w/s", "/bin/echo"),
             started_as("/w/s", "/usr/bin/team-scale.sh"),
+            started_as("/w/s", "/home/you/fake/team-scale"),
             started_as("/w/s", ""),
             "sleep 100000".into(),
             String::new(),
         ] {
             let (row, key) = dead_row("/w/s", cmd.clone());
-            assert!(unproven_dead_worker_pane(&row, &key).is_some(), "{cmd}");
+            assert!(
+                unproven_dead_worker_pane(&row, &key, &exes()).is_some(),
+                "{cmd}"
+            );
         }
         // A workspace tmux would quote cannot be matched, whatever the command says.
         let (row, key) = dead_row("/w/my s", started_as("/w/my s", "/usr/bin/team-scale"));
-        let why = unproven_dead_worker_pane(&row, &key).unwrap();
+        let why = unproven_dead_worker_pane(&row, &key, &exes()).unwrap();
         assert!(why.contains("quotes"), "{why}");
     }
 }

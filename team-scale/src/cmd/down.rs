@@ -32,6 +32,8 @@ pub fn with_teardown<R>(
     let endpoint = store.snapshot()?.team.endpoint;
     let tmux = ctx.tmux(&endpoint);
     let audit = ctx.audit();
+    // This binary is the supervisor `up` starts (`ops::Env::supervisor`).
+    let exes: Vec<std::path::PathBuf> = std::env::current_exe().into_iter().collect();
     let td = Teardown {
         store: &store,
         tmux: &tmux,
@@ -40,6 +42,7 @@ pub fn with_teardown<R>(
         op,
         argv: argv(),
         grace,
+        supervisor_exes: &exes,
         fail: &fail,
         progress: &crate::out::progress,
     };
