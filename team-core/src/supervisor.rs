@@ -170,7 +170,7 @@ impl SupervisorArgs {
 
     /// Whether `start_command` (a pane's `#{pane_start_command}`, as tmux shows it) is exactly
     /// the command `up` starts this supervisor with, word for word: one of the `team-scale`
-    /// executables in `exes` (by its path, or the same file), these arguments (the op
+    /// executables in `exes` (by its absolute path, or the same file), these arguments (the op
     /// included), then `/bin/sh` and the worker's startup script. `Err` says why not. tmux
     /// quotes a word that holds a space or a shell character, and its quoting has changed
     /// between versions, so such a word (a workspace path with a space) cannot be matched:
@@ -200,7 +200,12 @@ impl SupervisorArgs {
         let exe = start_command
             .strip_suffix(&format!(" {}", words.join(" ")))
             .ok_or("tmux did not start it as that worker's supervisor")?;
-        if !unquoted_by_tmux(exe) || !exes.iter().any(|e| is_same_exe(e, Path::new(exe))) {
+        // An absolute path only, as `up` gives tmux: a relative one was resolved by the pane
+        // (its directory, its `PATH`), not where this process looks.
+        if !unquoted_by_tmux(exe)
+            || !Path::new(exe).is_absolute()
+            || !exes.iter().any(|e| is_same_exe(e, Path::new(exe)))
+        {
             return Err(format!(
                 "tmux started it with the supervisor's arguments, but by {exe:?}, not the team-scale these tools run ({})",
                 exes.iter()

@@ -68,14 +68,15 @@ impl Ctx {
 }
 
 /// The `team-scale` executables whose supervisors may have started a worker pane: the one
-/// installed beside this binary and the one on `PATH` (those that exist).
+/// installed beside this binary and the one on `PATH` (those that exist, by absolute paths:
+/// a relative `PATH` entry depends on where the reaper happens to run).
 fn supervisor_exes() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = Vec::new();
     let beside = std::env::current_exe()
         .ok()
         .and_then(|e| Some(e.parent()?.join("team-scale")));
     for p in beside.into_iter().chain(team_cli::env::which_team_scale()) {
-        if p.is_file() && !v.contains(&p) {
+        if p.is_absolute() && p.is_file() && !v.contains(&p) {
             v.push(p);
         }
     }

@@ -925,33 +925,29 @@ fn a_pane_tagged_with_a_finished_ops_id_is_not_debt() {
     spared(&lines, &sock, &mine, "not that worker's supervisor");
 }
 
-/// Attack (a sixth-round black-box finding): a dead pane of yours that tmux started with the
-/// supervisor's arguments for exactly what its tags name, word for word, but by a program of
-/// yours named `team-scale` (here one that just exits). Only the `team-scale` these tools run
-/// starts supervisors: it must survive, `unverifiable`.
-#[test]
-fn a_dead_pane_started_by_another_team_scale_is_never_reaped() {
-    let sb = Sandbox::new();
-    team_of_one(&sb);
-    let sock = sb.private_sock();
-    let fake = sb.dir.path().join("fake").join("team-scale");
-    std::fs::create_dir_all(fake.parent().unwrap()).unwrap();
+/// A dead pane of yours, tagged as worker-9 of the gone team (`tag_as_a_gone_teams_worker`),
+/// that tmux started in `dir` as `exe` with exactly the supervisor arguments those tags name.
+/// `dir` holds a program of yours named `team-scale` that just exits.
+fn dead_pane_started_by_yours(sb: &Sandbox, sock: &Path, dir: &Path, exe: &str) -> String {
+    let fake = dir.join("team-scale");
+    std::fs::create_dir_all(dir).unwrap();
     std::fs::write(&fake, "#!/bin/sh\nexit 0\n").unwrap();
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    // What `tag_as_a_gone_teams_worker` tags, as the supervisor's arguments.
-    let elsewhere = sb.dir.path().join("elsewhere");
-    let root = elsewhere.join(".team");
-    let script = root.join("teams/gone/runtime/worker-9.sh");
-    let (fake, root, elsewhere, script) = (
-        fake.display().to_string(),
+    let root = sb.dir.path().join("elsewhere/.team");
+    let (root, ws, script, dir) = (
         root.display().to_string(),
-        elsewhere.display().to_string(),
-        script.display().to_string(),
+        sb.dir.path().join("elsewhere").display().to_string(),
+        root.join("teams/gone/runtime/worker-9.sh")
+            .display()
+            .to_string(),
+        dir.display().to_string(),
     );
     let mine = dead_pane_started_as(
-        &sock,
+        sock,
         &[
-            &fake,
+            "-c",
+            &dir,
+            exe,
             "supervise",
             "--op",
             "00000000-0000-4000-8000-00000000000a",
@@ -966,13 +962,64 @@ fn a_dead_pane_started_by_another_team_scale_is_never_reaped() {
             "--root",
             &root,
             "--ws",
-            &elsewhere,
+            &ws,
             "--",
             "/bin/sh",
             &script,
         ],
     );
-    tag_as_a_gone_teams_worker(&sb, &sock, &mine);
-    let lines = reap(&sb);
-    spared(&lines, &sock, &mine, "not the team-scale these tools run");
+    tag_as_a_gone_teams_worker(sb, sock, &mine);
+    mine
+}
+
+/// Attack (a sixth-round black-box finding): a dead pane of yours that tmux started with the
+/// supervisor's arguments for exactly what its tags name, word for word, but by a program of
+/// yours named `team-scale` (here one that just exits). Only the `team-scale` these tools run
+/// starts supervisors: it must survive, `unverifiable`.
+#[test]
+fn a_dead_pane_started_by_another_team_scale_is_never_reaped() {
+    let sb = Sandbox::new();
+    team_of_one(&sb);
+    let sock = sb.private_sock();
+    let dir = sb.dir.path().join("fake");
+    let exe = dir.join("team-scale").display().to_string();
+    let mine = dead_pane_started_by_yours(&sb, &sock, &dir, &exe);
+    spared(
+        &reap(&sb),
+        &sock,
+        &mine,
+        "not the team-scale these tools run",
+    );
+}
+
+/// Attack (a seventh-round black-box finding): the same pane started as `./team-scale`, which
+/// the pane found in its own directory, while the reaper runs where the real `team-scale`
+/// is: a relative name says nothing of what the pane ran, so it must survive.
+#[test]
+fn a_dead_pane_started_by_a_relative_team_scale_is_never_reaped() {
+    let sb = Sandbox::new();
+    team_of_one(&sb);
+    let sock = sb.private_sock();
+    let mine = dead_pane_started_by_yours(&sb, &sock, &sb.dir.path().join("fake"), "./team-scale");
+    let bins = tests::bin("team-reap").parent().unwrap().to_path_buf();
+    let o = sb
+        .cmd("team-reap")
+        .args([
+            "--json",
+            "--no-processes",
+            "--socket",
+            &sock.display().to_string(),
+            "--only-under",
+            &sb.dir.path().display().to_string(),
+        ])
+        .current_dir(&bins)
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{o:?}");
+    spared(
+        &json_lines(&o.stdout),
+        &sock,
+        &mine,
+        "not the team-scale these tools run",
+    );
 }

@@ -1111,6 +1111,8 @@ mod tests {
             started_as("/w/s", "/bin/echo"),
             started_as("/w/s", "/usr/bin/team-scale.sh"),
             started_as("/w/s", "/home/you/fake/team-scale"),
+            started_as("/w/s", "./team-scale"),
+            started_as("/w/s", "team-scale"),
             started_as("/w/s", ""),
             "sleep 100000".into(),
             String::new(),
