@@ -12,6 +12,8 @@
 //! - The binaries and `team-cli` never write to stderr with `eprint!`/`eprintln!`, which panic
 //!   when stderr is closed (`2>&1 | head -1`): `team_cli::say!`/`say_line!` lose the text
 //!   instead, never the exit status.
+//! - The bench's floor for the reaper's scans (`LISTING_FORMAT` in `xtask/src/bench.rs`) lists
+//!   exactly what the tools' snapshot lists.
 
 use std::path::{Path, PathBuf};
 
@@ -208,4 +210,20 @@ fn the_rules_catch_one_violation_each() {
     }
     assert!(has_module_doc("\n//! What this is.\nfn f() {}"));
     assert!(!has_module_doc("/// An item doc.\nfn f() {}"));
+}
+
+/// The bench's floor for the reaper's scans lists what the tools list: its `LISTING_FORMAT`
+/// is the snapshot format (with the nonce `n`), so a field added to one is added to both.
+#[test]
+fn the_benchs_listing_floor_lists_what_the_tools_list() {
+    let src = std::fs::read_to_string(tests::workspace_root().join("xtask/src/bench.rs")).unwrap();
+    let line = src
+        .lines()
+        .find(|l| l.starts_with("const LISTING_FORMAT: &str = \""))
+        .expect("LISTING_FORMAT in xtask/src/bench.rs");
+    let lit = line
+        .trim_start_matches("const LISTING_FORMAT: &str = \"")
+        .trim_end_matches("\";")
+        .replace("\\t", "\t");
+    assert_eq!(lit, team_core::tmux::snapshot::format("n"));
 }

@@ -813,6 +813,11 @@ fn tag_orphans(s: &Server, panes: &[String], ws: &Path, owner: &str) -> anyhow::
     Ok(())
 }
 
+/// The tools' own listing format (`team_core::tmux::snapshot::format`, with a fixed nonce):
+/// the floors of the reaper's scans list the same fields, the conditional start command
+/// included.
+const LISTING_FORMAT: &str = "n\t#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{session_id}\t#{window_id}\t#{pid}\t#{start_time}\t#{@team_owner}\t#{@team_worker}\t#{@team_incarnation}\t#{@team_workspace}\t#{@team_name}\t#{@team_role}\t#{@team_op}\t#{@team_session_owner}\t#{session_name}\t#{pane_width}\t#{pane_height}\t#{window_width}\t#{window_height}\t#{?pane_dead,#{pane_start_command},#{?@team_role,#{pane_start_command},}}\tn";
+
 /// The reaper: `scan --json` over 1,000 panes next to one bare `list-panes -a -F` with the
 /// same format, and the reap of 500 orphans next to one bare invocation of 500 `kill-pane`s.
 pub fn reap(b: &mut Bench) -> anyhow::Result<()> {
@@ -831,7 +836,7 @@ pub fn reap(b: &mut Bench) -> anyhow::Result<()> {
     let s = Server::start(&sockdir, "reap")?;
     let panes = setup(&s)?;
     let orphans: Vec<String> = panes.iter().step_by(2).cloned().collect();
-    let fmt = "n\t#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{session_id}\t#{window_id}\t#{pid}\t#{start_time}\t#{@team_owner}\t#{@team_worker}\t#{@team_incarnation}\t#{@team_workspace}\t#{@team_name}\t#{@team_role}\t#{@team_op}\t#{@team_session_owner}\t#{session_name}\tn";
+    let fmt = LISTING_FORMAT;
     let floor = median_ms(9, || s.tmux(&["list-panes", "-a", "-F", fmt]).map(|_| ()))?;
     let scan = reap_scan_ms(b, &tt, &s)?;
     b.figure(
@@ -939,7 +944,7 @@ fn reap_processes(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
         orphan_or_sleeper(&bin, &ws, owner, i)
     })?;
     tag_orphans(&s, &panes, &ws, owner)?;
-    let fmt = "n\t#{pane_id}\t#{pane_pid}\t#{pane_dead}\t#{session_id}\t#{window_id}\t#{pid}\t#{start_time}\t#{@team_owner}\t#{@team_worker}\t#{@team_incarnation}\t#{@team_workspace}\t#{@team_name}\t#{@team_role}\t#{@team_op}\t#{@team_session_owner}\t#{session_name}\tn";
+    let fmt = LISTING_FORMAT;
     let pids: Vec<u32> = s
         .tmux(&["list-panes", "-a", "-F", "#{pane_pid}"])?
         .lines()
