@@ -97,7 +97,8 @@ impl SupervisorArgs {
 
     /// Reads the arguments back from a NUL-separated `/proc/<pid>/cmdline`. `None` unless the
     /// argv is exactly the shape [`SupervisorArgs::to_argv`] writes (after the binary), with
-    /// valid names, UUIDs and absolute paths.
+    /// valid names, UUIDs and absolute paths, followed by exactly `/bin/sh` and the worker's
+    /// startup script (what `up` has every supervisor run).
     pub fn from_cmdline(cmdline: &[u8]) -> Option<SupervisorArgs> {
         let words: Vec<&[u8]> = cmdline
             .strip_suffix(&[0])
@@ -123,7 +124,7 @@ impl SupervisorArgs {
             let p = PathBuf::from(v);
             p.is_absolute().then_some(p)
         };
-        Some(SupervisorArgs {
+        let args = SupervisorArgs {
             op,
             team: TeamName::new(flag(2, "--team")?).ok()?,
             worker: WorkerName::new(flag(4, "--worker")?).ok()?,
@@ -131,7 +132,15 @@ impl SupervisorArgs {
             incarnation: Uuid::parse_str(flag(8, "--incarnation")?).ok()?,
             state_root: abs(flag(10, "--root")?)?,
             workspace: abs(flag(12, "--ws")?)?,
-        })
+        };
+        // What it runs is what `up` gives every supervisor, and nothing else: `/bin/sh` and
+        // the worker's startup script. The real `team-scale supervise` started by hand for
+        // another command under a worker's identity is not that worker's supervisor.
+        let script = crate::paths::StateRoot::resolve(&args.state_root, Some(&args.state_root))
+            .ok()?
+            .runtime_script(&args.team, &args.worker);
+        (s(15)? == "/bin/sh" && Path::new(s(16)?) == script && words.len() == 17 + at)
+            .then_some(args)
     }
 
     /// What differs between these arguments (a running supervisor's) and `want` (what a
@@ -339,6 +348,29 @@ mod tests {
             "/bin/sh".into(),
             "/ws/.team/teams/demo/runtime/worker-2.sh".into(),
         ]
+    }
+
+    /// Attack (a sixth-round black-box finding): the real supervisor started by hand under a
+    /// reservation's identity to run a command of yours (`sleep`), which a teardown then took
+    /// for the worker's and stopped. Only `/bin/sh` and that worker's own script is one.
+    #[test]
+    fn a_supervisor_runs_only_the_workers_script() {
+        let a = args();
+        let mut head = vec!["/usr/bin/team-scale".to_string()];
+        head.extend(a.to_argv());
+        for tail in [
+            vec!["/bin/sleep", "99999"],
+            vec!["/bin/sh", "-c", "exec sleep 99999"],
+            vec!["sh", "/ws/.team/teams/demo/runtime/worker-2.sh"],
+            vec!["/bin/sh", "/ws/.team/teams/demo/runtime/worker-3.sh"],
+            vec!["/bin/sh", "/ws/.team/teams/demo/runtime/worker-2.sh", "x"],
+            vec!["/bin/sh"],
+            vec![],
+        ] {
+            let mut w = head.clone();
+            w.extend(tail.iter().map(|t| t.to_string()));
+            assert_eq!(SupervisorArgs::from_cmdline(&cmdline(&w)), None, "{tail:?}");
+        }
     }
 
     #[test]

@@ -289,7 +289,11 @@ impl Fx {
         args.extend(["-c".into(), t.ws.display().to_string()]);
         args.push(tests::bin("team-scale").display().to_string());
         args.extend(sup.to_argv());
-        args.extend(["/bin/sh".into(), "-c".into(), cmd.into()]);
+        // Its startup script runs `cmd`, at the path `up` gives it.
+        let script = root.runtime_script(&sup.team, &w);
+        std::fs::create_dir_all(script.parent().unwrap()).unwrap();
+        std::fs::write(&script, format!("#!/bin/sh\n{cmd}\n")).unwrap();
+        args.extend(["/bin/sh".into(), script.display().to_string()]);
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let inc = inc_of(&self.tmux(&t.sock, &argv));
         let mut tags = vec![

@@ -1023,3 +1023,83 @@ fn a_dead_pane_started_by_a_relative_team_scale_is_never_reaped() {
         "not the team-scale these tools run",
     );
 }
+
+/// Attack (a sixth-round black-box finding): `up` crashed after reserving a worker; you start
+/// the real `team-scale supervise` by hand with that reservation's exact identity, but for a
+/// command of yours (`sleep`), in a pane tagged as the worker. It is not the worker's
+/// supervisor (that runs `/bin/sh` and the worker's script): `reconcile` must neither adopt
+/// the pane nor stop your command.
+#[test]
+fn a_supervisor_started_by_hand_for_your_command_is_never_adopted() {
+    let sb = Sandbox::new();
+    let (owner, pending) = abandoned_reservation(&sb, "1");
+    let (w, inc, op) = &pending[0];
+    let sock = sb.private_sock();
+    let ws = sb.ws.display().to_string();
+    let root = sb.ws.join(".team").display().to_string();
+    let bin = tests::bin("team-scale").display().to_string();
+    let pane = String::from_utf8_lossy(
+        &tmux_at(
+            &sock,
+            &[
+                "new-window",
+                "-d",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "-c",
+                &ws,
+                &bin,
+                "supervise",
+                "--op",
+                op,
+                "--team",
+                "demo",
+                "--worker",
+                w,
+                "--owner",
+                &owner,
+                "--incarnation",
+                inc,
+                "--root",
+                &root,
+                "--ws",
+                &ws,
+                "--",
+                "/bin/sleep",
+                "300005",
+            ],
+        )
+        .stdout,
+    )
+    .trim()
+    .to_string();
+    tag_as(&sb, &sock, &pane, &owner, &pending[0]);
+    let sup: u32 = String::from_utf8_lossy(
+        &tmux_at(
+            &sock,
+            &["display-message", "-p", "-t", &pane, "#{pane_pid}"],
+        )
+        .stdout,
+    )
+    .trim()
+    .parse()
+    .unwrap();
+    let children =
+        || std::fs::read_to_string(format!("/proc/{sup}/task/{sup}/children")).unwrap_or_default();
+    tests::wait_for(
+        "your command below it",
+        std::time::Duration::from_secs(5),
+        || !children().trim().is_empty(),
+    );
+    let mine: u32 = children()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let o = sb.run("team-scale", &["reconcile", "demo", "--json"]);
+    assert_code(&o, 3);
+    assert!(panes(&sock).contains(&pane), "{pane} was killed: {o:?}");
+    assert!(tests::alive(mine), "your command was stopped: {o:?}");
+}

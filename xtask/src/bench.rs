@@ -734,6 +734,11 @@ fn orphan_or_sleeper(bin: &Path, ws: &Path, owner: &str, i: usize) -> Vec<String
         return sleeper(i);
     }
     let root = ws.join(".team");
+    // Its startup script, at the path `up` gives it (a supervisor runs nothing else).
+    let script = root.join(format!("teams/gone/runtime/worker-{}.sh", i + 1));
+    std::fs::create_dir_all(script.parent().expect("a runtime dir"))
+        .and_then(|()| std::fs::write(&script, "#!/bin/sh\nexec sleep 100000\n"))
+        .expect("an orphan's startup script written");
     // Started in the workspace, as `up` starts a worker (the reaper checks where it works).
     let mut v = vec![
         "-c".to_string(),
@@ -757,8 +762,7 @@ fn orphan_or_sleeper(bin: &Path, ws: &Path, owner: &str, i: usize) -> Vec<String
             &ws.display().to_string(),
             "--",
             "/bin/sh",
-            "-c",
-            "exec sleep 100000",
+            &script.display().to_string(),
         ]
         .map(String::from),
     );
