@@ -6,8 +6,9 @@ use clap::{Args, Parser, Subcommand};
 
 const AFTER_HELP: &str = concat!(
     "Verdicts: owned, orphan (team_state_gone, owner_mismatch, not_member, abandoned_op,\n",
-    "team_stopped), debt, busy, unverifiable. Only orphans are killed, each with proof and an\n",
-    "audit record; debt is left for `team-scale reconcile`; untagged panes are never touched.\n",
+    "team_stopped), debt, busy, unverifiable. Orphans are killed, each with proof and an\n",
+    "audit record; debt (a removed or abandoned worker) is settled as `team-scale reconcile`\n",
+    "settles it, what it cannot settle is left; untagged panes are never touched.\n",
     "\n",
     "Examples:\n",
     "  team-reap run                              # scan every server, kill the orphans\n",
