@@ -2,8 +2,9 @@
 //! respawned it, or tmux reused it): its record is dropped and its unfinished tasks go back to
 //! `pending`, **without any effect on the pane or on a process**. Only a `Mismatch` proof
 //! qualifies (for a reservation that never had a pane recorded: a pane that carries its tags
-//! but is not provably the one its scale-up made): a pane still proven ours is removed by `reconcile`, a gone one is finished by
-//! `reconcile` too, and one that cannot be read is never judged. Framed by an audit intent and
+//! but is not provably the one its scale-up made): a pane still proven ours is removed by
+//! `reconcile`, a gone one is finished by `reconcile` too, and one that cannot be read is
+//! never judged. Framed by an audit intent and
 //! its outcome; under the scale lock, so no teardown runs meanwhile.
 //!
 //! # Decisions the design left open
@@ -48,7 +49,7 @@ fn unadoptable(
 ) -> Result<String> {
     let finish = || {
         Error::Refused(format!(
-            "{} has no pane, and no pane of another's carries its tags; `team-scale reconcile {}` finishes its removal",
+            "{} has no pane, and no pane carries its tags; `team-scale reconcile {}` finishes its removal",
             w.name, team.name
         ))
     };
