@@ -10,17 +10,24 @@ use tests::{Sandbox, assert_code, json_lines, tmux_at};
 
 /// `team-reap --json` on this sandbox's private server only.
 fn reap(sb: &Sandbox) -> Vec<serde_json::Value> {
-    let o = sb.run(
-        "team-reap",
-        &[
+    reap_from(sb, &sb.ws)
+}
+
+/// [`reap`], run from the directory `cwd`.
+fn reap_from(sb: &Sandbox, cwd: &Path) -> Vec<serde_json::Value> {
+    let o = sb
+        .cmd("team-reap")
+        .args([
             "--json",
             "--no-processes",
             "--socket",
             &sb.private_sock().display().to_string(),
             "--only-under",
             &sb.dir.path().display().to_string(),
-        ],
-    );
+        ])
+        .current_dir(cwd)
+        .output()
+        .unwrap();
     assert!(
         matches!(o.status.code(), Some(0 | 3)),
         "team-reap: {o:?}\n{}",
@@ -82,6 +89,34 @@ fn interrupted_init(sb: &Sandbox, failpoint: &str) -> (Vec<u8>, serde_json::Valu
     let record: serde_json::Value = serde_json::from_slice(&raw).unwrap();
     let owner = record["owner_id"].as_str().unwrap().to_string();
     (raw, record, owner)
+}
+
+/// `status` shows the team's worker live again: the team is whole.
+#[track_caller]
+fn the_team_is_whole(sb: &Sandbox) {
+    let st = json_lines(&sb.run("team-scale", &["status", "demo", "--json"]).stdout);
+    assert!(
+        st.iter()
+            .any(|l| l["type"] == "worker" && l["liveness"] == "live"),
+        "{st:#?}"
+    );
+}
+
+/// A later `init demo --private` (the leader `interrupted_init` gives) succeeds: nothing the
+/// interrupted one left stands in its way.
+#[track_caller]
+fn init_again(sb: &Sandbox) {
+    let o = sb.run(
+        "team-scale",
+        &[
+            "init",
+            "demo",
+            "--private",
+            "--leader-cmd",
+            "exec sleep 100000",
+        ],
+    );
+    assert_code(&o, 0);
 }
 
 /// A team of one worker on its private server; returns the worker's pane id.
@@ -195,12 +230,7 @@ fn a_live_workers_pane_retagged_as_a_gone_teams_is_never_reaped() {
         &pane,
         &[("@team_owner", &owner), ("@team_workspace", &ws)],
     );
-    let st = json_lines(&sb.run("team-scale", &["status", "demo", "--json"]).stdout);
-    assert!(
-        st.iter()
-            .any(|l| l["type"] == "worker" && l["liveness"] == "live"),
-        "{st:#?}"
-    );
+    the_team_is_whole(&sb);
 }
 
 /// `pane`, a worker of this sandbox's team `demo`, is killed as an orphan once the team's
@@ -370,19 +400,7 @@ fn an_interrupted_inits_recorded_leader_is_reaped_and_nothing_else() {
     assert_eq!(verdict(&lines, &mine)["verdict"], "unverifiable");
     assert_eq!(panes(&sock), vec![mine.clone()]);
     assert_code(&tmux_at(&sock, &["kill-session", "-t", "mine"]), 0);
-    assert_code(
-        &sb.run(
-            "team-scale",
-            &[
-                "init",
-                "demo",
-                "--private",
-                "--leader-cmd",
-                "exec sleep 100000",
-            ],
-        ),
-        0,
-    );
+    init_again(&sb);
 }
 
 /// Attack (a black-box finding): the live team's workspace is moved away and an empty
@@ -401,12 +419,7 @@ fn a_moved_workspace_with_an_empty_one_at_its_old_path_kills_nothing() {
     // Put back, the team is whole.
     std::fs::remove_dir_all(&sb.ws).unwrap();
     std::fs::rename(&moved, &sb.ws).unwrap();
-    let st = json_lines(&sb.run("team-scale", &["status", "demo", "--json"]).stdout);
-    assert!(
-        st.iter()
-            .any(|l| l["type"] == "worker" && l["liveness"] == "live"),
-        "{st:#?}"
-    );
+    the_team_is_whole(&sb);
 }
 
 /// A black-box finding: a worker of a lost team left a detached child (no socket) that
@@ -545,19 +558,7 @@ fn an_init_killed_before_recording_its_leader_leaves_nothing_behind() {
     assert!(panes(&sock).is_empty());
     assert_eq!(panes(&other), mine, "the other server's pane was killed");
     assert_code(&tmux_at(&other, &["kill-server"]), 0);
-    assert_code(
-        &sb.run(
-            "team-scale",
-            &[
-                "init",
-                "demo",
-                "--private",
-                "--leader-cmd",
-                "exec sleep 100000",
-            ],
-        ),
-        0,
-    );
+    init_again(&sb);
 }
 
 /// Attack (a fourth-round finding): after an init died before recording its leader, a pane of
@@ -1002,22 +1003,8 @@ fn a_dead_pane_started_by_a_relative_team_scale_is_never_reaped() {
     let sock = sb.private_sock();
     let mine = dead_pane_started_by_yours(&sb, &sock, &sb.dir.path().join("fake"), "./team-scale");
     let bins = tests::bin("team-reap").parent().unwrap().to_path_buf();
-    let o = sb
-        .cmd("team-reap")
-        .args([
-            "--json",
-            "--no-processes",
-            "--socket",
-            &sock.display().to_string(),
-            "--only-under",
-            &sb.dir.path().display().to_string(),
-        ])
-        .current_dir(&bins)
-        .output()
-        .unwrap();
-    assert!(matches!(o.status.code(), Some(0 | 3)), "{o:?}");
     spared(
-        &json_lines(&o.stdout),
+        &reap_from(&sb, &bins),
         &sock,
         &mine,
         "not the team-scale these tools run",
