@@ -98,14 +98,29 @@ pub fn progress(msg: &str) {
 
 /// Makes untrusted text safe to print on a terminal: control characters are escaped.
 pub fn clean(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            let v: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            v
-        })
-        .collect()
+    // Most text has nothing to escape: copied whole (a query prints millions of fields).
+    if !s.chars().any(char::is_control) {
+        return s.to_owned();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clean;
+
+    #[test]
+    fn clean_escapes_control_characters_only() {
+        assert_eq!(clean("plain %3 (worker-2) é"), "plain %3 (worker-2) é");
+        assert_eq!(clean("a\x1b[2Jb\nc\u{9b}d"), "a\\u{1b}[2Jb\\nc\\u{9b}d");
+        assert_eq!(clean(""), "");
+    }
 }
