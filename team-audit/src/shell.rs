@@ -225,6 +225,22 @@ pub fn analyze(src: &str, tmux_bin: Option<&std::path::Path>) -> Vec<Finding> {
                 .into(),
         ));
     }
+    // Rule 5: what a tmux command prints (a server's or a pane's pid, a socket path) must not
+    // reach a command that signals or removes, whatever carries it (a pipe, a variable, a
+    // loop, a file): a line that does both is denied.
+    if sc.runs_tmux
+        && let Some(what) = sc.acts_on.clone()
+    {
+        sc.findings.push(Finding::deny(
+            "shell",
+            vec![],
+            format!(
+                "the line runs tmux and {what}: what it signals or removes may be what tmux \
+                 printed (a server's or a pane's pid, a socket); run the tmux command as a line \
+                 of its own"
+            ),
+        ));
+    }
     // Rule 4: a file written (or data decoded) and a file run in the same line.
     let written_names: std::collections::HashSet<&str> =
         sc.written.iter().map(|w| basename(w)).collect();
@@ -958,6 +974,9 @@ fn lex(src: &str) -> Lexed {
                 let alone = i + 1 >= n || matches!(c[i + 1], ' ' | '\t' | '\n' | ';' | '&' | '|');
                 if !(alone && w.text.chars().all(|x| x == ch)) {
                     w.dynamic = true;
+                } else if w.text == "[[" {
+                    // The first `[` of `[[` looked like a glob's start until the second came.
+                    w.dynamic = false;
                 }
                 i += 1;
             }
@@ -1233,6 +1252,10 @@ struct Scan {
     decoder: Option<String>,
     /// Files the line runs as code (`. f`, `bash f`, `./f`, a makefile), with how.
     runs: Vec<(String, String)>,
+    /// A tmux command anywhere in the line (read-only ones included).
+    runs_tmux: bool,
+    /// A command in the line that signals or removes what it is given (`kill`, `xargs`, `rm`).
+    acts_on: Option<String>,
 }
 
 fn mentions_tmux(s: &str) -> bool {
@@ -1330,6 +1353,51 @@ const SHELL_LIKE: &[&str] = &[
     "kubectl",
 ];
 
+/// Whether `w` occurs in `l` as a whole identifier (not inside a longer name).
+fn has_ident(l: &str, w: &str) -> bool {
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    l.match_indices(w)
+        .any(|(i, _)| !ident(l[..i].chars().next_back()) && !ident(l[i + w.len()..].chars().next()))
+}
+
+/// Code that reaches a name only known when it runs (`getattr(os, 'sys'+'tem')`,
+/// `require('chil'+'d_process')`), signals a process, or opens a pipe to a command: the guard
+/// cannot tell what it calls.
+fn dynamic_code(l: &str) -> bool {
+    [
+        "getattr",
+        "__import__",
+        "importlib",
+        "__builtins__",
+        "__subclasses__",
+        "__globals__",
+        "eval",
+        "kill",
+        "qx",
+        "pty",
+        "ctypes",
+        "dlopen",
+        "binding",
+    ]
+    .iter()
+    .any(|w| has_ident(l, w))
+        || l.match_indices("require(")
+            .chain(l.match_indices("import("))
+            .any(|(i, m)| !literal_call(&l[i + m.len()..]))
+        || (has_ident(l, "open") && l.contains('|'))
+}
+
+/// Whether `rest` (what follows `require(`) is one plain string literal and `)`.
+fn literal_call(rest: &str) -> bool {
+    let rest = rest.trim_start();
+    let Some(q) = rest.chars().next().filter(|c| matches!(c, '\'' | '"')) else {
+        return false;
+    };
+    let body = &rest[1..];
+    body.find(q)
+        .is_some_and(|end| body[end + 1..].trim_start().starts_with(')'))
+}
+
 /// Inline interpreter code the guard will not run blind: it mentions tmux, names a tmux
 /// command, or starts processes.
 fn suspicious_code(s: &str) -> bool {
@@ -1361,9 +1429,20 @@ fn suspicious_code(s: &str) -> bool {
 }
 
 const SHELLS: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "ksh", "ksh93", "mksh", "pdksh", "ash", "yash", "fish", "rbash",
-    "tcsh", "csh", "posh", "oksh", "loksh", "elvish", "nu", "xonsh", "pwsh",
+    "sh", "bash", "zsh", "dash", "ksh", "ksh93", "mksh", "pdksh", "ash", "hush", "yash", "fish",
+    "rbash", "tcsh", "csh", "posh", "oksh", "loksh", "elvish", "nu", "xonsh", "pwsh",
 ];
+
+/// An interpreter flag that gives it its program inline: `-c`, `-e`, `-E`, `-r`, `-p`,
+/// `--eval`, `--print`, or a cluster ending in one (`perl -ne`, `-lne`).
+fn inline_code_flag(w: &str) -> bool {
+    matches!(w, "--eval" | "--print" | "--command" | "--exec")
+        || (w.starts_with('-')
+            && !w.starts_with("--")
+            && w.len() >= 2
+            && w[1..].chars().all(|c| c.is_ascii_alphabetic())
+            && w.ends_with(['c', 'e', 'E', 'r', 'p']))
+}
 
 fn is_interpreter(base: &str) -> bool {
     let stem = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
@@ -2113,7 +2192,7 @@ impl Scan {
                 && !matches!(b, "sed" | "gsed" | "awk" | "gawk" | "mawk" | "nawk")
                 && !rest
                     .iter()
-                    .any(|w| matches!(w.text.as_str(), "-c" | "-e" | "-E" | "-m")) =>
+                    .any(|w| w.text == "-m" || inline_code_flag(&w.text)) =>
             {
                 if let Some(f) = first_arg {
                     self.note_run_file(&f.text, format!("runs `{base} {}`", f.text));
@@ -2269,6 +2348,15 @@ impl Scan {
             }
             "at" | "batch" => {
                 return unread(&format!("`{base}` runs commands from its input later"));
+            }
+            "parallel" | "rush" => {
+                return unread(&format!("`{base}` runs its arguments as command lines"));
+            }
+            _ if words[0].text.starts_with("/proc/") || words[0].text.starts_with("/dev/fd/") => {
+                return unread(&format!(
+                    "`{}` is a program reached through /proc or a descriptor, whatever it is",
+                    words[0].text
+                ));
             }
             "cargo"
                 if rest.iter().any(|w| {
@@ -2480,7 +2568,24 @@ impl Scan {
             return;
         }
         let base = basename(&argv0.text);
+        if matches!(
+            base,
+            "kill"
+                | "pkill"
+                | "killall"
+                | "skill"
+                | "slay"
+                | "xargs"
+                | "parallel"
+                | "rm"
+                | "unlink"
+                | "shred"
+                | "fuser"
+        ) {
+            self.acts_on.get_or_insert_with(|| format!("`{base}`"));
+        }
         if base == "tmux" {
+            self.runs_tmux = true;
             let real = argv0.text == "tmux" || self.tmux_bin.as_deref() == Some(&argv0.text);
             if !real {
                 self.findings.push(Finding::deny(
@@ -2583,10 +2688,40 @@ impl Scan {
         }
         if is_interpreter(base) {
             let args: Vec<&Word> = rest.iter().filter(|w| !w.text.starts_with('-')).collect();
-            let why = if rest.iter().any(|w| suspicious_code(&w.text)) {
-                Some("runs code that mentions tmux, a tmux command or a process call")
-            } else if stdin.is_some_and(suspicious_code) {
-                Some("reads code that mentions tmux, a tmux command or a process call")
+            let inline = rest.iter().any(|w| inline_code_flag(&w.text));
+            if inline {
+                // Its code can write a file as well as `tee` can (rule 4).
+                self.decoder
+                    .get_or_insert_with(|| format!("runs `{base}` code, which can write any file"));
+                if rest
+                    .iter()
+                    .any(|w| has_ident(&w.text.to_ascii_lowercase(), "kill"))
+                {
+                    self.acts_on
+                        .get_or_insert_with(|| format!("`{base}` code that signals"));
+                }
+            }
+            // sed and awk programs cannot reach a name built at run time (their ways to run a
+            // command are checked on their own).
+            let opaque = |t: &str| {
+                suspicious_code(t)
+                    || (!matches!(base, "sed" | "gsed" | "awk" | "gawk" | "mawk" | "nawk")
+                        && dynamic_code(&t.to_ascii_lowercase()))
+            };
+            let why = if rest.iter().any(|w| opaque(&w.text)) {
+                Some(
+                    "runs code that mentions tmux, a tmux command, a process call or a name built at run time",
+                )
+            } else if stdin.is_some_and(opaque) {
+                Some(
+                    "reads code that mentions tmux, a tmux command, a process call or a name built at run time",
+                )
+            } else if !inline
+                && args.is_empty()
+                && matches!(input, Input::Pipe)
+                && !matches!(base, "make" | "gmake" | "just")
+            {
+                Some("reads its program from a pipe")
             } else if mentions_tmux(&self.line)
                 && (args.is_empty() || matches!(input, Input::Text(_)))
                 && !matches!(input, Input::File)
@@ -2837,6 +2972,16 @@ impl Scan {
         stdin: Option<&str>,
         ctx: Ctx,
     ) {
+        // `su -c '...'`, `sg group -c '...'`, `runuser -c`, `ssh host '...'`, `docker exec c sh
+        // -c '...'`: a word with a space is a command line for a shell.
+        for w in &words[1..] {
+            if w.dynamic {
+                continue;
+            }
+            if w.text.contains(char::is_whitespace) || w.text.contains(';') {
+                self.line(&w.text, ctx.inner("a command string"));
+            }
+        }
         match (input, stdin) {
             (Input::Text(_), Some(t)) => self.line(t, ctx.inner("a here-document")),
             (Input::Pipe, _) if mentions_tmux(&self.line) => self.deny(

@@ -747,7 +747,7 @@ fn guard_table_against_a_real_team() {
         ),
         (
             format!("parallel tmux -S {s} ::: kill-server"),
-            Some("not a tmux command"),
+            Some("runs its arguments as command lines"),
         ),
         (
             format!("tmux -S {s} kill-pane -- -t {w1}"),
@@ -1243,6 +1243,58 @@ fn an_allowed_kill_kills_only_the_proven_pane_and_is_paired() {
 
 /// Everyday command lines an agent runs: `--guard` must let them through (no finding, no
 /// output, exit 0).
+/// Black-box round 5: lines that reached a foreign server or its panes without naming a
+/// destructive tmux command. Each was allowed before; each must be denied.
+#[test]
+fn tmux_output_and_unreadable_code_never_reach_a_kill() {
+    let sb = Sandbox::new();
+    let other = TmuxServer::start();
+    let o = other.sock.display().to_string();
+    // `x` spells tmux only when the shell runs.
+    let hidden = "x=$(echo xumt|rev); $x kill-server";
+    let table = [
+        // What tmux prints (a server's or a pane's pid, its socket) carried to a kill or an rm
+        // by a pipe, a substitution or a loop.
+        format!("tmux -S {o} display -p '#{{pid}}' | xargs kill"),
+        format!("tmux -S {o} lsp -a -F '#{{pane_pid}}' | xargs kill -9"),
+        format!("tmux -S {o} lsp -a -F '#{{pane_pid}}' | xargs -I{{}} kill {{}}"),
+        format!("tmux -S {o} display -p '#{{socket_path}}' | xargs rm"),
+        format!("for p in $(tmux -S {o} lsp -a -F '#{{pane_pid}}'); do kill $p; done"),
+        format!("rm -f $(tmux -S {o} display -p '#{{socket_path}}')"),
+        // A program read from a pipe by an interpreter.
+        "echo aW1wb3J0IG9zO29zLnN5c3RlbSgnaWQnKQ== | base64 -d | python3".into(),
+        "echo 'print 1' | perl".into(),
+        "cat x.js | node".into(),
+        "cat x.awk | awk -f -".into(),
+        // Names built at run time, signals and pipes in inline code.
+        "python3 - <<< \"import os; getattr(os,'sys'+'tem')('id')\"".into(),
+        "python3 -c \"getattr(__import__('o'+'s'),'sys'+'tem')('id')\"".into(),
+        "node -e \"require('chil'+'d_process')['ex'+'ecSync']('id')\"".into(),
+        "perl -e 'qx(id)'".into(),
+        "perl -e 'open(F, \"|id\")'".into(),
+        "perl -e 'kill 9, 4242'".into(),
+        "python3 -c 'import os; os.kill(4242, 9)'".into(),
+        "node -e 'process.kill(4242)'".into(),
+        // A file written by inline code and run in the same line.
+        "python3 -c \"open('/tmp/y.sh','w').write('id')\"; sh /tmp/y.sh".into(),
+        // Runners of command strings.
+        format!("/proc/self/exe -c '{hidden}'"),
+        format!("busybox hush -c '{hidden}'"),
+        format!("parallel ::: '{hidden}'"),
+        format!("sg root -c '{hidden}'"),
+        format!("su -c '{hidden}' root"),
+        format!("ssh localhost '{hidden}'"),
+    ];
+    let mut allowed = Vec::new();
+    for (i, cmd) in table.iter().enumerate() {
+        let out = hook(&sb, &["--guard"], &pre(&sb, cmd, &format!("toolu_{i}")));
+        if out.status.code() != Some(2) {
+            allowed.push(format!("{cmd}: {:?}", out.status.code()));
+        }
+    }
+    assert!(allowed.is_empty(), "allowed:\n{}", allowed.join("\n"));
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
@@ -1302,6 +1354,14 @@ fn everyday_lines_stay_allowed() {
         "bash /dev/stdin <<< 'echo hi'",
         "git rebase -i HEAD~2",
         "sort -u names.txt",
+        // Round 5 narrowed interpreters: their everyday one-liners still pass.
+        "python3 -c \"import re; print(re.compile('a+').findall('aaa'))\"",
+        "python3 -c 'import ast; print(ast.literal_eval(\"[1, 2]\"))'",
+        "node -e \"console.log(require('./package.json').version)\"",
+        "perl -ne 'print if /TODO/' src/lib.rs",
+        "cat data.json | python3 -m json.tool",
+        "[[ -f Cargo.toml ]] && echo rust",
+        "kill %1",
     ];
     assert!(table.len() >= 30);
     let mut failures = Vec::new();
