@@ -353,6 +353,72 @@ fn uid_of(pid: u32) -> Result<Option<u32>> {
     }
 }
 
+/// Shells by name: typed text reaching one runs as a command.
+pub const SHELL_NAMES: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "ksh93", "mksh", "pdksh", "ash", "hush", "yash", "fish",
+    "rbash", "tcsh", "csh", "posh", "oksh", "loksh", "elvish", "nu", "xonsh", "pwsh", "busybox",
+];
+
+/// Terminal clients by `comm`: typed text reaching one goes to another terminal (another tmux
+/// server's pane, a remote shell).
+const TERMINAL_CLIENTS: &[&str] = &[
+    "tmux",
+    "tmux: client",
+    "screen",
+    "ssh",
+    "mosh-client",
+    "telnet",
+    "rlogin",
+    "su",
+    "sudo",
+    "login",
+    "socat",
+    "nc",
+    "ncat",
+];
+
+/// A process below `root` (a worker's supervisor) that would run or forward text typed into
+/// the worker's pane: a terminal client (a nested `tmux attach`, `ssh`), or a shell reading
+/// commands from that terminal (no script, no `-c`, stdin a terminal). Described, or `None`.
+/// What it cannot read is not reported (the tmux-side check still sees a foreground shell).
+pub fn terminal_reader_below(root: u32) -> Option<String> {
+    let tree = crate::proctree::Tree::subtree(root).ok()?;
+    for n in tree.nodes() {
+        if n.id.pid == root || n.state == b'Z' {
+            continue;
+        }
+        if TERMINAL_CLIENTS.contains(&n.comm.as_str()) {
+            return Some(format!(
+                "{} (pid {}) forwards what is typed",
+                n.comm, n.id.pid
+            ));
+        }
+        if !SHELL_NAMES.contains(&n.comm.as_str()) {
+            continue;
+        }
+        let Ok(Some(argv)) = read_proc(n.id.pid, "cmdline") else {
+            continue;
+        };
+        let args: Vec<&[u8]> = argv.split(|b| *b == 0).filter(|a| !a.is_empty()).collect();
+        let runs_given_code = args.iter().skip(1).any(|a| {
+            !a.starts_with(b"-") && !a.starts_with(b"+")
+                || (a.starts_with(b"-") && a.contains(&b'c'))
+        });
+        if runs_given_code {
+            continue;
+        }
+        let tty = std::fs::read_link(format!("/proc/{}/fd/0", n.id.pid))
+            .is_ok_and(|t| t.starts_with("/dev/pts") || t.starts_with("/dev/tty"));
+        if tty {
+            return Some(format!(
+                "{} (pid {}) reads commands from the pane's terminal",
+                n.comm, n.id.pid
+            ));
+        }
+    }
+    None
+}
+
 /// Whether `/proc/<pid>/environ` carries every `KEY=value` of `pairs` (duplicated keys must all
 /// carry the value). `None` when the process is gone. A zombie's environment reads as empty.
 /// A permission error is returned as an error: the caller treats it as unverifiable.

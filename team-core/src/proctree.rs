@@ -314,6 +314,11 @@ impl Tree {
         self.nodes.insert(n.id.pid, n);
     }
 
+    /// Every process seen.
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.values()
+    }
+
     /// The process `pid`, if it was seen.
     pub fn node(&self, pid: u32) -> Option<&Node> {
         self.nodes.get(&pid)

@@ -306,6 +306,86 @@ fn task_board_reaches_the_owners_inbox_and_screen_and_returned_tasks_are_offered
     assert!(assert_audit_pairs(&t.sb.ws.join(".team/audit.jsonl")) > 0);
 }
 
+/// Black-box round 5: a worker whose agent hands its terminal to a shell (`exec sh -i`, with
+/// or without job control) or to a client of another tmux server still proves ours, but text
+/// typed into it would run as a command there. `send` must type nothing.
+#[test]
+fn send_types_nothing_into_a_shell_or_another_terminal() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.ws.join(".team")).unwrap();
+    std::fs::write(sb.ws.join(".team/agents.toml"), PROFILE).unwrap();
+    let dir = sb.dir.path().to_path_buf();
+    let other = tests::TmuxServer::start();
+    // Its shell's prompt looks like the agent's: only the checks stop the typing.
+    other.tmux(&["new-session", "-d", "-s", "fsh", "PS1='fake> ' exec sh -i"]);
+    let script = dir.join("agent.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "{agent} --done-after 300 --die-after 2500 --received {d}/received-$TEAM_WORKER.txt\n\
+             case $TEAM_WORKER in\n\
+             worker-1) PS1='fake> ' exec sh -i ;;\n\
+             worker-2) PS1='fake> ' exec sh +m -i ;;\n\
+             *) unset TMUX TMUX_PANE; exec tmux -S {o} -f /dev/null attach -t fsh ;;\n\
+             esac\n",
+            agent = tests::bin("fake-agent").display(),
+            d = dir.display(),
+            o = other.sock.display()
+        ),
+    )
+    .unwrap();
+    let cmd = format!("sh {}", script.display());
+    let o = sb.run(
+        "team-scale",
+        &[
+            "init",
+            "demo",
+            "--private",
+            "--agent",
+            "fake",
+            "--worker-cmd",
+            &cmd,
+        ],
+    );
+    assert_code(&o, 0);
+    assert_code(
+        &sb.run("team-scale", &["up", "demo", "3", "--ready-timeout", "20s"]),
+        0,
+    );
+    // The agents exit; a shell or a nested client takes each pane's terminal.
+    std::thread::sleep(std::time::Duration::from_millis(4000));
+    for w in ["worker-1", "worker-2", "worker-3"] {
+        let marker = dir.join(format!("ran-{w}"));
+        let o = sb.run(
+            "team-scale",
+            &[
+                "send",
+                "demo",
+                w,
+                &format!("touch {}", marker.display()),
+                "--ready-timeout",
+                "5s",
+                "--json",
+            ],
+        );
+        assert_code(&o, 1);
+        let d = json_lines(&o.stdout)
+            .into_iter()
+            .find(|l| l["type"] == "delivery")
+            .unwrap();
+        assert_ne!(d["result"], "delivered", "{w}: {d}");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert!(
+            !marker.exists(),
+            "{w}: the typed text ran as a command: {d}"
+        );
+    }
+    // Nothing reached the other server's shell either.
+    let screen = other.tmux(&["capture-pane", "-p", "-t", "fsh"]);
+    assert!(!screen.contains("touch"), "{screen}");
+    assert_audit_pairs(&sb.ws.join(".team/audit.jsonl"));
+}
+
 #[test]
 fn send_reaches_the_agent_and_a_respawned_pane_gets_nothing() {
     let t = Team::new();

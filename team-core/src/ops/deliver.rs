@@ -444,6 +444,19 @@ fn run_steps(
     let mut which = Vec::new();
     for &(i, step) in steps {
         let t = &targets[i];
+        // Before the intent: text that would reach a shell or another terminal is not typed.
+        if matches!(step, Step::Paste)
+            && let Some(who) = crate::process::terminal_reader_below(t.inc.pane_pid)
+        {
+            st[i] = St::Done(Delivery::Undelivered {
+                why: format!(
+                    "{}'s pane {} would not reach its agent: {who}; nothing was typed",
+                    t.worker, t.inc.pane_id
+                ),
+                last_lines: last_lines(&last_screen[i]),
+            });
+            continue;
+        }
         if intents[i].is_none() {
             match audit.intent(&send_entry(t)) {
                 Ok(id) => intents[i] = Some(id),
@@ -463,7 +476,8 @@ fn run_steps(
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let txn = Guard::pane(&t.inc, &tags, true).and_then(|g| match step {
+        let guard = Guard::pane(&t.inc, &tags, true).map(Guard::typing_reaches_the_program);
+        let txn = guard.and_then(|g| match step {
             Step::Paste => Txn::paste_text(g, &t.text, t.profile.bracketed_paste),
             Step::Enter => Txn::send_key(g, "Enter"),
         });
@@ -494,7 +508,7 @@ fn run_steps(
             TxnOutcome::Refused => {
                 st[i] = St::Done(Delivery::Undelivered {
                     why: format!(
-                        "{}'s pane {} no longer matched its record (its process exited or was replaced); nothing was typed",
+                        "{}'s pane {} no longer matched its record (its process exited or was replaced), or a shell or terminal client holds its terminal; nothing was typed",
                         t.worker, t.inc.pane_id
                     ),
                     last_lines: last_lines(&last_screen[i]),

@@ -77,6 +77,17 @@ impl Guard {
         })
     }
 
+    /// Also requires that the pane's terminal is not held by a shell or a terminal client in
+    /// its foreground (`#{pane_current_command}`: an interactive shell takes the foreground),
+    /// which would run or forward what is typed. For typing only.
+    pub fn typing_reaches_the_program(mut self) -> Guard {
+        self.conds.push(format!(
+            "#{{?#{{m/r:^-?({}|tmux|screen|ssh|mosh-client|telnet|su|sudo|login)$,#{{pane_current_command}}}},0,1}}",
+            crate::process::SHELL_NAMES.join("|")
+        ));
+        self
+    }
+
     /// A guard on a session: its id, the server's identity and its session owner tag.
     pub fn session(
         session_id: &str,
