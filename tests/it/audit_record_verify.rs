@@ -235,6 +235,88 @@ fn tampering_is_detected_at_the_right_seq() {
     assert!(stderr(&o).contains("broken at seq 9"), "{}", stderr(&o));
 }
 
+/// `SEQ:HASH` of the log's last record, as `verify --json` reports it.
+fn anchor_of(log: &std::path::Path) -> String {
+    let o = run(with_log(log, &["verify", "--json"]));
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    let s: Value = serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
+    format!("{}:{}", s["last_seq"], s["head"].as_str().unwrap())
+}
+
+/// Black-box round 5: a keyless chain cannot show records cut from its end or a chain
+/// rewritten whole; each attack below passes a plain `verify`. An anchor saved earlier
+/// (`verify --expect SEQ:HASH`) catches each one.
+#[test]
+fn an_anchor_catches_a_cut_tail_a_laundered_tear_and_a_rewritten_chain() {
+    let d = tempfile::tempdir().unwrap();
+    let log = make_log(d.path(), 6);
+    let orig = lines(&log);
+    let anchor = anchor_of(&log);
+    let expect = |log: &std::path::Path| {
+        let o = run(with_log(log, &["verify", "--expect", &anchor, "--json"]));
+        let problem = stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|l| l["type"] == "problem");
+        (code(&o), problem)
+    };
+    assert_eq!(expect(&log).0, 0, "the anchor holds on the untouched log");
+
+    // 1. The last two records cut off.
+    fs::write(&log, orig[..4].concat()).unwrap();
+    assert_eq!(verify(&log).0, 0, "a plain verify cannot see a cut tail");
+    let (c, p) = expect(&log);
+    assert_eq!(c, 1);
+    assert_eq!(p.unwrap()["kind"], "anchor");
+
+    // 2. Cut mid-record, then let the next writer acknowledge the tear: three records gone
+    //    behind a "damaged bytes" warning.
+    let mut cut = orig[..3].concat();
+    cut.extend_from_slice(&orig[3][..50]);
+    fs::write(&log, &cut).unwrap();
+    let o = run(with_log(
+        &log,
+        &["record", "--caller", "c", "--action", "a"],
+    ));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        verify(&log).0,
+        0,
+        "a plain verify takes the tear for a crash"
+    );
+    assert_eq!(expect(&log).0, 1);
+
+    // 3. Every record rewritten with a recomputed chain (a field edited in the second).
+    let mut prev = "0".repeat(64);
+    let mut bytes = Vec::new();
+    for (i, l) in orig.iter().enumerate() {
+        let mut r: team_core::audit::Record = serde_json::from_slice(l).unwrap();
+        if i == 1 {
+            r.caller = "someone-else".into();
+        }
+        r.prev = prev.clone();
+        r.hash = team_core::audit::canonical::compute_hash(&r);
+        prev = r.hash.clone();
+        bytes.extend(team_core::audit::canonical::render_line(&r));
+    }
+    fs::write(&log, bytes).unwrap();
+    assert_eq!(
+        verify(&log).0,
+        0,
+        "a plain verify passes a recomputed chain"
+    );
+    let (c, p) = expect(&log);
+    assert_eq!(c, 1);
+    let p = p.unwrap();
+    assert_eq!(p["kind"], "anchor");
+    assert!(p["detail"].as_str().unwrap().contains("rewritten"), "{p}");
+
+    // Bad input: a clear error, exit 64.
+    let o = run(with_log(&log, &["verify", "--expect", "6:nothex"]));
+    assert_eq!(code(&o), 64);
+    assert!(stderr(&o).contains("SEQ:HASH"), "{}", stderr(&o));
+}
+
 #[test]
 fn a_torn_tail_fails_verify_until_the_next_record_acknowledges_it() {
     let d = tempfile::tempdir().unwrap();

@@ -39,6 +39,9 @@ pub enum ProblemKind {
     MissingSegment,
     /// A segment file does not end with its `segment_end` record.
     TruncatedSegment,
+    /// An anchor given to `verify` (a `seq` and its `hash` saved earlier) does not hold: records
+    /// were cut from the end, or the chain was rewritten.
+    Anchor,
 }
 
 impl ProblemKind {
@@ -55,6 +58,7 @@ impl ProblemKind {
             ProblemKind::BadSegment => "bad_segment",
             ProblemKind::MissingSegment => "missing_segment",
             ProblemKind::TruncatedSegment => "truncated_segment",
+            ProblemKind::Anchor => "anchor",
         }
     }
 }
@@ -75,6 +79,21 @@ pub struct Problem {
     pub offset: u64,
     pub kind: ProblemKind,
     pub detail: String,
+}
+
+impl Problem {
+    /// An anchor that does not hold (see [`ProblemKind::Anchor`]).
+    pub fn anchor(seq: u64, detail: String) -> Problem {
+        Problem {
+            seq,
+            found_seq: None,
+            file: String::new(),
+            line: 0,
+            offset: 0,
+            kind: ProblemKind::Anchor,
+            detail,
+        }
+    }
 }
 
 /// The result of walking a log.
