@@ -107,6 +107,24 @@
 //!   .shell`/`.system`/`-cmd`; `socat EXEC:`/`SYSTEM:`; `m4` (always); `dc` with `!` or `-f`;
 //!   `npx`/`npm`/`pnpm`/`yarn -c`; `sort --compress-program`; `man -P`/`-H`; `at`/`batch`
 //!   (always); `cargo --config` unless `net.*`.
+//!
+//! - **The guard after the fifth black-box round**: (1) rule 5: a line that runs a tmux command
+//!   (read-only included) and `kill`, `pkill`, `killall`, `xargs`, `parallel`, `rm`, `unlink`,
+//!   `shred` or `fuser`, or inline interpreter code that signals, is denied, however the output
+//!   travels (a pipe, `$(...)`, a loop, a file): what tmux prints (a pane's or the server's pid,
+//!   the socket path) must not reach a signal or a removal. (2) An interpreter with no program
+//!   of its own (no script file, no `-c`/`-e`/`-r`/`-p`/`-m`, or `-`) reading a pipe is denied
+//!   whatever the line mentions: `base64 -d | python3` is code the guard cannot read. (3) Inline
+//!   code (and a here-document or here-string given to an interpreter) that reaches a name built
+//!   at run time or signals is denied (`dynamic_code`: `getattr`, `__import__`, `importlib`,
+//!   `__builtins__`, `eval`, `kill`, `qx`, `pty`, `ctypes`, `binding`, a pipe `open`, and
+//!   `require(...)`/`import(...)` of anything but one string literal), except for sed and awk.
+//!   (4) Inline interpreter code counts as a writer for rule 4, so `python3 -c "...write..."; sh
+//!   y.sh` is denied. (5) `su`/`sg`/`runuser`/`ssh`/`docker`... words holding a space or `;`
+//!   are parsed as command lines; `parallel` and `rush` are always denied; so is a program run
+//!   by a `/proc/...` or `/dev/fd/...` path (`/proc/self/exe -c` is the shell itself); `hush` is a
+//!   shell. Decided: `kill`/`pkill` of pids or patterns the line did not get from tmux stay
+//!   allowed (agents stop their own dev servers): the README's limits say so.
 
 use crate::oracle::Server;
 

@@ -40,6 +40,14 @@
 //!   named by a `segment` record whose `prev` is the last good hash (the chain runs on across the
 //!   damage); `verify` reports acknowledged damage as a warning and unacknowledged damage as a
 //!   failure.
+//!
+//! - **Anchors, not keys**: the chain has no secret, so whoever can write the log can cut
+//!   records from its end (or tear the last one and let the next writer acknowledge the tear)
+//!   or recompute the whole chain, and `verify` alone passes it. A key would live where the
+//!   same writer reads it. Instead `verify` prints its last `seq` and head hash, and `verify
+//!   --expect SEQ:HASH` (`ProblemKind::Anchor`) fails unless the log still holds that record
+//!   with that hash, read back from the end; keeping the anchor where the log's writers cannot
+//!   reach it (another user, another machine) is the user's part, and the README says so.
 
 pub mod canonical;
 mod fast;

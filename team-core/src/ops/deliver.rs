@@ -20,6 +20,16 @@
 //!
 //! (Indexed from ARCHITECTURE.md.)
 //!
+//! - **Typing reaches only the agent**: a proven pane can still hold a program that runs or
+//!   forwards what is typed (a worker that became a shell, a nested `tmux attach`, `ssh`).
+//!   Every typing transaction's guard also requires that `#{pane_current_command}` is not a
+//!   shell or a terminal client (an interactive shell takes the terminal's foreground), checked
+//!   by tmux in the same step as the keys; and before each paste (before its audit intent) the
+//!   processes below the worker's supervisor are looked at: a terminal client by `comm`, or a
+//!   shell with no script and no `-c` whose stdin is a terminal, makes the delivery
+//!   `undelivered` with nothing typed. The `/proc` look is not atomic with the keys; the tmux
+//!   check is.
+//!
 //! - **Trust questions are never answered by the tools**, and there is no opt-in to do so: trusting
 //!   a folder is a security decision the user makes once in the CLI itself. The blocked result says
 //!   how.
