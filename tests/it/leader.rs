@@ -31,15 +31,22 @@ impl Team {
     /// A team `demo` of the fake agent; each worker records what it receives in
     /// `<dir>/received-<worker>.txt` and every byte in `<dir>/record-<worker>.bin`.
     fn new() -> Team {
+        Team::running(|dir| {
+            format!(
+                "exec {} --done-after 700 --received {d}/received-$TEAM_WORKER.txt --record {d}/record-$TEAM_WORKER.bin",
+                tests::bin("fake-agent").display(),
+                d = dir.display()
+            )
+        })
+    }
+
+    /// A team `demo` of the fake agent's profile whose workers run `cmd(<scratch dir>)`.
+    fn running(cmd: impl FnOnce(&std::path::Path) -> String) -> Team {
         let sb = Sandbox::new();
         std::fs::create_dir_all(sb.ws.join(".team")).unwrap();
         std::fs::write(sb.ws.join(".team/agents.toml"), PROFILE).unwrap();
         let dir = sb.dir.path().to_path_buf();
-        let cmd = format!(
-            "exec {} --done-after 700 --received {d}/received-$TEAM_WORKER.txt --record {d}/record-$TEAM_WORKER.bin",
-            tests::bin("fake-agent").display(),
-            d = dir.display()
-        );
+        let cmd = cmd(&dir);
         let o = sb.run(
             "team-scale",
             &[
@@ -311,47 +318,31 @@ fn task_board_reaches_the_owners_inbox_and_screen_and_returned_tasks_are_offered
 /// typed into it would run as a command there. `send` must type nothing.
 #[test]
 fn send_types_nothing_into_a_shell_or_another_terminal() {
-    let sb = Sandbox::new();
-    std::fs::create_dir_all(sb.ws.join(".team")).unwrap();
-    std::fs::write(sb.ws.join(".team/agents.toml"), PROFILE).unwrap();
-    let dir = sb.dir.path().to_path_buf();
     let other = tests::TmuxServer::start();
     // Its shell's prompt looks like the agent's: only the checks stop the typing.
     other.tmux(&["new-session", "-d", "-s", "fsh", "PS1='fake> ' exec sh -i"]);
-    let script = dir.join("agent.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "{agent} --done-after 300 --die-after 2500 --received {d}/received-$TEAM_WORKER.txt\n\
-             case $TEAM_WORKER in\n\
-             worker-1) PS1='fake> ' exec sh -i ;;\n\
-             worker-2) PS1='fake> ' exec sh +m -i ;;\n\
-             *) unset TMUX TMUX_PANE; exec tmux -S {o} -f /dev/null attach -t fsh ;;\n\
-             esac\n",
-            agent = tests::bin("fake-agent").display(),
-            d = dir.display(),
-            o = other.sock.display()
-        ),
-    )
-    .unwrap();
-    let cmd = format!("sh {}", script.display());
-    let o = sb.run(
-        "team-scale",
-        &[
-            "init",
-            "demo",
-            "--private",
-            "--agent",
-            "fake",
-            "--worker-cmd",
-            &cmd,
-        ],
-    );
-    assert_code(&o, 0);
-    assert_code(
-        &sb.run("team-scale", &["up", "demo", "3", "--ready-timeout", "20s"]),
-        0,
-    );
+    let osock = other.sock.clone();
+    let t = Team::running(|dir| {
+        let script = dir.join("agent.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "{agent} --done-after 300 --die-after 2500 --received {d}/received-$TEAM_WORKER.txt\n\
+                 case $TEAM_WORKER in\n\
+                 worker-1) PS1='fake> ' exec sh -i ;;\n\
+                 worker-2) PS1='fake> ' exec sh +m -i ;;\n\
+                 *) unset TMUX TMUX_PANE; exec tmux -S {o} -f /dev/null attach -t fsh ;;\n\
+                 esac\n",
+                agent = tests::bin("fake-agent").display(),
+                d = dir.display(),
+                o = osock.display()
+            ),
+        )
+        .unwrap();
+        format!("sh {}", script.display())
+    });
+    let (sb, dir) = (&t.sb, &t.dir);
+    assert_code(&t.run(&["up", "demo", "3", "--ready-timeout", "20s"]), 0);
     // The agents exit; a shell or a nested client takes each pane's terminal.
     std::thread::sleep(std::time::Duration::from_millis(4000));
     for w in ["worker-1", "worker-2", "worker-3"] {
