@@ -377,42 +377,69 @@ const TERMINAL_CLIENTS: &[&str] = &[
     "ncat",
 ];
 
+/// Interpreters by `comm` (digits and dots trimmed: `python3.11`): given no program, or `-i`,
+/// they read code from their terminal (a REPL).
+const REPLS: &[&str] = &[
+    "python", "pypy", "node", "nodejs", "deno", "bun", "perl", "ruby", "irb", "php", "lua",
+    "luajit", "tclsh", "wish", "R", "julia", "ghci", "guile", "racket", "sbcl", "jshell", "scala",
+    "groovysh", "sqlite", "psql", "mysql", "bc", "dc", "gdb",
+];
+
 /// A process below `root` (a worker's supervisor) that would run or forward text typed into
-/// the worker's pane: a terminal client (a nested `tmux attach`, `ssh`), or a shell reading
-/// commands from that terminal (no script, no `-c`, stdin a terminal). Described, or `None`.
-/// What it cannot read is not reported (the tmux-side check still sees a foreground shell).
+/// the worker's pane, reading the pane's terminal (its stdin is the supervisor's): a terminal
+/// client (a nested `tmux attach`, `ssh`), a shell given no script and no `-c`, or an
+/// interpreter's REPL (no program, `-i`, perl's `-d`). Described, or `None`. The same programs
+/// reading another terminal or a pipe (an agent's own tools) are not reported; nor is what
+/// cannot be read (the tmux-side check still sees a shell in the foreground).
 pub fn terminal_reader_below(root: u32) -> Option<String> {
+    let tty_of = |pid: u32| std::fs::read_link(format!("/proc/{pid}/fd/0")).ok();
+    let is_tty = |t: &std::path::Path| t.starts_with("/dev/pts") || t.starts_with("/dev/tty");
+    // The pane's terminal; when it cannot be read, any terminal counts.
+    let pane_tty = tty_of(root).filter(|t| is_tty(t));
     let tree = crate::proctree::Tree::subtree(root).ok()?;
     for n in tree.nodes() {
         if n.id.pid == root || n.state == b'Z' {
             continue;
         }
-        if TERMINAL_CLIENTS.contains(&n.comm.as_str()) {
-            return Some(format!(
-                "{} (pid {}) forwards what is typed",
-                n.comm, n.id.pid
-            ));
-        }
-        if !SHELL_NAMES.contains(&n.comm.as_str()) {
+        let comm = n.comm.as_str();
+        let stem = comm.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        let client = TERMINAL_CLIENTS.contains(&comm);
+        let shell = SHELL_NAMES.contains(&comm);
+        let repl = REPLS.contains(&stem);
+        if !(client || shell || repl) {
             continue;
+        }
+        let reads_pane = tty_of(n.id.pid).is_some_and(|t| match &pane_tty {
+            Some(p) => &t == p,
+            None => is_tty(&t),
+        });
+        if !reads_pane {
+            continue;
+        }
+        if client {
+            return Some(format!("{comm} (pid {}) forwards what is typed", n.id.pid));
         }
         let Ok(Some(argv)) = read_proc(n.id.pid, "cmdline") else {
             continue;
         };
-        let args: Vec<&[u8]> = argv.split(|b| *b == 0).filter(|a| !a.is_empty()).collect();
-        let runs_given_code = args.iter().skip(1).any(|a| {
-            !a.starts_with(b"-") && !a.starts_with(b"+")
-                || (a.starts_with(b"-") && a.contains(&b'c'))
+        let args: Vec<&[u8]> = argv
+            .split(|b| *b == 0)
+            .skip(1)
+            .filter(|a| !a.is_empty())
+            .collect();
+        let flag = |a: &&[u8]| a.starts_with(b"-") || a.starts_with(b"+");
+        let interactive = args.iter().any(|a| {
+            matches!(*a, b"-i" | b"--interactive" | b"repl")
+                || (repl && stem == "perl" && a.starts_with(b"-d"))
         });
-        if runs_given_code {
-            continue;
-        }
-        let tty = std::fs::read_link(format!("/proc/{}/fd/0", n.id.pid))
-            .is_ok_and(|t| t.starts_with("/dev/pts") || t.starts_with("/dev/tty"));
-        if tty {
+        let given_code = args.iter().any(|a| {
+            !flag(a) || (shell && a.starts_with(b"-") && !a.starts_with(b"--") && a.contains(&b'c'))
+        });
+        if interactive || !given_code {
             return Some(format!(
-                "{} (pid {}) reads commands from the pane's terminal",
-                n.comm, n.id.pid
+                "{comm} (pid {}) reads {} from the pane's terminal",
+                n.id.pid,
+                if shell { "commands" } else { "code" }
             ));
         }
     }

@@ -314,8 +314,8 @@ fn task_board_reaches_the_owners_inbox_and_screen_and_returned_tasks_are_offered
 }
 
 /// Black-box round 5: a worker whose agent hands its terminal to a shell (`exec sh -i`, with
-/// or without job control) or to a client of another tmux server still proves ours, but text
-/// typed into it would run as a command there. `send` must type nothing.
+/// or without job control), to a client of another tmux server, or to a Python REPL still
+/// proves ours, but text typed into it would run as a command there. `send` must type nothing.
 #[test]
 fn send_types_nothing_into_a_shell_or_another_terminal() {
     let other = tests::TmuxServer::start();
@@ -331,6 +331,7 @@ fn send_types_nothing_into_a_shell_or_another_terminal() {
                  case $TEAM_WORKER in\n\
                  worker-1) PS1='fake> ' exec sh -i ;;\n\
                  worker-2) PS1='fake> ' exec sh +m -i ;;\n\
+                 worker-4) exec python3 -q -i -c \"import sys; sys.ps1 = 'fake> '\" ;;\n\
                  *) unset TMUX TMUX_PANE; exec tmux -S {o} -f /dev/null attach -t fsh ;;\n\
                  esac\n",
                 agent = tests::bin("fake-agent").display(),
@@ -342,22 +343,31 @@ fn send_types_nothing_into_a_shell_or_another_terminal() {
         format!("sh {}", script.display())
     });
     let (sb, dir) = (&t.sb, &t.dir);
-    assert_code(&t.run(&["up", "demo", "3", "--ready-timeout", "20s"]), 0);
+    assert_code(&t.run(&["up", "demo", "4", "--ready-timeout", "20s"]), 0);
     // The agents exit; a shell or a nested client takes each pane's terminal.
     std::thread::sleep(std::time::Duration::from_millis(4000));
-    for w in ["worker-1", "worker-2", "worker-3"] {
+    let log = sb.ws.join(".team/audit.jsonl");
+    let send_intents = || {
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .filter(|l| {
+                l.contains("\"action\":\"send-keys\"") && l.contains("\"stage\":\"intent\"")
+            })
+            .count()
+    };
+    let intents = send_intents();
+    for w in ["worker-1", "worker-2", "worker-3", "worker-4"] {
         let marker = dir.join(format!("ran-{w}"));
+        // Worker 4 is a Python REPL: the text is Python there.
+        let text = if w == "worker-4" {
+            format!("open('{}', 'w').close()", marker.display())
+        } else {
+            format!("touch {}", marker.display())
+        };
         let o = sb.run(
             "team-scale",
-            &[
-                "send",
-                "demo",
-                w,
-                &format!("touch {}", marker.display()),
-                "--ready-timeout",
-                "5s",
-                "--json",
-            ],
+            &["send", "demo", w, &text, "--ready-timeout", "5s", "--json"],
         );
         assert_code(&o, 1);
         let d = json_lines(&o.stdout)
@@ -370,6 +380,9 @@ fn send_types_nothing_into_a_shell_or_another_terminal() {
             !marker.exists(),
             "{w}: the typed text ran as a command: {d}"
         );
+        // Nor was it typed and left waiting for an Enter: every typing writes its intent
+        // first, and no intent was written.
+        assert_eq!(send_intents(), intents, "{w}: keys were typed: {d}");
     }
     // Nothing reached the other server's shell either.
     let screen = other.tmux(&["capture-pane", "-p", "-t", "fsh"]);

@@ -25,9 +25,11 @@
 //!   Every typing transaction's guard also requires that `#{pane_current_command}` is not a
 //!   shell or a terminal client (an interactive shell takes the terminal's foreground), checked
 //!   by tmux in the same step as the keys; and before each paste (before its audit intent) the
-//!   processes below the worker's supervisor are looked at: a terminal client by `comm`, or a
-//!   shell with no script and no `-c` whose stdin is a terminal, makes the delivery
-//!   `undelivered` with nothing typed. The `/proc` look is not atomic with the keys; the tmux
+//!   processes below the worker's supervisor that read the pane's own terminal are looked at:
+//!   a terminal client by `comm`, a shell with no script and no `-c`, or an interpreter's REPL
+//!   (no program, `-i`, perl's `-d`) makes the delivery `undelivered` with nothing typed (no
+//!   intent either). The same programs on another terminal or a pipe (an agent's own `ssh`
+//!   for git, a shell in its own pty) do not count. The `/proc` look is not atomic with the keys; the tmux
 //!   check is.
 //!
 //! - **Trust questions are never answered by the tools**, and there is no opt-in to do so: trusting
