@@ -1945,14 +1945,34 @@ fn git_key_is_plain(key: &str) -> bool {
 }
 
 /// A span's text holds no separator, substitution, redirection or comment: what the lexer
-/// took as one command is one command to any shell.
+/// took as one command is one command to any shell. Inside single quotes every character is
+/// literal (`-F '#{pane_id} #{pane_pid}'`); inside double quotes all but `$`, backquotes and
+/// `\`; a newline is never plain.
 fn plain_span(c: &[char]) -> bool {
-    c.iter().enumerate().all(|(k, ch)| match ch {
-        '\n' | '`' | '$' | '(' | ')' | '<' | '>' | '|' | '&' => false,
-        ';' => k > 0 && c[k - 1] == '\\',
-        '#' => k > 0 && !c[k - 1].is_whitespace(),
-        _ => true,
-    })
+    let (mut single, mut double) = (false, false);
+    let mut k = 0;
+    while k < c.len() {
+        let ch = c[k];
+        if ch == '\n' {
+            return false;
+        }
+        if single {
+            single = ch != '\'';
+            k += 1;
+            continue;
+        }
+        match ch {
+            '\\' => k += 1,
+            '\'' if !double => single = true,
+            '"' => double = !double,
+            '`' | '$' => return false,
+            '(' | ')' | '<' | '>' | '|' | '&' | ';' if !double => return false,
+            '#' if !double && (k == 0 || c[k - 1].is_whitespace()) => return false,
+            _ => {}
+        }
+        k += 1;
+    }
+    !single && !double
 }
 
 /// Whether a GNU sed script only edits text: no `e` (run a command), no `w`/`W` (write a

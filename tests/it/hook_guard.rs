@@ -158,6 +158,11 @@ fn guard_table_against_a_real_team() {
             allow,
         ),
         (format!("tmux -S {s} kill-pane -t {w1} -t {w2}"), allow),
+        // A format with a space before `#` inside quotes is not a comment (round 5).
+        (
+            format!("tmux -S {s} lsp -a -F '#{{pane_id}} #{{pane_pid}}'"),
+            allow,
+        ),
         (format!("{real} -S {s} kill-pane -t {w1}"), allow),
         (format!("tmux -f /dev/null -S {s} kill-pane -t {w1}"), allow),
         (
