@@ -432,9 +432,36 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
             matches!(*a, b"-i" | b"--interactive" | b"repl")
                 || (repl && stem == "perl" && a.starts_with(b"-d"))
         });
-        let given_code = args.iter().any(|a| {
-            !flag(a) || (shell && a.starts_with(b"-") && !a.starts_with(b"--") && a.contains(&b'c'))
-        });
+        // A script that is the terminal itself (`sh /dev/stdin`, `/dev/tty`, `/proc/self/fd/0`)
+        // is no script.
+        let terminal_path = |a: &[u8]| {
+            matches!(a, b"/dev/stdin" | b"/dev/tty" | b"/dev/fd/0" | b"-")
+                || (a.starts_with(b"/proc/") && a.ends_with(b"/fd/0"))
+        };
+        // A shell's options that take an argument (`-o vi`, `--rcfile f`): that argument is
+        // no script.
+        let mut given_code = false;
+        let mut skip = false;
+        for a in &args {
+            if std::mem::take(&mut skip) {
+                continue;
+            }
+            if shell
+                && matches!(
+                    *a,
+                    b"-o" | b"+o" | b"-O" | b"+O" | b"--rcfile" | b"--init-file"
+                )
+            {
+                skip = true;
+                continue;
+            }
+            if (!flag(a) && !terminal_path(a))
+                || (shell && a.starts_with(b"-") && !a.starts_with(b"--") && a.contains(&b'c'))
+            {
+                given_code = true;
+                break;
+            }
+        }
         if interactive || !given_code {
             return Some(format!(
                 "{comm} (pid {}) reads {} from the pane's terminal",
