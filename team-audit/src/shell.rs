@@ -125,6 +125,21 @@
 //!   by a `/proc/...` or `/dev/fd/...` path (`/proc/self/exe -c` is the shell itself); `hush` is a
 //!   shell. Decided: `kill`/`pkill` of pids or patterns the line did not get from tmux stay
 //!   allowed (agents stop their own dev servers): the README's limits say so.
+//!
+//! - **The guard after the sixth round**: rule 5 became an allowlist: besides tmux, a line
+//!   that runs a tmux command may hold only `TEXT_FILTERS` (interpreters reading tmux's output,
+//!   `dd of=`, `sponge`, `strace -p $(cat f)` were ways around a list of signal senders).
+//!   `dynamic_code` knows more ways to reach a name at run time (`__dict__`, `vars`,
+//!   `sys.modules`, `methodcaller`, `readpipe`, `IPC::Open2/3`, `&{"..."}`, `globalThis`, `new
+//!   Function`, `pidfd_send_signal`, `syscall`; `importlib` alone no longer counts, only
+//!   `import_module`); interpreter code in a dynamic word after `-c`/`-e`, or a here-document
+//!   holding `$(...)` or a backquote, is denied; `awk ... > f`, `find -fprintf` and a compiler
+//!   reading stdin count as writers for rule 4; `git filter-branch`/`--upload-pack`/
+//!   `--receive-pack`/`ext::` and `strace -o '|cmd'` run command strings. Over-blocking fixed:
+//!   `git config KEY VALUE` is judged by the key alone, and reading (`--get`, no value) passes;
+//!   `core.autocrlf` and a few other plain `core.*` keys are plain; `xargs sed` with a plain
+//!   script passes; `chmod`/`touch` are not writers. A span is plain by shell quoting rules
+//!   (`-F '#{pane_id} #{pane_pid}'` is no comment).
 
 use crate::oracle::Server;
 
@@ -244,16 +259,17 @@ pub fn analyze(src: &str, tmux_bin: Option<&std::path::Path>) -> Vec<Finding> {
         ));
     }
     // Rule 5: what a tmux command prints (a server's or a pane's pid, a socket path) must not
-    // reach a command that signals or removes, whatever carries it (a pipe, a variable, a
-    // loop, a file): a line that does both is denied.
+    // reach anything that could signal or remove, whatever carries it (a pipe, a variable, a
+    // loop, a file): besides tmux, a line that runs tmux holds text filters only.
     if sc.runs_tmux
-        && let Some(what) = sc.acts_on.clone()
+        && let Some(what) = sc.not_a_filter.clone()
     {
         sc.findings.push(Finding::deny(
             "shell",
             vec![],
             format!(
-                "the line runs tmux and {what}: what it signals or removes may be what tmux \
+                "the line runs tmux and {what}: besides tmux, a line that runs it may hold only \
+                 text filters (grep, head, sort, jq, ...), so that nothing acts on what tmux \
                  printed (a server's or a pane's pid, a socket); run the tmux command as a line \
                  of its own"
             ),
@@ -1272,8 +1288,8 @@ struct Scan {
     runs: Vec<(String, String)>,
     /// A tmux command anywhere in the line (read-only ones included).
     runs_tmux: bool,
-    /// A command in the line that signals or removes what it is given (`kill`, `xargs`, `rm`).
-    acts_on: Option<String>,
+    /// The first command in the line, other than tmux, that is not a text filter.
+    not_a_filter: Option<String>,
 }
 
 fn mentions_tmux(s: &str) -> bool {
@@ -1384,21 +1400,39 @@ fn has_ident(l: &str, w: &str) -> bool {
 fn dynamic_code(l: &str) -> bool {
     [
         "getattr",
+        "__getattribute__",
+        "__dict__",
+        "vars",
         "__import__",
-        "importlib",
+        "import_module",
+        "modules",
+        "methodcaller",
+        "attrgetter",
         "__builtins__",
         "__subclasses__",
         "__globals__",
         "eval",
         "kill",
+        "killpg",
+        "pidfd_send_signal",
+        "pthread_kill",
+        "sigqueue",
+        "syscall",
         "qx",
+        "readpipe",
+        "open2",
+        "open3",
+        "ipc",
         "pty",
         "ctypes",
         "dlopen",
         "binding",
+        "globalthis",
     ]
     .iter()
     .any(|w| has_ident(l, w))
+        || l.contains("&{")
+        || l.contains("new function")
         || l.match_indices("require(")
             .chain(l.match_indices("import("))
             .any(|(i, m)| !literal_call(&l[i + m.len()..]))
@@ -1446,6 +1480,14 @@ fn suspicious_code(s: &str) -> bool {
         .any(|k| l.contains(k))
 }
 
+/// Programs that only read and print text: the only company a tmux command may have in a line
+/// (rule 5).
+const TEXT_FILTERS: &[&str] = &[
+    "grep", "egrep", "fgrep", "rg", "head", "tail", "wc", "sort", "uniq", "cut", "tr", "jq", "cat",
+    "column", "nl", "tac", "echo", "printf", "true", "false", "test", "[", "[[", "]]", "sed",
+    "awk", "gawk", "mawk", "nawk", "tee", "xxd", "od", "hexdump", "strings", "sleep", "date", ":",
+];
+
 const SHELLS: &[&str] = &[
     "sh", "bash", "zsh", "dash", "ksh", "ksh93", "mksh", "pdksh", "ash", "hush", "yash", "fish",
     "rbash", "tcsh", "csh", "posh", "oksh", "loksh", "elvish", "nu", "xonsh", "pwsh",
@@ -1487,6 +1529,7 @@ fn is_interpreter(base: &str) -> bool {
             | "nawk"
             | "busybox"
             | "Rscript"
+            | "R"
             | "julia"
             | "osascript"
             | "guile"
@@ -1934,6 +1977,14 @@ fn git_key_is_plain(key: &str) -> bool {
         "safe.",
         "commit.verbose",
         "merge.conflictstyle",
+        "core.autocrlf",
+        "core.eol",
+        "core.filemode",
+        "core.ignorecase",
+        "core.safecrlf",
+        "core.whitespace",
+        "core.quotepath",
+        "core.symlinks",
     ]
     .iter()
     .any(|p| k.starts_with(p))
@@ -2173,7 +2224,7 @@ impl Scan {
         // Files written or decoded; files run.
         match base {
             "tee" | "cp" | "mv" | "ln" | "install" | "dd" | "curl" | "wget" | "patch" | "rsync"
-            | "scp" | "truncate" | "sed" | "perl" | "touch" | "chmod" => {
+            | "scp" | "truncate" | "sed" | "perl" => {
                 for w in rest {
                     let t = w.text.as_str();
                     let t = t
@@ -2184,6 +2235,28 @@ impl Scan {
                         self.written.push(t.to_string());
                     }
                 }
+            }
+            "cc" | "gcc" | "g++" | "c++" | "clang" | "clang++" | "tcc" | "rustc" | "go"
+                if rest.iter().any(|w| w.text == "-") =>
+            {
+                self.decoder.get_or_insert_with(|| {
+                    format!("compiles code from stdin with `{base}`, which can write any file")
+                });
+            }
+            "awk" | "gawk" | "mawk" | "nawk" if rest.iter().any(|w| w.text.contains('>')) => {
+                self.decoder
+                    .get_or_insert_with(|| format!("runs `{base}` code that writes files"));
+            }
+            "find"
+                if rest.iter().any(|w| {
+                    matches!(
+                        w.text.as_str(),
+                        "-fprint" | "-fprintf" | "-fprint0" | "-fls"
+                    )
+                }) =>
+            {
+                self.decoder
+                    .get_or_insert_with(|| "runs `find -fprintf`, which can write any file".into());
             }
             "base64" | "base32" | "basenc" | "xxd" | "openssl" | "uudecode" | "gunzip" | "zcat"
             | "unzip" | "tar" | "gzip" | "bzip2" | "bunzip2" | "xz" | "unxz" | "zstd" | "cpio"
@@ -2414,6 +2487,14 @@ impl Scan {
                         "--open-files-in-pager=",
                         "-O",
                         "--tool",
+                        "--upload-pack",
+                        "--receive-pack",
+                        "ext::",
+                        "filter-branch",
+                        "--tree-filter",
+                        "--index-filter",
+                        "--msg-filter",
+                        "--env-filter",
                     ]
                     .iter()
                     .any(|p| w.text.starts_with(p))
@@ -2422,10 +2503,18 @@ impl Scan {
             {
                 return unread(
                     "a git command that runs a command string (`rebase --exec`, \
-                     `difftool -x`, `grep -O`, `submodule foreach`, `bisect run`)",
+                     `difftool -x`, `grep -O`, `submodule foreach`, `bisect run`, \
+                     `filter-branch`, `--upload-pack`, `ext::`)",
                 );
             }
             "watch" => return unread("`watch` runs a command string through a shell"),
+            "strace" | "ltrace"
+                if rest
+                    .iter()
+                    .any(|w| w.text.starts_with("-o|") || w.text.starts_with('|')) =>
+            {
+                return unread(&format!("`{base} -o |...` pipes its output to a command"));
+            }
             "flock" if starts("-c") || starts("--command") => {
                 return unread("`flock -c` runs a command string through a shell");
             }
@@ -2514,14 +2603,22 @@ impl Scan {
                     }
                     j += if value.is_some() { 2 } else { 1 };
                 }
-                if rest.get(j).is_some_and(|w| w.text == "config")
-                    && rest[j + 1..].iter().any(|w| {
-                        !w.text.starts_with('-')
-                            && w.text.contains('.')
-                            && !git_key_is_plain(&w.text)
-                    })
-                {
-                    return unread("`git config` of a key whose value git may run");
+                if rest.get(j).is_some_and(|w| w.text == "config") {
+                    // `git config KEY VALUE` sets KEY (reading never runs anything); only the
+                    // key decides, not a value that holds a dot (`user.email me@x.com`).
+                    let args: Vec<&str> = rest[j + 1..]
+                        .iter()
+                        .map(|w| w.text.as_str())
+                        .filter(|t| !t.starts_with('-'))
+                        .collect();
+                    let reads = rest[j + 1..].iter().any(|w| {
+                        w.text.starts_with("--get") || matches!(w.text.as_str(), "-l" | "--list")
+                    });
+                    let key = args.first().copied().unwrap_or("");
+                    let sets = !reads && (args.len() >= 2 || key.is_empty());
+                    if sets && !git_key_is_plain(key) {
+                        return unread("`git config` of a key whose value git may run");
+                    }
                 }
             }
             "less" | "more" | "most" | "man"
@@ -2606,21 +2703,8 @@ impl Scan {
             return;
         }
         let base = basename(&argv0.text);
-        if matches!(
-            base,
-            "kill"
-                | "pkill"
-                | "killall"
-                | "skill"
-                | "slay"
-                | "xargs"
-                | "parallel"
-                | "rm"
-                | "unlink"
-                | "shred"
-                | "fuser"
-        ) {
-            self.acts_on.get_or_insert_with(|| format!("`{base}`"));
+        if base != "tmux" && !TEXT_FILTERS.contains(&base) {
+            self.not_a_filter.get_or_insert_with(|| format!("`{base}`"));
         }
         if base == "tmux" {
             self.runs_tmux = true;
@@ -2731,13 +2815,6 @@ impl Scan {
                 // Its code can write a file as well as `tee` can (rule 4).
                 self.decoder
                     .get_or_insert_with(|| format!("runs `{base}` code, which can write any file"));
-                if rest
-                    .iter()
-                    .any(|w| has_ident(&w.text.to_ascii_lowercase(), "kill"))
-                {
-                    self.acts_on
-                        .get_or_insert_with(|| format!("`{base}` code that signals"));
-                }
             }
             // sed and awk programs cannot reach a name built at run time (their ways to run a
             // command are checked on their own).
@@ -2746,7 +2823,16 @@ impl Scan {
                     || (!matches!(base, "sed" | "gsed" | "awk" | "gawk" | "mawk" | "nawk")
                         && dynamic_code(&t.to_ascii_lowercase()))
             };
-            let why = if rest.iter().any(|w| opaque(&w.text)) {
+            // `python3 -c "$(...)"`, `perl -e "$X"`: code only known when the shell runs;
+            // a here-document holding a substitution likewise.
+            let code_dynamic = rest
+                .windows(2)
+                .any(|p| inline_code_flag(&p[0].text) && p[1].dynamic)
+                || (matches!(input, Input::Text(_))
+                    && stdin.is_some_and(|t| t.contains("$(") || t.contains('`')));
+            let why = if code_dynamic {
+                Some("runs code only known when the shell runs")
+            } else if rest.iter().any(|w| opaque(&w.text)) {
                 Some(
                     "runs code that mentions tmux, a tmux command, a process call or a name built at run time",
                 )
@@ -2961,8 +3047,20 @@ impl Scan {
             // cannot read, put together at run time.
             if let Some(w) = words.get(j) {
                 let b = basename(&w.text);
+                // `xargs sed -i 's/a/b/'`: a plain sed script is fixed in the line.
+                let plain_sed = matches!(b, "sed" | "gsed")
+                    && words[j + 1..]
+                        .iter()
+                        .find(|x| !x.text.starts_with('-'))
+                        .is_some_and(|x| !x.dynamic && sed_script_is_plain(&x.text))
+                    && !words[j + 1..].iter().any(|x| {
+                        x.text.starts_with("-e")
+                            || x.text.starts_with("-f")
+                            || x.text.starts_with("--e")
+                            || x.text.starts_with("--f")
+                    });
                 if SHELLS.contains(&b)
-                    || is_interpreter(b)
+                    || (is_interpreter(b) && !plain_sed)
                     || SHELL_LIKE.contains(&b)
                     || WRAPPERS.iter().any(|(x, ..)| *x == b)
                     || matches!(b, "eval" | "source" | "." | "busybox")

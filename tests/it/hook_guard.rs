@@ -1289,6 +1289,35 @@ fn tmux_output_and_unreadable_code_never_reach_a_kill() {
         format!("sg root -c '{hidden}'"),
         format!("su -c '{hidden}' root"),
         format!("ssh localhost '{hidden}'"),
+        // Round 6: names built at run time by other means, in Python, Perl and Node.
+        "python3 -c 'import os; os.__dict__[\"sys\"+\"tem\"](\"id\")'".into(),
+        "python3 -c 'import os; vars(os)[\"sys\"+\"tem\"](\"id\")'".into(),
+        "python3 -c 'import sys; sys.modules[\"o\"+\"s\"].system(\"id\")'".into(),
+        "python3 -c 'import operator, os; operator.methodcaller(\"sys\"+\"tem\", \"id\")(os)'"
+            .into(),
+        "perl -e 'use POSIX; &{\"POSIX::sys\".\"tem\"}(\"id\")'".into(),
+        "perl -e 'readpipe(\"id\")'".into(),
+        "perl -MIPC::Open3 -e 'open3(my $i, my $o, undef, \"id\")'".into(),
+        "node -e 'globalThis[\"pro\"+\"cess\"][\"ki\"+\"ll\"](4242)'".into(),
+        "node -e 'new Function(\"return process\")()[\"ki\"+\"ll\"](4242)'".into(),
+        "python3 -c 'import os, signal; signal.pidfd_send_signal(os.pidfd_open(4242), 9)'".into(),
+        // Interpreter code only known when the shell runs.
+        "python3 -c \"$(echo aW1wb3J0IG9z | base64 -d)\"".into(),
+        "perl -e \"$X\"".into(),
+        "python3 <<EOF\n$(echo aW1wb3J0IG9z | base64 -d)\nEOF".into(),
+        // Files written by awk, find or a compiler, then run in the same line.
+        "awk 'BEGIN{printf \"%cmux\\n\", 116 > \"/tmp/r.sh\"}' && sh /tmp/r.sh".into(),
+        "find . -maxdepth 0 -fprintf run.sh 'x'; sh run.sh".into(),
+        "cc -x c - -o a.out <<< 'int main(){return 0;}' && ./a.out".into(),
+        // Programs that run a command string.
+        format!("git filter-branch -f --tree-filter '{hidden}' HEAD"),
+        "git fetch --upload-pack='x #' /local/repo".into(),
+        "strace -o '|sh' true".into(),
+        "R -e 'system(paste0(\"t\", \"mux kill-server\"))'".into(),
+        // What tmux prints, carried to anything but a text filter.
+        format!("tmux -S {o} display -p '#{{pid}}' | python3 -c 'import os; print(int(input()))'"),
+        format!("tmux -S {o} display -p '#{{socket_path}}' | dd of=/tmp/p"),
+        format!("tmux -S {o} display -p '#{{pid}}' | sponge /tmp/p"),
     ];
     let mut allowed = Vec::new();
     for (i, cmd) in table.iter().enumerate() {
@@ -1367,6 +1396,15 @@ fn everyday_lines_stay_allowed() {
         "cat data.json | python3 -m json.tool",
         "[[ -f Cargo.toml ]] && echo rust",
         "kill %1",
+        // Round 6's over-blocking.
+        "git config user.email me@example.com",
+        "git config --global core.autocrlf input",
+        "git config --get remote.origin.url",
+        "chmod +x scripts/run.sh && ./scripts/run.sh",
+        "grep -l foo src/*.py | xargs sed -i 's/foo/bar/'",
+        "python3 -c 'import importlib.metadata as m; print(m.version(\"requests\"))'",
+        "node -e \"console.log([1, 2].map(function (x) { return x * 2 }))\"",
+        "gcc main.c -o app && ./app",
     ];
     assert!(table.len() >= 30);
     let mut failures = Vec::new();
