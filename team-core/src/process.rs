@@ -375,10 +375,37 @@ const TERMINAL_CLIENTS: &[&str] = &[
     "socat",
     "nc",
     "ncat",
+    "script",
 ];
 
-/// Interpreters by `comm` (digits and dots trimmed: `python3.11`): given no program, or `-i`,
-/// they read code from their terminal (a REPL).
+/// Programs that run the lines they read (or may be told to: `sqlite3 .shell`, `gdb shell`,
+/// `ed !cmd`, `sed e`, `awk system()`, `xargs sh -c`), whatever their arguments: none of them
+/// is an agent reading its prompt from the terminal.
+const LINE_RUNNERS: &[&str] = &[
+    "sqlite3",
+    "gdb",
+    "ed",
+    "red",
+    "ex",
+    "xargs",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "sed",
+    "gsed",
+    "bc",
+    "dc",
+    "psql",
+    "mysql",
+    "redis-cli",
+    "expect",
+    "busybox",
+];
+
+/// Interpreters by `comm` (digits and dots trimmed: `python3.11`): reading the terminal with
+/// no script file (no program, `-i`, perl's `-d`, or code given inline, which may read and run
+/// lines: `perl -ne 'system $_'`), they run what is typed.
 const REPLS: &[&str] = &[
     "python", "pypy", "node", "nodejs", "deno", "bun", "perl", "ruby", "irb", "php", "lua",
     "luajit", "tclsh", "wish", "R", "julia", "ghci", "guile", "racket", "sbcl", "jshell", "scala",
@@ -404,9 +431,10 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
         let comm = n.comm.as_str();
         let stem = comm.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
         let client = TERMINAL_CLIENTS.contains(&comm);
+        let runner = LINE_RUNNERS.contains(&comm);
         let shell = SHELL_NAMES.contains(&comm);
         let repl = REPLS.contains(&stem);
-        if !(client || shell || repl) {
+        if !(client || runner || shell || repl) {
             continue;
         }
         let reads_pane = tty_of(n.id.pid).is_some_and(|t| match &pane_tty {
@@ -418,6 +446,12 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
         }
         if client {
             return Some(format!("{comm} (pid {}) forwards what is typed", n.id.pid));
+        }
+        if runner {
+            return Some(format!(
+                "{comm} (pid {}) reads the pane's terminal and can run what it reads",
+                n.id.pid
+            ));
         }
         let Ok(Some(argv)) = read_proc(n.id.pid, "cmdline") else {
             continue;
@@ -454,6 +488,24 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
             {
                 skip = true;
                 continue;
+            }
+            // An interpreter's inline code is no script file: it may read the terminal and run
+            // what it reads. A module (`python3 -m aider`) is a program of its own.
+            if repl {
+                if *a == b"-m" {
+                    given_code = true;
+                    break;
+                }
+                let inline = matches!(*a, b"-c" | b"-e" | b"-E" | b"-r" | b"--eval" | b"-p")
+                    || (a.starts_with(b"-")
+                        && !a.starts_with(b"--")
+                        && a.len() > 2
+                        && a.ends_with(b"e")
+                        && a[1..].iter().all(u8::is_ascii_alphabetic));
+                if inline {
+                    skip = true;
+                    continue;
+                }
             }
             if (!flag(a) && !terminal_path(a))
                 || (shell && a.starts_with(b"-") && !a.starts_with(b"--") && a.contains(&b'c'))
