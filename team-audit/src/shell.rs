@@ -140,6 +140,16 @@
 //!   `core.autocrlf` and a few other plain `core.*` keys are plain; `xargs sed` with a plain
 //!   script passes; `chmod`/`touch` are not writers. A span is plain by shell quoting rules
 //!   (`-F '#{pane_id} #{pane_pid}'` is no comment).
+//!
+//! - **The seventh round**: `tee` left `TEXT_FILTERS` (it can write `cgroup.procs`); a span's
+//!   `2>/dev/null`, `&>/dev/null`, `2>&1` is plain (`discarding_redirect`), a redirection to a
+//!   file is not; `dynamic_code` knows code run from a string (`timeit`, `cProfile`, `pdb`,
+//!   `runpy`, `code`, `pickle`, `inspect`, `multiprocessing`, `vm`, `Reflect`, `constructor`,
+//!   `setTimeout`, `s///ee`, `${\...}`, `process[...]`) and Ruby's, PHP's, Lua's and Erlang's
+//!   ways (`send`, `instance_eval`, `call_user_func`, `strrev`, `assert`, `_G`, `os[...]`,
+//!   `loadstring`, `os:cmd`); gawk's `@name(...)` and `@load` count in awk programs; `erl`,
+//!   `escript`, `elixir`, `iex` and `octave` are interpreters; `[[ $# -gt 0 ]]` passes (`$#`,
+//!   `$?`, `$$`, `$!` hold numbers).
 
 use crate::oracle::Server;
 
@@ -1428,15 +1438,65 @@ fn dynamic_code(l: &str) -> bool {
         "dlopen",
         "binding",
         "globalthis",
+        // Python: code from a string.
+        "timeit",
+        "cprofile",
+        "pdb",
+        "runpy",
+        "pickle",
+        "marshal",
+        "multiprocessing",
+        "inspect",
+        "interactiveinterpreter",
+        "interactiveconsole",
+        // Node.
+        "vm",
+        "reflect",
+        "constructor",
+        "settimeout",
+        "setinterval",
+        // Ruby, PHP, Lua.
+        "send",
+        "public_send",
+        "__send__",
+        "instance_eval",
+        "class_eval",
+        "const_get",
+        "call_user_func",
+        "call_user_func_array",
+        "assert",
+        "posix_kill",
+        "strrev",
+        "_g",
+        "loadstring",
+        "dofile",
     ]
     .iter()
     .any(|w| has_ident(l, w))
         || l.contains("&{")
         || l.contains("new function")
+        || l.contains("process[")
+        || l.contains("${\\")
+        || l.contains("/ee")
+        || l.contains("os:cmd")
+        || l.contains("os[")
         || l.match_indices("require(")
             .chain(l.match_indices("import("))
             .any(|(i, m)| !literal_call(&l[i + m.len()..]))
         || (has_ident(l, "open") && l.contains('|'))
+}
+
+/// gawk's indirect call (`@f(...)`, the function named by a string built at run time) or
+/// `@load` of an extension.
+fn gawk_indirect(code: &str) -> bool {
+    code.match_indices('@').any(|(i, _)| {
+        let rest = &code[i + 1..];
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        !name.is_empty() && (name == "load" || rest[name.len()..].trim_start().starts_with('('))
+    })
 }
 
 /// Whether `rest` (what follows `require(`) is one plain string literal and `)`.
@@ -1485,7 +1545,7 @@ fn suspicious_code(s: &str) -> bool {
 const TEXT_FILTERS: &[&str] = &[
     "grep", "egrep", "fgrep", "rg", "head", "tail", "wc", "sort", "uniq", "cut", "tr", "jq", "cat",
     "column", "nl", "tac", "echo", "printf", "true", "false", "test", "[", "[[", "]]", "sed",
-    "awk", "gawk", "mawk", "nawk", "tee", "xxd", "od", "hexdump", "strings", "sleep", "date", ":",
+    "awk", "gawk", "mawk", "nawk", "xxd", "od", "hexdump", "strings", "sleep", "date", ":",
 ];
 
 const SHELLS: &[&str] = &[
@@ -1530,6 +1590,11 @@ fn is_interpreter(base: &str) -> bool {
             | "busybox"
             | "Rscript"
             | "R"
+            | "erl"
+            | "escript"
+            | "elixir"
+            | "iex"
+            | "octave"
             | "julia"
             | "osascript"
             | "guile"
@@ -1995,6 +2060,36 @@ fn git_key_is_plain(key: &str) -> bool {
         .any(|w| k.contains(w))
 }
 
+/// The length of a redirection starting at `c` that discards or joins output: `>/dev/null`,
+/// `&>/dev/null`, `>&1`, `>&2` (a leading fd digit is an ordinary character before it).
+fn discarding_redirect(c: &[char]) -> Option<usize> {
+    let mut k = 0;
+    if c.first() == Some(&'&') {
+        k += 1;
+    }
+    if c.get(k) != Some(&'>') {
+        return None;
+    }
+    k += 1;
+    if c.get(k) == Some(&'>') {
+        k += 1;
+    }
+    let rest: String = c[k..].iter().collect();
+    let trimmed = rest.trim_start();
+    let pad = rest.len() - trimmed.len();
+    for target in ["/dev/null", "&1", "&2"] {
+        if let Some(after) = trimmed.strip_prefix(target)
+            && after
+                .chars()
+                .next()
+                .is_none_or(|ch| ch.is_whitespace() || ch == '|')
+        {
+            return Some(k + pad + target.len());
+        }
+    }
+    None
+}
+
 /// A span's text holds no separator, substitution, redirection or comment: what the lexer
 /// took as one command is one command to any shell. Inside single quotes every character is
 /// literal (`-F '#{pane_id} #{pane_pid}'`); inside double quotes all but `$`, backquotes and
@@ -2017,6 +2112,12 @@ fn plain_span(c: &[char]) -> bool {
             '\'' if !double => single = true,
             '"' => double = !double,
             '`' | '$' => return false,
+            // Output thrown away or joined (`2>/dev/null`, `&>/dev/null`, `2>&1`) writes
+            // nothing anyone reads.
+            '&' | '>' if !double && discarding_redirect(&c[k..]).is_some() => {
+                k += discarding_redirect(&c[k..]).unwrap_or(1);
+                continue;
+            }
             '(' | ')' | '<' | '>' | '|' | '&' | ';' if !double => return false,
             '#' if !double && (k == 0 || c[k - 1].is_whitespace()) => return false,
             _ => {}
@@ -2366,7 +2467,9 @@ impl Scan {
                     "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge" | "-v"
                 )
             }) && rest.iter().any(|w| {
-                w.dynamic || arith_name(&w.text).is_some() && !w.text.starts_with('-')
+                // `$#`, `$?`, `$$`, `$!` hold numbers, never code.
+                let special = matches!(w.text.as_str(), "$#" | "$?" | "$$" | "$!");
+                !special && (w.dynamic || arith_name(&w.text).is_some() && !w.text.starts_with('-'))
             }) =>
             {
                 return unread("`[[ ... -eq ... ]]` evaluates its operands as arithmetic");
@@ -2822,6 +2925,7 @@ impl Scan {
                 suspicious_code(t)
                     || (!matches!(base, "sed" | "gsed" | "awk" | "gawk" | "mawk" | "nawk")
                         && dynamic_code(&t.to_ascii_lowercase()))
+                    || (matches!(base, "awk" | "gawk") && gawk_indirect(t))
             };
             // `python3 -c "$(...)"`, `perl -e "$X"`: code only known when the shell runs;
             // a here-document holding a substitution likewise.

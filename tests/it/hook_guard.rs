@@ -163,6 +163,13 @@ fn guard_table_against_a_real_team() {
             format!("tmux -S {s} lsp -a -F '#{{pane_id}} #{{pane_pid}}'"),
             allow,
         ),
+        // Output thrown away or joined is no redirection to guard (round 7).
+        (format!("tmux -S {s} lsp -a 2>&1 | grep %"), allow),
+        (format!("tmux -S {s} has-session 2>/dev/null"), allow),
+        (
+            format!("tmux -S {s} lsp -a > /tmp/panes.txt"),
+            Some("tmux appears inside data"),
+        ),
         (format!("{real} -S {s} kill-pane -t {w1}"), allow),
         (format!("tmux -f /dev/null -S {s} kill-pane -t {w1}"), allow),
         (
@@ -1318,6 +1325,21 @@ fn tmux_output_and_unreadable_code_never_reach_a_kill() {
         format!("tmux -S {o} display -p '#{{pid}}' | python3 -c 'import os; print(int(input()))'"),
         format!("tmux -S {o} display -p '#{{socket_path}}' | dd of=/tmp/p"),
         format!("tmux -S {o} display -p '#{{pid}}' | sponge /tmp/p"),
+        // Round 7: code from a string, and more ways to reach a name at run time.
+        "python3 -c 'import timeit; timeit.timeit(\"x\", number=1)'".into(),
+        "python3 -c 'import code; code.InteractiveInterpreter().runsource(\"x\")'".into(),
+        "python3 -c 'import inspect, os; dict(inspect.getmembers(os))[\"x\"](\"y\")'".into(),
+        "perl -e '$_ = \"x\"; s/.*/\"sys\".\"tem\"/ee'".into(),
+        "node -e 'require(\"vm\").runInThisContext(\"x\")'".into(),
+        "node -e 'process[\"ki\"+\"ll\"](process.pid, 0)'".into(),
+        "ruby -e 'Kernel.send(\"metsys\".reverse, \"x\")'".into(),
+        "php -r '$f = strrev(\"metsys\"); $f(\"x\");'".into(),
+        "lua -e 'os[string.reverse(\"etucexe\")](\"x\")'".into(),
+        "gawk 'BEGIN { f = \"sys\" \"tem\"; @f(\"ls\") }'".into(),
+        "erl -eval 'os:cmd(lists:reverse(\"xumt\"))'".into(),
+        format!(
+            "tmux -S {o} display -p '#{{pid}}' | tee /sys/fs/cgroup/x/cgroup.procs; echo 1 > /sys/fs/cgroup/x/cgroup.kill"
+        ),
     ];
     let mut allowed = Vec::new();
     for (i, cmd) in table.iter().enumerate() {
@@ -1405,6 +1427,9 @@ fn everyday_lines_stay_allowed() {
         "python3 -c 'import importlib.metadata as m; print(m.version(\"requests\"))'",
         "node -e \"console.log([1, 2].map(function (x) { return x * 2 }))\"",
         "gcc main.c -o app && ./app",
+        // Round 7's over-blocking.
+        "[[ $# -gt 0 ]] || exit 1",
+        "awk -F@ '{print $2}' emails.txt",
     ];
     assert!(table.len() >= 30);
     let mut failures = Vec::new();

@@ -26,9 +26,10 @@
 //!   shell or a terminal client (an interactive shell takes the terminal's foreground), checked
 //!   by tmux in the same step as the keys; and before each paste (before its audit intent) the
 //!   processes below the worker's supervisor that read the pane's own terminal are looked at:
-//!   a terminal client by `comm`, a shell with no script and no `-c`, or an interpreter's REPL
-//!   (no program, `-i`, perl's `-d`) makes the delivery `undelivered` with nothing typed (no
-//!   intent either). The same programs on another terminal or a pipe (an agent's own `ssh`
+//!   a terminal client by `comm` (`script` too), a program that runs the lines it reads
+//!   (`sqlite3`, `gdb`, `ed`, `awk`, `sed`, `xargs`, ...), a shell with no script and no `-c`, or
+//!   an interpreter with no script file (a REPL, or inline code that may read and run lines)
+//!   makes the delivery `undelivered` with nothing typed (no intent either). The same programs on another terminal or a pipe (an agent's own `ssh`
 //!   for git, a shell in its own pty) do not count. The `/proc` look is not atomic with the keys; the tmux
 //!   check is.
 //!
