@@ -408,7 +408,7 @@ fn ended(t: &Target, screen: &Screen) -> Option<Delivery> {
     };
     Some(Delivery::Undelivered {
         why: format!(
-            "{}'s process ({}) {how} before its first prompt was delivered",
+            "{}'s process ({}) {how} before the text was delivered",
             t.worker,
             t.profile.display()
         ),
