@@ -150,6 +150,10 @@
 //!   `loadstring`, `os:cmd`); gawk's `@name(...)` and `@load` count in awk programs; `erl`,
 //!   `escript`, `elixir`, `iex` and `octave` are interpreters; `[[ $# -gt 0 ]]` passes (`$#`,
 //!   `$?`, `$$`, `$!` hold numbers).
+//!
+//! - **The eighth round**: in a line that runs tmux, a redirection to anything but
+//!   `/dev/null`, `/dev/stdout`, `/dev/stderr` or a descriptor is no filter, nor are `sort -o`
+//!   and `uniq IN OUT` (they write files: `cgroup.procs`).
 
 use crate::oracle::Server;
 
@@ -2297,6 +2301,15 @@ impl Scan {
             if !w.starts_with("/dev/") && !w.chars().all(|c| c.is_ascii_digit()) {
                 self.written.push(w.clone());
             }
+            if !matches!(w.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr")
+                && !w
+                    .trim_start_matches('&')
+                    .chars()
+                    .all(|c| c.is_ascii_digit())
+            {
+                self.not_a_filter
+                    .get_or_insert_with(|| format!("a redirection to `{w}`"));
+            }
         }
         for s in &lexed.cmds {
             let text = match s.input {
@@ -2806,7 +2819,19 @@ impl Scan {
             return;
         }
         let base = basename(&argv0.text);
-        if base != "tmux" && !TEXT_FILTERS.contains(&base) {
+        // A filter told to write a file is no filter (`sort -o f`, `uniq in out`).
+        let positional = rest
+            .iter()
+            .filter(|w| !w.text.starts_with('-') || w.text == "-")
+            .count();
+        let writes_a_file = match base {
+            "sort" => rest
+                .iter()
+                .any(|w| w.text.starts_with("-o") || w.text.starts_with("--output")),
+            "uniq" => positional >= 2,
+            _ => false,
+        };
+        if base != "tmux" && (!TEXT_FILTERS.contains(&base) || writes_a_file) {
             self.not_a_filter.get_or_insert_with(|| format!("`{base}`"));
         }
         if base == "tmux" {

@@ -514,7 +514,14 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
                 break;
             }
         }
-        if interactive || !given_code {
+        // A shell given its code with `-c` that runs no program of its own right now is
+        // reading the terminal itself (`sh -c 'while read x; do eval "$x"; done'`); one that
+        // waits for a child (`bash -lc agent`) is a wrapper.
+        let inline_shell = shell
+            && args
+                .iter()
+                .any(|a| a.starts_with(b"-") && !a.starts_with(b"--") && a.contains(&b'c'));
+        if interactive || !given_code || (inline_shell && !tree.has_live_child(n.id.pid)) {
             return Some(format!(
                 "{comm} (pid {}) reads {} from the pane's terminal",
                 n.id.pid,

@@ -314,6 +314,14 @@ impl Tree {
         self.nodes.insert(n.id.pid, n);
     }
 
+    /// Whether `pid` has a child that is not a zombie.
+    pub fn has_live_child(&self, pid: u32) -> bool {
+        self.children.get(&pid).is_some_and(|c| {
+            c.iter()
+                .any(|k| self.nodes.get(k).is_some_and(|n| n.state != b'Z'))
+        })
+    }
+
     /// Every process seen.
     pub fn nodes(&self) -> impl Iterator<Item = &Node> {
         self.nodes.values()

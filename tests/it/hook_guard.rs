@@ -167,6 +167,10 @@ fn guard_table_against_a_real_team() {
         (format!("tmux -S {s} lsp -a 2>&1 | grep %"), allow),
         (format!("tmux -S {s} has-session 2>/dev/null"), allow),
         (
+            format!("tmux -S {s} lsp -a 2>/dev/null | sort | uniq -c"),
+            allow,
+        ),
+        (
             format!("tmux -S {s} lsp -a > /tmp/panes.txt"),
             Some("tmux appears inside data"),
         ),
@@ -1340,6 +1344,11 @@ fn tmux_output_and_unreadable_code_never_reach_a_kill() {
         format!(
             "tmux -S {o} display -p '#{{pid}}' | tee /sys/fs/cgroup/x/cgroup.procs; echo 1 > /sys/fs/cgroup/x/cgroup.kill"
         ),
+        // Round 8: filters told to write a file, and redirections to one.
+        format!("tmux -S {o} lsp -F '#{{pane_pid}}' | sort -o /sys/fs/cgroup/x/cgroup.procs"),
+        format!("tmux -S {o} lsp -F '#{{pane_pid}}' | uniq - /sys/fs/cgroup/x/cgroup.procs"),
+        format!("tmux -S {o} lsp -F '#{{pane_pid}}' | head 1>&3 3>/sys/fs/cgroup/x/cgroup.procs"),
+        format!("tmux -S {o} lsp | cat > /proc/self/fd/1"),
     ];
     let mut allowed = Vec::new();
     for (i, cmd) in table.iter().enumerate() {

@@ -315,7 +315,8 @@ fn task_board_reaches_the_owners_inbox_and_screen_and_returned_tasks_are_offered
 
 /// Black-box round 5: a worker whose agent hands its terminal to a shell (`exec sh -i`, with
 /// or without job control, or reading `/dev/stdin`), to a client of another tmux server or
-/// `script`, to a Python REPL, or to a program that runs the lines it reads (awk, perl -ne) still
+/// `script`, to a Python REPL, or to a program that runs the lines it reads (awk, perl -ne, an
+/// `sh -c` read/eval loop) still
 /// proves ours, but text typed into it would run as a command there. `send` must type nothing.
 #[test]
 fn send_types_nothing_into_a_shell_or_another_terminal() {
@@ -337,6 +338,7 @@ fn send_types_nothing_into_a_shell_or_another_terminal() {
                  worker-6) printf 'fake> '; exec awk '{{ system($0) }}' ;;\n\
                  worker-7) printf 'fake> '; exec perl -ne 'system $_' ;;\n\
                  worker-8) PS1='fake> ' SHELL=/bin/sh exec script -q /dev/null ;;\n\
+                 worker-9) printf 'fake> '; exec sh -c 'while read x; do eval \"$x\"; done' ;;\n\
                  *) unset TMUX TMUX_PANE; exec tmux -S {o} -f /dev/null attach -t fsh ;;\n\
                  esac\n",
                 agent = tests::bin("fake-agent").display(),
@@ -348,7 +350,8 @@ fn send_types_nothing_into_a_shell_or_another_terminal() {
         format!("sh {}", script.display())
     });
     let (sb, dir) = (&t.sb, &t.dir);
-    assert_code(&t.run(&["up", "demo", "8", "--ready-timeout", "20s"]), 0);
+    assert_code(&t.run(&["policy", "demo", "--max-workers", "9"]), 0);
+    assert_code(&t.run(&["up", "demo", "9", "--ready-timeout", "20s"]), 0);
     // The agents exit; a shell or a nested client takes each pane's terminal.
     std::thread::sleep(std::time::Duration::from_millis(4000));
     let log = sb.ws.join(".team/audit.jsonl");
@@ -362,7 +365,7 @@ fn send_types_nothing_into_a_shell_or_another_terminal() {
             .count()
     };
     let intents = send_intents();
-    for w in (1..=8).map(|i| format!("worker-{i}")) {
+    for w in (1..=9).map(|i| format!("worker-{i}")) {
         let w = w.as_str();
         let marker = dir.join(format!("ran-{w}"));
         // Worker 4 is a Python REPL: the text is Python there.

@@ -28,8 +28,10 @@
 //!   processes below the worker's supervisor that read the pane's own terminal are looked at:
 //!   a terminal client by `comm` (`script` too), a program that runs the lines it reads
 //!   (`sqlite3`, `gdb`, `ed`, `awk`, `sed`, `xargs`, ...), a shell with no script and no `-c`, or
-//!   an interpreter with no script file (a REPL, or inline code that may read and run lines)
-//!   makes the delivery `undelivered` with nothing typed (no intent either). The same programs on another terminal or a pipe (an agent's own `ssh`
+//!   an interpreter with no script file (a REPL, or inline code that may read and run lines),
+//!   or a shell given `-c` code that has no live child (a read/eval loop; a wrapper waits for
+//!   its agent) makes the delivery `undelivered` with nothing typed (no intent either). An
+//!   interpreter running a script file is taken for the agent (agents are such programs). The same programs on another terminal or a pipe (an agent's own `ssh`
 //!   for git, a shell in its own pty) do not count. The `/proc` look is not atomic with the keys; the tmux
 //!   check is.
 //!
