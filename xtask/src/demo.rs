@@ -211,7 +211,18 @@ fn script(d: &Demo) -> anyhow::Result<()> {
         &["up", "scratch", "1", "--ready-timeout", "0"],
         0,
     )?;
-    std::fs::remove_dir_all(d.ws.join(".team/teams/scratch"))?;
+    // The new worker's startup may still be writing its files there: as `rm -rf` would,
+    // try again until the directory is gone.
+    let scratch = d.ws.join(".team/teams/scratch");
+    for attempt in 0.. {
+        match std::fs::remove_dir_all(&scratch) {
+            Ok(()) => break,
+            Err(e) if attempt < 20 && e.kind() == std::io::ErrorKind::DirectoryNotEmpty => {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
     println!("\n$ rm -rf .team/teams/scratch");
     println!(
         "\n# team-reap proves each pane is ours and abandoned, then kills it (cron-safe, silent when idle):"
