@@ -194,13 +194,13 @@ pub fn deliver(
             let t = &targets[i];
             let Some(screen) = screen else {
                 if now >= deadline {
-                    st[i] = St::Done(Delivery::Undelivered {
-                        why: format!(
+                    st[i] = undelivered(
+                        format!(
                             "{}'s pane {} could not be read (gone?)",
                             t.worker, t.inc.pane_id
                         ),
-                        last_lines: last_lines(&last_screen[i]),
-                    });
+                        &last_screen[i],
+                    );
                 }
                 continue;
             };
@@ -339,8 +339,8 @@ pub fn deliver(
             for (i, s) in st.iter_mut().enumerate() {
                 if matches!(s, St::Waiting { .. }) && !steps.iter().any(|(j, _)| *j == i) {
                     let t = &targets[i];
-                    *s = St::Done(Delivery::Undelivered {
-                        why: if interrupted {
+                    *s = undelivered(
+                        if interrupted {
                             "interrupted while waiting for the agent to be ready; nothing was typed"
                                 .into()
                         } else {
@@ -350,8 +350,8 @@ pub fn deliver(
                                 timeout
                             )
                         },
-                        last_lines: last_lines(&last_screen[i]),
-                    });
+                        &last_screen[i],
+                    );
                 }
             }
         }
@@ -389,6 +389,14 @@ pub fn deliver(
         }
     }
     out
+}
+
+/// A target's end without delivery, with the last screen seen of its pane.
+fn undelivered(why: String, last_screen: &Option<Screen>) -> St {
+    St::Done(Delivery::Undelivered {
+        why,
+        last_lines: last_lines(last_screen),
+    })
 }
 
 fn last_lines(s: &Option<Screen>) -> Vec<String> {
@@ -463,25 +471,23 @@ fn run_steps(
         if matches!(step, Step::Paste)
             && let Some(who) = crate::process::terminal_reader_below(t.inc.pane_pid)
         {
-            st[i] = St::Done(Delivery::Undelivered {
-                why: format!(
+            st[i] = undelivered(
+                format!(
                     "{}'s pane {} would not reach its agent: {who}; nothing was typed",
                     t.worker, t.inc.pane_id
                 ),
-                last_lines: last_lines(&last_screen[i]),
-            });
+                &last_screen[i],
+            );
             continue;
         }
         if intents[i].is_none() {
             match audit.intent(&send_entry(t)) {
                 Ok(id) => intents[i] = Some(id),
                 Err(e) => {
-                    st[i] = St::Done(Delivery::Undelivered {
-                        why: format!(
-                            "the audit intent could not be written ({e}); nothing was typed"
-                        ),
-                        last_lines: last_lines(&last_screen[i]),
-                    });
+                    st[i] = undelivered(
+                        format!("the audit intent could not be written ({e}); nothing was typed"),
+                        &last_screen[i],
+                    );
                     continue;
                 }
             }
@@ -502,10 +508,10 @@ fn run_steps(
                 which.push(i);
             }
             Err(e) => {
-                st[i] = St::Done(Delivery::Undelivered {
-                    why: format!("cannot type into {}: {e}", t.worker),
-                    last_lines: last_lines(&last_screen[i]),
-                });
+                st[i] = undelivered(
+                    format!("cannot type into {}: {e}", t.worker),
+                    &last_screen[i],
+                );
             }
         }
     }
@@ -521,19 +527,19 @@ fn run_steps(
         match o {
             TxnOutcome::Done(_) => {}
             TxnOutcome::Refused => {
-                st[i] = St::Done(Delivery::Undelivered {
-                    why: format!(
+                st[i] = undelivered(
+                    format!(
                         "{}'s pane {} no longer matched its record (its process exited or was replaced), or a shell or terminal client holds its terminal; nothing was typed",
                         t.worker, t.inc.pane_id
                     ),
-                    last_lines: last_lines(&last_screen[i]),
-                });
+                    &last_screen[i],
+                );
             }
             TxnOutcome::Unknown(e) => {
-                st[i] = St::Done(Delivery::Undelivered {
-                    why: format!("no receipt from tmux for typing into {}: {e}", t.worker),
-                    last_lines: last_lines(&last_screen[i]),
-                });
+                st[i] = undelivered(
+                    format!("no receipt from tmux for typing into {}: {e}", t.worker),
+                    &last_screen[i],
+                );
             }
         }
     }
