@@ -72,9 +72,6 @@ pub mod limits {
     pub const STATUS: u64 = 1 << 20;
     /// A lock file's holder record.
     pub const LOCK: u64 = 64 << 10;
-    /// The kernel's table of locks (`/proc/locks`, about 50 bytes a lock), read to see whether
-    /// a lock is held without taking it.
-    pub const LOCK_TABLE: u64 = 8 << 20;
     /// `events.jsonl`.
     pub const EVENTS: u64 = 256 << 20;
     /// An audit log read whole (`verify`, `query`).

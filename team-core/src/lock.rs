@@ -17,16 +17,25 @@
 //! - **Locks use std's `File::try_lock`** (stable since Rust 1.89), not fs2: std's API is
 //!   maintained, and fs2's `FileExt` methods clash with std's by name. fs2 is not a dependency.
 //!   Bounded waiting is a try-lock loop with backoff (1 ms doubling to 50 ms).
-//! - **Seeing whether a lock is held takes no lock** ([`is_held`]): it looks the lock file's
-//!   inode up in the kernel's table of locks (`/proc/locks`). A reader at idle priority that
-//!   took the lock shared, even for an instant, could be preempted inside that instant while
-//!   a writer's try-lock failed and backed off. The device is not compared (the kernel prints
-//!   the superblock's, which `stat` does not always show), so a lock on a file of the same
-//!   inode number elsewhere reads as "held": cautious. Where the table cannot be read, a
-//!   shared try-lock answers.
+//! - **Seeing whether a lock is held takes no lock, not even the kernel's** ([`is_held`]): it
+//!   reads the holder record in the lock file and checks that its process still runs (the
+//!   same process: its start time is in the record). A reader at idle priority that took the
+//!   lock shared, even for an instant, could be preempted inside that instant while a
+//!   writer's try-lock failed and backed off. Reading the kernel's table of locks
+//!   (`/proc/locks`) instead, as this did for a while, is worse: the kernel takes its global
+//!   lock of all file locks for writing to print the table, so every `flock` and every close
+//!   of a locked file on the machine waits for an RCU grace period and then for that idle
+//!   reader to be scheduled (`down 1` went from 2x to 3-12x slower under 20 `status` loops).
+//!   A record can lag the lock by a moment (written just after `flock`, cleared just before
+//!   the unlock), and a lock taken by hand (`flock(1)`) writes none: `is_held` is a hint for
+//!   `status` and the reaper's report, never what a kill waits on (those take the lock).
+//! - **The holder record is written in place** (`pwrite` at offset 0, padded with spaces to
+//!   the file's length; cleared by blanks), never by truncating: on ext4 a truncate to zero
+//!   marks the file for a forced write-back at its close (the `auto_da_alloc` heuristic for
+//!   replaced files), one disk write per lock taken.
 
 use std::fs::{File, TryLockError};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -42,15 +51,32 @@ pub struct Holder {
     pub pid: u32,
     pub op: String,
     pub since: String,
+    /// The holder's start time (clock ticks after boot, `/proc/<pid>/stat`), so a reader can
+    /// tell the holder from a later process that got its pid. Absent in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<u64>,
 }
 
 impl Holder {
     /// A holder record for this process doing `op`.
     pub fn me(op: &str) -> Holder {
+        let pid = std::process::id();
         Holder {
-            pid: std::process::id(),
+            pid,
             op: op.to_string(),
             since: crate::fsutil::now_rfc3339(),
+            start: crate::process::start_time(pid).ok().flatten(),
+        }
+    }
+
+    /// Whether the process this record names still runs (the same one, when the record has
+    /// its start time; any process with its pid otherwise, which errs on "held").
+    fn runs(&self) -> bool {
+        match crate::process::start_time(self.pid) {
+            Ok(Some(t)) => self.start.is_none_or(|s| s == t),
+            Ok(None) => false,
+            // Unreadable: cautious.
+            Err(_) => true,
         }
     }
 }
@@ -79,9 +105,21 @@ impl Drop for LockGuard {
     fn drop(&mut self) {
         // Clear the holder so `status` does not show a finished holder; the unlock itself is
         // the kernel's job when the fd closes.
-        let _ = self.file.set_len(0);
+        let _ = write_in_place(&self.file, b"");
         let _ = self.file.unlock();
     }
+}
+
+/// Writes `body` at the start of `file`, padded with spaces to the file's length, without
+/// truncating (see the module's decisions).
+fn write_in_place(file: &File, body: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let len = file.metadata()?.len().min(fsutil::limits::LOCK) as usize;
+    let mut buf = body.to_vec();
+    if buf.len() < len {
+        buf.resize(len, b' ');
+    }
+    file.write_all_at(&buf, 0)
 }
 
 /// Takes the exclusive lock on `path`, a lock file outside any state root (the reaper's own):
@@ -106,7 +144,7 @@ fn lock_file(
     wait: Duration,
     holder: &Holder,
 ) -> Result<LockGuard> {
-    let mut file = o
+    let file = o
         .ok_or_else(|| Error::Internal(format!("lock file {} not created", path.display())))?
         .file;
     let deadline = Instant::now() + wait;
@@ -131,75 +169,30 @@ fn lock_file(
         }
     }
     let body = serde_json::to_vec(holder).map_err(|e| Error::Internal(e.to_string()))?;
-    file.set_len(0)
-        .map_err(|e| Error::io("truncate", path, e))?;
-    file.seek(SeekFrom::Start(0))
-        .map_err(|e| Error::io("seek", path, e))?;
-    file.write_all(&body)
-        .map_err(|e| Error::io("write", path, e))?;
+    write_in_place(&file, &body).map_err(|e| Error::io("write", path, e))?;
     Ok(LockGuard {
         file,
         path: path.to_path_buf(),
     })
 }
 
-/// Whether someone holds the lock at `path` inside the state root right now.
-///
-/// It looks the file up in the kernel's table of locks (`/proc/locks`) and takes no lock
-/// itself. A probe that took the lock, even shared and for an instant, would make a writer's
-/// try-lock fail meanwhile, and the readers that ask (`status`, `status --watch`, the reaper's
-/// scan) run at idle priority: on a busy machine one can be preempted inside that instant for
-/// milliseconds while the writer backs off (a priority inversion that made `up 1` and `down 1`
-/// twice as slow under 20 `status` loops). Where the table cannot be read, it falls back to a
-/// shared try-lock.
+/// Whether a process of the tools holds the lock at `path` inside the state root right now,
+/// as far as its holder record says: a record naming a process that still runs. It takes no
+/// lock and reads no table of locks (see the module's decisions): a hint for `status` and
+/// the reaper's report, never what an effect waits on.
 pub fn is_held(root: &Path, path: &Path) -> Result<bool> {
+    Ok(live_holder(root, path)?.is_some())
+}
+
+/// The holder of the lock at `path` inside the state root, when its record names a process
+/// that still runs ([`is_held`]).
+pub fn live_holder(root: &Path, path: &Path) -> Result<Option<Holder>> {
     let Some(o) = fsutil::state_open(root, path, Access::Read)? else {
-        return Ok(false);
+        return Ok(None);
     };
-    if let Some(table) = read_lock_table() {
-        let ino = std::os::unix::fs::MetadataExt::ino(
-            &o.file.metadata().map_err(|e| Error::io("stat", path, e))?,
-        );
-        crate::failpoint::hit("lock.probe")?;
-        return Ok(flock_held_on(&table, ino));
-    }
-    match o.file.try_lock_shared() {
-        Ok(()) => {
-            let _ = o.file.unlock();
-            Ok(false)
-        }
-        Err(TryLockError::WouldBlock) => Ok(true),
-        Err(TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
-    }
-}
-
-/// `/proc/locks`, bounded (a table larger than this is treated as unreadable).
-fn read_lock_table() -> Option<String> {
-    let mut s = String::new();
-    File::open("/proc/locks")
-        .ok()?
-        .take(fsutil::limits::LOCK_TABLE + 1)
-        .read_to_string(&mut s)
-        .ok()?;
-    (s.len() as u64 <= fsutil::limits::LOCK_TABLE).then_some(s)
-}
-
-/// Whether `table` (the text of `/proc/locks`) shows a flock held on inode `ino`. Waiters
-/// (`->` lines) do not count. The device is not compared: the kernel prints the superblock's
-/// device, which on some file systems (btrfs subvolumes) is not what `stat` reports, and a
-/// flock on a file of the same inode number elsewhere only makes the answer cautious ("held").
-fn flock_held_on(table: &str, ino: u64) -> bool {
-    table.lines().any(|line| {
-        let mut t = line.split_whitespace().skip(1);
-        if t.next() != Some("FLOCK") {
-            return false;
-        }
-        // `ADVISORY WRITE <pid> <maj>:<min>:<ino> <start> <end>`
-        t.nth(3)
-            .and_then(|dev_ino| dev_ino.rsplit(':').next())
-            .and_then(|i| i.parse::<u64>().ok())
-            == Some(ino)
-    })
+    let holder = holder_of(&o.file);
+    crate::failpoint::hit("lock.probe")?;
+    Ok(holder.filter(Holder::runs))
 }
 
 /// Reads the holder info of a lock file inside the state root, if it has any.
@@ -220,21 +213,69 @@ fn holder_of(f: &File) -> Option<Holder> {
 mod tests {
     use super::*;
 
+    fn root() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path().join(".team");
+        fsutil::state_create_dir(&r, &r).unwrap();
+        let p = r.join("t.lock");
+        (d, r, p)
+    }
+
+    /// A record left by a holder that died (SIGKILL: no drop ran), or one naming a pid that
+    /// a later process got, says nothing is held; the live holder's own record does.
     #[test]
-    fn the_lock_table_is_read_by_inode_and_waiters_do_not_count() {
-        let table = "1: FLOCK  ADVISORY  WRITE 28844 fe:00:10011438 0 EOF\n\
-                     1: -> FLOCK  ADVISORY  WRITE 28845 fe:00:777 0 EOF\n\
-                     2: POSIX  ADVISORY  WRITE 123 fe:00:555 0 EOF\n\
-                     3: OFDLCK ADVISORY  READ  -1 00:06:999 0 EOF\n";
-        assert!(flock_held_on(table, 10011438));
+    fn a_record_counts_only_while_its_own_process_runs() {
+        let (_d, r, p) = root();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let start = crate::process::start_time(pid).unwrap();
+        let rec = |start: Option<u64>| Holder {
+            pid,
+            op: "up".into(),
+            since: crate::fsutil::now_rfc3339(),
+            start,
+        };
+        let write = |h: &Holder| std::fs::write(&p, serde_json::to_vec(h).unwrap()).unwrap();
+        write(&rec(start));
+        assert!(is_held(&r, &p).unwrap(), "its holder runs");
+        write(&rec(None));
         assert!(
-            !flock_held_on(table, 1001143),
-            "a prefix of the number is not it"
+            is_held(&r, &p).unwrap(),
+            "an older record: any process of that pid"
         );
-        assert!(!flock_held_on(table, 777), "a waiter holds nothing");
-        assert!(!flock_held_on(table, 555), "not a flock");
-        assert!(!flock_held_on(table, 999), "not a flock");
-        assert!(!flock_held_on("", 1));
+        write(&rec(start.map(|s| s + 1)));
+        assert!(!is_held(&r, &p).unwrap(), "another process got the pid");
+        write(&rec(start));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!is_held(&r, &p).unwrap(), "its holder died");
+        std::fs::write(&p, b"  \n").unwrap();
+        assert!(!is_held(&r, &p).unwrap(), "a blank record");
+        assert!(!is_held(&r, &r.join("none.lock")).unwrap(), "no file");
+    }
+
+    /// The record is written over the old one in place: a shorter record after a longer one
+    /// reads back whole, and a released lock reads as blank. The file is never truncated.
+    #[test]
+    fn the_record_is_overwritten_in_place_and_blanked_on_release() {
+        let (_d, r, p) = root();
+        let long = "x".repeat(300);
+        let g = acquire_in(&r, &p, Duration::ZERO, &Holder::me(&long)).unwrap();
+        assert_eq!(read_holder(&r, &p).unwrap().op, long);
+        let len = std::fs::metadata(&p).unwrap().len();
+        drop(g);
+        assert!(read_holder(&r, &p).is_none());
+        assert!(!is_held(&r, &p).unwrap());
+        let bytes = std::fs::read(&p).unwrap();
+        assert!(bytes.iter().all(|&b| b == b' ') && bytes.len() as u64 == len);
+        let g = acquire_in(&r, &p, Duration::ZERO, &Holder::me("short")).unwrap();
+        assert_eq!(read_holder(&r, &p).unwrap().op, "short");
+        assert!(is_held(&r, &p).unwrap());
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), len, "never truncated");
+        drop(g);
     }
 
     #[test]
@@ -254,12 +295,6 @@ mod tests {
         drop(g);
         assert!(!is_held(&r, &p).unwrap());
         assert!(p.exists(), "lock files are never deleted");
-        // A shared holder counts too.
-        let f = File::open(&p).unwrap();
-        f.try_lock_shared().unwrap();
-        assert!(is_held(&r, &p).unwrap());
-        drop(f);
-        assert!(!is_held(&r, &p).unwrap());
         acquire(&p, Duration::ZERO, &Holder::me("third")).unwrap();
     }
 }

@@ -138,16 +138,7 @@ impl Store {
 
     /// Whether another process holds the scale lock now, and who.
     pub fn scale_holder(&self) -> Result<Option<Holder>> {
-        let p = self.root.scale_lock(&self.team);
-        if lock::is_held(self.rp(), &p)? {
-            Ok(Some(lock::read_holder(self.rp(), &p).unwrap_or(Holder {
-                pid: 0,
-                op: "unknown".into(),
-                since: String::new(),
-            })))
-        } else {
-            Ok(None)
-        }
+        lock::live_holder(self.rp(), &self.root.scale_lock(&self.team))
     }
 
     fn lock_state(&self, op: &str) -> Result<LockGuard> {

@@ -1285,63 +1285,64 @@ fn up_down_pairs(b: &Bench, t: &Team, runs: usize) -> anyhow::Result<(f64, f64)>
 
 /// Readers never block writers: `up 1`/`down 1` alone, then under 20 concurrent `status`
 /// loops (`--wait 0s`: a reader that had to wait for a lock would exit 75).
+///
+/// The machine drifts over a run (seconds-long phases where everything is 1.5x slower), so
+/// each round measures the writers alone and under every kind of load back to back, and each
+/// figure is the median of its rounds' ratios (as `scale` pairs each run with its floor).
 fn readers(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
-    let (loops, runs) = if quick { (4, 3) } else { (20, 9) };
+    let (loops, rounds, runs) = if quick { (4, 2, 2) } else { (20, 5, 3) };
     let t = Team::new(b, "readers", 64)?;
     t.run(b, &["up", "bench", "4", "--ready-timeout", "0"])?;
-    let (up_alone, down_alone) = up_down_pairs(b, &t, runs)?;
-    // The same number of loops of a process that reads nothing (`team-scale --version`): what
-    // 20 busy processes on this machine cost a writer with no lock involved at all.
-    let (cpu_up, cpu_down, _, _) = under_loops(b, &t, loops, runs, &["--version"])?;
-    let (up, down, reads, busy) = under_loops(
-        b,
-        &t,
-        loops,
-        runs,
-        &["status", "bench", "--wait", "0s", "--json"],
-    )?;
-    for (what, v, alone, cpu) in [
-        ("up 1", up, up_alone, cpu_up),
-        ("down 1", down, down_alone, cpu_down),
-    ] {
-        b.figure(
+    let status = ["status", "bench", "--wait", "0s", "--json"];
+    // Per round: (alone, --version loops, status loops, status pollers), each (up, down).
+    let mut r: [[Vec<f64>; 2]; 4] = Default::default();
+    let (mut reads, mut busy, mut poll_busy) = (0, 0, 0);
+    for _ in 0..rounds {
+        let alone = up_down_pairs(b, &t, runs)?;
+        // The same number of loops of a process that reads nothing (`team-scale
+        // --version`): what 20 busy processes on this machine cost a writer with no lock
+        // involved at all.
+        let (cu, cd, _, _) = under_loops(b, &t, loops, runs, &["--version"])?;
+        let (su, sd, n, k) = under_loops(b, &t, loops, runs, &status)?;
+        reads += n;
+        busy += k;
+        // Pollers as they run in practice: each `status` once a second (`status --watch`
+        // redraws every 2 s by default).
+        let (pu, pd, _, k) =
+            under_polls(b, &t, loops, runs, &status, Some(Duration::from_secs(1)))?;
+        poll_busy += k;
+        for (i, (u, d)) in [alone, (cu, cd), (su, sd), (pu, pd)]
+            .into_iter()
+            .enumerate()
+        {
+            r[i][0].push(u);
+            r[i][1].push(d);
+        }
+    }
+    for (w, what) in ["up 1", "down 1"].into_iter().enumerate() {
+        b.paired(
             &format!("readers: {what} under {loops} status loops"),
-            v,
+            &r[2][w],
             "ms",
             &format!("{what} alone ms"),
-            alone,
-            Some(("<= 1.3x".into(), v <= 1.3 * alone)),
+            &r[0][w],
+            1.3,
         );
-        b.figure(
+        b.paired(
             &format!("readers: {what} under {loops} status loops, vs --version loops"),
-            v,
+            &r[2][w],
             "ms",
             &format!("{what} under {loops} --version loops ms"),
-            cpu,
-            Some(("<= 1.3x".into(), v <= 1.3 * cpu)),
+            &r[1][w],
+            1.3,
         );
-    }
-    // Pollers as they run in practice: each `status` once a second (`status --watch` redraws
-    // every 2 s by default), next to the writers alone.
-    let (poll_up, poll_down, _, poll_busy) = under_polls(
-        b,
-        &t,
-        loops,
-        runs,
-        &["status", "bench", "--wait", "0s", "--json"],
-        Some(Duration::from_secs(1)),
-    )?;
-    for (what, v, alone) in [
-        ("up 1", poll_up, up_alone),
-        ("down 1", poll_down, down_alone),
-    ] {
-        b.figure(
+        b.paired(
             &format!("readers: {what} under {loops} status pollers (1/s each)"),
-            v,
+            &r[3][w],
             "ms",
             &format!("{what} alone ms"),
-            alone,
-            Some(("<= 1.3x".into(), v <= 1.3 * alone)),
+            &r[0][w],
+            1.3,
         );
     }
     b.figure(
@@ -1354,12 +1355,13 @@ fn readers(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
     );
     // What one refresh of `status --watch` costs: a whole `status` (one listing, the state read
     // without a lock) next to one bare `list-panes -a` process.
+    let n = rounds * runs;
     let srv = t.server();
-    let floor = median_ms(runs, || {
+    let floor = median_ms(n, || {
         srv.tmux(&["list-panes", "-a", "-F", "#{pane_id}"])
             .map(|_| ())
     })?;
-    let st = median_ms(runs, || {
+    let st = median_ms(n, || {
         let (_, code) = timed(b, &t, &["status", "bench", "--json"])?;
         anyhow::ensure!(code == Some(0), "status exited {code:?}");
         Ok(())
@@ -1405,6 +1407,23 @@ fn under_polls(
     args: &[&str],
     pause: Option<Duration>,
 ) -> anyhow::Result<(f64, f64, u64, u64)> {
+    let cmd = || {
+        let mut c = crate::util::tool(&b.bin, "team-scale", Some(&t.tt));
+        c.args(args).current_dir(&t.ws);
+        c
+    };
+    under_commands(b, t, loops, runs, &cmd, pause)
+}
+
+/// [`under_polls`] with any command in the loops.
+fn under_commands(
+    b: &Bench,
+    t: &Team,
+    loops: usize,
+    runs: usize,
+    cmd: &(dyn Fn() -> Command + Sync),
+    pause: Option<Duration>,
+) -> anyhow::Result<(f64, f64, u64, u64)> {
     let stop = std::sync::atomic::AtomicBool::new(false);
     let nap = |stop: &std::sync::atomic::AtomicBool, d: Duration| {
         let end = Instant::now() + d;
@@ -1422,9 +1441,7 @@ fn under_polls(
                         nap(stop, p * i as u32 / loops as u32);
                     }
                     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        let code = crate::util::tool(&b.bin, "team-scale", Some(&t.tt))
-                            .args(args)
-                            .current_dir(&t.ws)
+                        let code = cmd()
                             .stdout(Stdio::null())
                             .stderr(Stdio::null())
                             .status()
@@ -1442,8 +1459,11 @@ fn under_polls(
                 })
             })
             .collect();
-        // Let the loops get going.
-        std::thread::sleep(Duration::from_millis(300));
+        // Let the loops get going: pollers start spread over one pause, so every one of them
+        // runs before the first measurement.
+        std::thread::sleep(pause.map_or(Duration::from_millis(300), |p| {
+            p + Duration::from_millis(300)
+        }));
         let res = up_down_pairs(b, t, runs);
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         let (mut reads, mut busy) = (0, 0);
