@@ -226,31 +226,27 @@ mod tests {
     #[test]
     fn a_record_counts_only_while_its_own_process_runs() {
         let (_d, r, p) = root();
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        let start = crate::process::start_time(pid).unwrap();
-        let rec = |start: Option<u64>| Holder {
+        let me = std::process::id();
+        let start = crate::process::start_time(me).unwrap();
+        assert!(start.is_some());
+        let rec = |pid: u32, start: Option<u64>| Holder {
             pid,
             op: "up".into(),
             since: crate::fsutil::now_rfc3339(),
             start,
         };
         let write = |h: &Holder| std::fs::write(&p, serde_json::to_vec(h).unwrap()).unwrap();
-        write(&rec(start));
+        write(&rec(me, start));
         assert!(is_held(&r, &p).unwrap(), "its holder runs");
-        write(&rec(None));
+        write(&rec(me, None));
         assert!(
             is_held(&r, &p).unwrap(),
             "an older record: any process of that pid"
         );
-        write(&rec(start.map(|s| s + 1)));
+        write(&rec(me, start.map(|s| s + 1)));
         assert!(!is_held(&r, &p).unwrap(), "another process got the pid");
-        write(&rec(start));
-        child.kill().unwrap();
-        child.wait().unwrap();
+        // No process has this pid (above any `pid_max`): its holder is gone.
+        write(&rec(u32::MAX - 1, start));
         assert!(!is_held(&r, &p).unwrap(), "its holder died");
         std::fs::write(&p, b"  \n").unwrap();
         assert!(!is_held(&r, &p).unwrap(), "a blank record");
