@@ -201,12 +201,17 @@ pub fn read_holder(root: &Path, path: &Path) -> Option<Holder> {
 }
 
 /// The holder record in an open lock file (bounded read from the start).
+/// Only a record the tools could have written counts: a short operation name and time with
+/// no control character (the record is shown to people, and a cloned repository can carry a
+/// hostile `.team/`).
 fn holder_of(f: &File) -> Option<Holder> {
     let mut b = Vec::new();
     let mut r = f;
     r.seek(SeekFrom::Start(0)).ok()?;
     r.take(fsutil::limits::LOCK).read_to_end(&mut b).ok()?;
-    serde_json::from_slice(&b).ok()
+    let h: Holder = serde_json::from_slice(&b).ok()?;
+    let plain = |s: &str| s.len() <= 64 && !s.chars().any(char::is_control);
+    (plain(&h.op) && plain(&h.since)).then_some(h)
 }
 
 #[cfg(test)]
@@ -250,6 +255,14 @@ mod tests {
         assert!(!is_held(&r, &p).unwrap(), "its holder died");
         std::fs::write(&p, b"  \n").unwrap();
         assert!(!is_held(&r, &p).unwrap(), "a blank record");
+        // A hostile record (a cloned `.team/`) naming a live process never reaches a screen.
+        let mut h = rec(me, start);
+        h.op = "up\u{1b}]0;owned\u{7}".into();
+        write(&h);
+        assert!(read_holder(&r, &p).is_none() && !is_held(&r, &p).unwrap());
+        h.op = "x".repeat(65);
+        write(&h);
+        assert!(read_holder(&r, &p).is_none());
         assert!(!is_held(&r, &r.join("none.lock")).unwrap(), "no file");
     }
 
@@ -258,7 +271,7 @@ mod tests {
     #[test]
     fn the_record_is_overwritten_in_place_and_blanked_on_release() {
         let (_d, r, p) = root();
-        let long = "x".repeat(300);
+        let long = "x".repeat(60);
         let g = acquire_in(&r, &p, Duration::ZERO, &Holder::me(&long)).unwrap();
         assert_eq!(read_holder(&r, &p).unwrap().op, long);
         let len = std::fs::metadata(&p).unwrap().len();
