@@ -172,9 +172,14 @@ mod reached {
     /// away, removed or replaced since is forgotten, and the caller walks again.
     pub(super) fn get(path: &Path) -> Option<Arc<OwnedFd>> {
         let (want, fd) = {
-            let dirs = DIRS.lock().ok()?;
-            let (_, id, fd) = dirs.iter().find(|(p, _, _)| p == path)?;
-            (*id, Arc::clone(fd))
+            let mut dirs = DIRS.lock().ok()?;
+            let i = dirs.iter().position(|(p, _, _)| p == path)?;
+            // The most recently used last: the team's own directories, used by nearly every
+            // walk, outlive a run over many workers' directories.
+            let e = dirs.remove(i);
+            let found = (e.1, Arc::clone(&e.2));
+            dirs.push(e);
+            found
         };
         let now = rustix::fs::statx(rustix::fs::CWD, path, AtFlags::SYMLINK_NOFOLLOW, WANT);
         match now {
