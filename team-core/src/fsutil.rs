@@ -37,16 +37,15 @@
 //!   component is refused as a symlink (its directory is the user's choice). `reap/state.rs` still
 //!   calls `lock::acquire` by path after `StateRoot::ensure`; `lock::acquire_in` is the
 //!   state-root form.
-//! - **Directories a walk reached stay open for the process** (a dozen at most), so the next
-//!   walk starts from the deepest one on its way instead of from the anchor: a `down 1` made
-//!   61 walks of `ws/.team/teams/<team>/...`, about a third of its system calls. A kept
-//!   directory is used only while its path still leads to it: one `statx` of the path (its
-//!   last component not followed) must give the same device, inode and birth time (without a
-//!   birth time, the kept directory must still have links). A directory moved away, removed,
-//!   made again or swapped for a symlink since (at any level: a symlink above it makes the
-//!   path lead elsewhere) is dropped, and the walk goes again from a shallower one, where a
-//!   symlink is refused as on a first walk. Between that check and the use, a swap changes
-//!   nothing: the use goes through the kept descriptor, never the path.
+//! - **A walk is one `openat2` call** (`RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH` from the
+//!   anchor), where it was an `openat` and a `close` per component: a `down 1` made 61 walks
+//!   of `ws/.team/teams/<team>/...`, about a third of its system calls. The kernel refuses a
+//!   symlink at every component, as the walk does; anything but success or absence falls back
+//!   to the walk, which names what is wrong (and serves kernels before 5.6). *Rejected:*
+//!   keeping the directories a walk reached open for the process and re-checking each with a
+//!   `statx` of its path: that check follows symlinks above the last component, so a
+//!   directory of ours moved out of the root and reached again through a symlink passed it
+//!   (found by a black-box attack: an unlink landed outside `.team`).
 
 //!
 //! - **A worker's runtime files are not fsynced** (`Sync::Never`, issue 15): its directory,
@@ -64,7 +63,6 @@ use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -137,84 +135,8 @@ fn rel_components<'a>(base: &Path, path: &'a Path) -> Result<Vec<&'a OsStr>> {
 
 /// A directory reached from an anchor without following symlinks.
 struct Walk {
-    fd: Arc<OwnedFd>,
+    fd: OwnedFd,
     path: PathBuf,
-}
-
-/// Directories that walks of this process reached, kept open so a later walk to the same
-/// place (a command makes dozens: every state file, lock, inbox and worker directory) starts
-/// from the deepest one instead of from the anchor (see the module's decisions).
-mod reached {
-    use super::*;
-
-    /// Who a directory is: device, inode and birth time (a removed directory's inode number
-    /// can be given to a new one; the birth time tells them apart).
-    #[derive(Clone, Copy, PartialEq, Eq)]
-    struct Id(u32, u32, u64, Option<(i64, u32)>);
-
-    fn id(st: &rustix::fs::Statx) -> Id {
-        let btime = (st.stx_mask & rustix::fs::StatxFlags::BTIME.bits() != 0)
-            .then_some((st.stx_btime.tv_sec, st.stx_btime.tv_nsec));
-        Id(st.stx_dev_major, st.stx_dev_minor, st.stx_ino, btime)
-    }
-
-    const WANT: rustix::fs::StatxFlags = rustix::fs::StatxFlags::TYPE
-        .union(rustix::fs::StatxFlags::INO)
-        .union(rustix::fs::StatxFlags::BTIME);
-
-    /// Few: a command works in one team.
-    const MAX: usize = 12;
-
-    static DIRS: Mutex<Vec<(PathBuf, Id, Arc<OwnedFd>)>> = Mutex::new(Vec::new());
-
-    /// The directory kept for `path`, when `path` still leads to it: the same directory
-    /// (device, inode, birth time), with no symlink as its last component. A directory moved
-    /// away, removed or replaced since is forgotten, and the caller walks again.
-    pub(super) fn get(path: &Path) -> Option<Arc<OwnedFd>> {
-        let (want, fd) = {
-            let mut dirs = DIRS.lock().ok()?;
-            let i = dirs.iter().position(|(p, _, _)| p == path)?;
-            // The most recently used last: the team's own directories, used by nearly every
-            // walk, outlive a run over many workers' directories.
-            let e = dirs.remove(i);
-            let found = (e.1, Arc::clone(&e.2));
-            dirs.push(e);
-            found
-        };
-        let now = rustix::fs::statx(rustix::fs::CWD, path, AtFlags::SYMLINK_NOFOLLOW, WANT);
-        match now {
-            Ok(st) if id(&st) == want && (want.3.is_some() || alive(&fd)) => Some(fd),
-            _ => {
-                forget(path);
-                None
-            }
-        }
-    }
-
-    /// Without a birth time, a kept directory that was removed has no links left.
-    fn alive(fd: &OwnedFd) -> bool {
-        rustix::fs::fstat(fd).is_ok_and(|st| st.st_nlink > 0)
-    }
-
-    /// Keeps `fd`, just reached at `path`.
-    pub(super) fn put(path: &Path, fd: &Arc<OwnedFd>) {
-        let Ok(st) = rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, WANT) else {
-            return;
-        };
-        if let Ok(mut dirs) = DIRS.lock() {
-            dirs.retain(|(p, _, _)| p != path);
-            if dirs.len() >= MAX {
-                dirs.remove(0);
-            }
-            dirs.push((path.to_path_buf(), id(&st), Arc::clone(fd)));
-        }
-    }
-
-    fn forget(path: &Path) {
-        if let Ok(mut dirs) = DIRS.lock() {
-            dirs.retain(|(p, _, _)| p != path);
-        }
-    }
 }
 
 /// Why a component could not be opened as a directory: a symlink, or not a directory.
@@ -257,7 +179,7 @@ impl Walk {
         )
         .map_err(|e| Error::io("open directory", dir, errno_io(e)))?;
         Ok(Walk {
-            fd: Arc::new(fd),
+            fd,
             path: dir.to_path_buf(),
         })
     }
@@ -273,12 +195,7 @@ impl Walk {
                 OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 Mode::empty(),
             ) {
-                Ok(fd) => {
-                    return Ok(Some(Walk {
-                        fd: Arc::new(fd),
-                        path: full,
-                    }));
-                }
+                Ok(fd) => return Ok(Some(Walk { fd, path: full })),
                 Err(Errno::NOENT) if create => {
                     match rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(0o700)) {
                         Ok(()) => rustix::fs::fsync(&self.fd)
@@ -294,6 +211,17 @@ impl Walk {
         }
     }
 
+    /// Walks `names` below this directory.
+    fn descend(mut self, names: &[&OsStr], create: bool) -> Result<Option<Walk>> {
+        for n in names {
+            match self.child(n, create)? {
+                Some(w) => self = w,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(self))
+    }
+
     fn sync(&self) -> Result<()> {
         rustix::fs::fsync(&self.fd)
             .map_err(|e| Error::io("fsync directory", &self.path, errno_io(e)))
@@ -301,8 +229,7 @@ impl Walk {
 }
 
 /// The directory `dir` inside the state root `root` (`root` itself included), reached without
-/// following symlinks: from the deepest directory on the way that an earlier walk of this
-/// process reached and that the path still leads to ([`reached`]), or from the anchor.
+/// following symlinks.
 fn state_walk(root: &Path, dir: &Path, create: bool) -> Result<Option<Walk>> {
     let anchor = root
         .parent()
@@ -311,39 +238,35 @@ fn state_walk(root: &Path, dir: &Path, create: bool) -> Result<Option<Walk>> {
     if dir != root {
         names.extend(rel_components(root, dir)?);
     }
-    let mut paths = Vec::with_capacity(names.len() + 1);
-    paths.push(anchor.to_path_buf());
-    for n in &names {
-        let next = paths[paths.len() - 1].join(n);
-        paths.push(next);
+    let w = Walk::anchor(anchor)?;
+    if names.is_empty() {
+        return Ok(Some(w));
     }
-    let (mut w, from) = match (0..paths.len())
-        .rev()
-        .find_map(|k| reached::get(&paths[k]).map(|fd| (k, fd)))
-    {
-        Some((k, fd)) => (
-            Walk {
+    // The whole way down in one call that follows no symlink at any component and cannot
+    // leave the anchor (Linux 5.6+). Anything but success or plain absence (a symlink, a
+    // component that is not a directory, an older kernel) takes the walk one component at a
+    // time, which also says exactly what is wrong.
+    let rel: PathBuf = names.iter().collect();
+    let how = rustix::fs::ResolveFlags::NO_SYMLINKS
+        | rustix::fs::ResolveFlags::NO_MAGICLINKS
+        | rustix::fs::ResolveFlags::BENEATH;
+    match rustix::fs::openat2(
+        &w.fd,
+        &rel,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+        how,
+    ) {
+        Ok(fd) => {
+            return Ok(Some(Walk {
                 fd,
-                path: paths[k].clone(),
-            },
-            k,
-        ),
-        None => {
-            let w = Walk::anchor(anchor)?;
-            reached::put(&w.path, &w.fd);
-            (w, 0)
+                path: w.path.join(&rel),
+            }));
         }
-    };
-    for n in &names[from..] {
-        match w.child(n, create)? {
-            Some(c) => {
-                reached::put(&c.path, &c.fd);
-                w = c;
-            }
-            None => return Ok(None),
-        }
+        Err(Errno::NOENT) if !create => return Ok(None),
+        Err(_) => {}
     }
-    Ok(Some(w))
+    w.descend(&names, create)
 }
 
 /// The parent walk and file name of `path` inside `root`.
@@ -1127,13 +1050,14 @@ mod tests {
         assert!(!elsewhere.join("tasks").exists());
     }
 
-    /// Attack on the directories a process keeps open between walks: after a walk reached
-    /// `teams/t` (and its parents), each is swapped for a symlink to elsewhere, moved away
+    /// Attack on walks made one after another by one process: after a walk reached `teams/t`
+    /// (and its parents), each is swapped for a symlink to elsewhere (at its own level or
+    /// above, to a tree with the same names or to the moved directory itself), moved away
     /// and replaced, or removed and made again. Every later access must see what the path
-    /// leads to now: a symlink is refused as on a first walk, and a write lands in the new
-    /// directory, never in the kept one.
+    /// leads to now, with no symlink anywhere on it: a symlink is refused as on a first walk,
+    /// and a write lands in the new directory, never in the one moved away.
     #[test]
-    fn a_directory_kept_from_an_earlier_walk_is_used_only_while_its_path_leads_to_it() {
+    fn every_walk_sees_the_path_as_it_is_now_with_no_symlink_on_it() {
         let d = tempfile::tempdir().unwrap();
         let r = root(&d);
         let file = r.join("teams/t/team.json");
@@ -1156,6 +1080,12 @@ mod tests {
         fs::rename(r.join("teams"), d.path().join("old-teams")).unwrap();
         std::os::unix::fs::symlink(&elsewhere, r.join("teams")).unwrap();
         // `teams/t` through the symlink is `elsewhere/t`.
+        let e = state_read(&r, &file, 100).unwrap_err();
+        assert!(e.to_string().contains("symlink"), "{e}");
+        assert_eq!(state_write(&r, &file, b"x").unwrap_err().class().code(), 65);
+        // The same through a relative symlink, which stays below the workspace.
+        fs::remove_file(r.join("teams")).unwrap();
+        std::os::unix::fs::symlink("../elsewhere", r.join("teams")).unwrap();
         let e = state_read(&r, &file, 100).unwrap_err();
         assert!(e.to_string().contains("symlink"), "{e}");
         assert_eq!(state_write(&r, &file, b"x").unwrap_err().class().code(), 65);
@@ -1182,6 +1112,23 @@ mod tests {
         fs::create_dir(r.join("teams/t")).unwrap();
         state_write(&r, &file, b"four").unwrap();
         assert_eq!(fs::read(r.join("teams/t/team.json")).unwrap(), b"four");
+        // Moved out of the root and reached again through a symlink to it: refused, and
+        // nothing is removed there.
+        fs::rename(r.join("teams"), d.path().join("moved-teams")).unwrap();
+        std::os::unix::fs::symlink(d.path().join("moved-teams"), r.join("teams")).unwrap();
+        assert!(
+            state_read(&r, &file, 100)
+                .unwrap_err()
+                .to_string()
+                .contains("symlink")
+        );
+        assert_eq!(state_remove(&r, &file).unwrap_err().class().code(), 65);
+        assert_eq!(
+            fs::read(d.path().join("moved-teams/t/team.json")).unwrap(),
+            b"four"
+        );
+        fs::remove_file(r.join("teams")).unwrap();
+        fs::rename(d.path().join("moved-teams"), r.join("teams")).unwrap();
         // Removed: absent, not found in the removed directory.
         fs::remove_dir_all(r.join("teams/t")).unwrap();
         assert_eq!(state_read(&r, &file, 100).unwrap(), None);
