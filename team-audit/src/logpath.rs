@@ -51,6 +51,17 @@ pub fn workspace(g: &Global, fallback: Option<&Path>) -> Result<PathBuf, AppErro
 
 /// The log path. `for_writing` makes the state root (with its `.gitignore`) when the log lives
 /// in it, so a first record does not leave an untracked `.team/` in `git status`.
+/// The log at `path` (from [`resolve`] or the hook's lookup) with the global options: a log
+/// the user did not name (`--log`) is a state root's own, written with no symlink on its way
+/// (`AuditLog::within`).
+pub fn log_at(g: &Global, path: PathBuf) -> team_core::audit::AuditLog {
+    let log = team_core::audit::AuditLog::new(path.clone()).with_max_size(g.max_size());
+    match (&g.log, path.parent()) {
+        (None, Some(root)) => log.within(root),
+        _ => log,
+    }
+}
+
 pub fn resolve(
     g: &Global,
     fallback: Option<&Path>,

@@ -666,6 +666,17 @@ impl StateDir {
         }
     }
 
+    /// The device and inode of the entry `path` (directly in this directory, not followed),
+    /// `None` when absent.
+    pub fn identity(&self, path: &Path) -> Result<Option<(u64, u64)>> {
+        let name = self.name_of(path)?;
+        match rustix::fs::statat(&self.0.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some((st.st_dev, st.st_ino))),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(Error::io("inspect", path, errno_io(e))),
+        }
+    }
+
     /// When the entry `path` (directly in this directory, not followed) last changed (its
     /// ctime: a rename sets it), `None` when absent.
     pub fn changed_at(&self, path: &Path) -> Result<Option<std::time::SystemTime>> {

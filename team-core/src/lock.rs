@@ -201,16 +201,16 @@ pub fn read_holder(root: &Path, path: &Path) -> Option<Holder> {
 }
 
 /// The holder record in an open lock file (bounded read from the start).
-/// Only a record the tools could have written counts: a short operation name and time with
-/// no control character (the record is shown to people, and a cloned repository can carry a
-/// hostile `.team/`).
+/// Only a record the tools could have written counts: a short operation name and time in
+/// printable ASCII (the record is shown to people, and a cloned repository can carry a
+/// hostile `.team/`: no control, bidirectional or zero-width character reaches a screen).
 fn holder_of(f: &File) -> Option<Holder> {
     let mut b = Vec::new();
     let mut r = f;
     r.seek(SeekFrom::Start(0)).ok()?;
     r.take(fsutil::limits::LOCK).read_to_end(&mut b).ok()?;
     let h: Holder = serde_json::from_slice(&b).ok()?;
-    let plain = |s: &str| s.len() <= 64 && !s.chars().any(char::is_control);
+    let plain = |s: &str| s.len() <= 64 && s.bytes().all(|b| b.is_ascii_graphic() || b == b' ');
     (plain(&h.op) && plain(&h.since)).then_some(h)
 }
 
@@ -260,6 +260,11 @@ mod tests {
         h.op = "up\u{1b}]0;owned\u{7}".into();
         write(&h);
         assert!(read_holder(&r, &p).is_none() && !is_held(&r, &p).unwrap());
+        for op in ["up\u{202e}nwod", "up\u{200b}", "up\u{2066}"] {
+            h.op = op.into();
+            write(&h);
+            assert!(read_holder(&r, &p).is_none(), "{op:?}");
+        }
         h.op = "x".repeat(65);
         write(&h);
         assert!(read_holder(&r, &p).is_none());

@@ -104,7 +104,9 @@ impl Ctx {
     }
 
     pub fn audit(&self) -> team_core::audit::AuditLog {
-        team_core::audit::AuditLog::new(self.audit_log.clone()).with_max_size(self.audit_max_size)
+        team_core::audit::AuditLog::new(self.audit_log.clone())
+            .with_max_size(self.audit_max_size)
+            .within(self.root.path())
     }
 
     /// What an operation works with, for `caller` (`team-scale send`, ...).

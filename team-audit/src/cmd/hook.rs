@@ -34,11 +34,12 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde_json::{Value, json};
-use team_core::audit::{AuditLog, Entry, Stage};
+use team_core::audit::{Entry, Stage};
 use team_core::paths::StateRoot;
 
 use crate::cli::Global;
 use crate::error::AppError;
+use crate::logpath;
 use crate::oracle::MembershipOracle;
 use crate::shell::{Check, Finding, analyze};
 
@@ -305,11 +306,7 @@ fn malformed(g: &Global, a: &HookArgs, ws: Option<&Path>, why: String) -> i32 {
     };
     match log_for(g, ws) {
         Ok(Some(p)) => {
-            if let Err(e) =
-                AuditLog::new(p)
-                    .with_max_size(g.max_size())
-                    .append(Stage::Intent, None, &entry)
-            {
+            if let Err(e) = logpath::log_at(g, p).append(Stage::Intent, None, &entry) {
                 team_cli::say_line!(
                     "team-audit: warning: cannot record the malformed payload: {e}"
                 );
@@ -513,8 +510,7 @@ pub fn run(g: &Global, a: HookArgs, oracle: &dyn MembershipOracle) -> Result<i32
     let mut denials: Vec<String> = decisions.iter().filter_map(|d| d.clone().err()).collect();
     if !items.is_empty() {
         let recorded = match log_for(g, workspace.as_deref()) {
-            Ok(Some(p)) => AuditLog::new(p)
-                .with_max_size(g.max_size())
+            Ok(Some(p)) => logpath::log_at(g, p)
                 .append_batch(&items)
                 .map(|_| ())
                 .map_err(|e| e.to_string()),
@@ -626,10 +622,7 @@ fn post(
     if items.is_empty() {
         return 0;
     }
-    if let Err(e) = AuditLog::new(path)
-        .with_max_size(g.max_size())
-        .append_batch(&items)
-    {
+    if let Err(e) = logpath::log_at(g, path).append_batch(&items) {
         team_cli::say_line!("team-audit: warning: cannot record the outcome: {e}");
     }
     0

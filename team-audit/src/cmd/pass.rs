@@ -28,7 +28,7 @@ use std::sync::mpsc;
 use clap::Args;
 use serde_json::Value;
 use team_core::ExitClass;
-use team_core::audit::{AuditLog, Entry, Stage};
+use team_core::audit::{Entry, Stage};
 
 use crate::cli::Global;
 use crate::error::AppError;
@@ -115,7 +115,7 @@ fn entry_for(caller: &str, v: Value) -> Option<Entry> {
 }
 
 pub fn run(g: &Global, a: PassArgs) -> Result<i32, AppError> {
-    let log = AuditLog::new(logpath::resolve(g, None, true)?).with_max_size(g.max_size());
+    let log = logpath::log_at(g, logpath::resolve(g, None, true)?);
     let (tx, rx) = mpsc::sync_channel::<Msg>(MAX_BATCH);
     std::thread::spawn(move || reader(tx));
     let mut out = Out::new(g.common.json);

@@ -3,7 +3,7 @@
 use clap::Args;
 use serde_json::json;
 use team_core::ExitClass;
-use team_core::audit::{self, AuditLog, Retention};
+use team_core::audit::{self, Retention};
 
 use crate::cli::Global;
 use crate::error::AppError;
@@ -31,7 +31,7 @@ pub fn run(g: &Global, a: PruneArgs) -> Result<i32, AppError> {
         _ => return Err(AppError::usage("give one of --keep N or --before T")),
     };
     let path = logpath::resolve(g, None, false)?;
-    let log = AuditLog::new(path.clone()).with_max_size(g.max_size());
+    let log = logpath::log_at(g, path.clone());
     let rep = audit::prune(&log, rule, &a.caller).map_err(|e| match e {
         team_core::Error::Refused(m) => AppError::fail(ExitClass::Refused, m)
             .with_hint("run `team-audit verify` to see what is wrong"),

@@ -2,7 +2,7 @@
 
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
-use team_core::audit::{AuditLog, Entry, Stage};
+use team_core::audit::{Entry, Stage};
 use uuid::Uuid;
 
 use crate::cli::Global;
@@ -103,7 +103,7 @@ pub fn run(g: &Global, a: RecordArgs) -> Result<i32, AppError> {
         reason: a.reason,
         outcome: a.outcome,
     };
-    let log = AuditLog::new(logpath::resolve(g, None, true)?).with_max_size(g.max_size());
+    let log = logpath::log_at(g, logpath::resolve(g, None, true)?);
     let r = log.append(stage, a.audit_id, &entry)?;
     let mut out = Out::new(g.common.json);
     if g.common.json {

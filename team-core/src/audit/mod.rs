@@ -271,6 +271,8 @@ impl Record {
 pub struct AuditLog {
     path: PathBuf,
     max_size: u64,
+    /// The state root the log lives directly in (the default log, `<root>/audit.jsonl`).
+    root: Option<PathBuf>,
 }
 
 impl AuditLog {
@@ -280,7 +282,20 @@ impl AuditLog {
         AuditLog {
             path,
             max_size: DEFAULT_MAX_SIZE,
+            root: None,
         }
+    }
+
+    /// When the log is directly in the state root `root` (the default log), it is written
+    /// like every state file: reached from the workspace with no symlink at any component
+    /// (`fsutil::state_open`), so swapping `.team` for a symlink while a writer runs cannot
+    /// send records elsewhere. A log anywhere else (`--log`) is the user's choice of place:
+    /// only its own name is never followed.
+    pub fn within(mut self, root: &Path) -> Self {
+        if self.path.parent() == Some(root) {
+            self.root = Some(root.to_path_buf());
+        }
+        self
     }
 
     /// Rotates the active file into a segment when an append would take it past `bytes`
@@ -492,8 +507,11 @@ impl AuditLog {
         file.sync_data()
             .map_err(|e| self.audit_err("fdatasync", e))?;
         if created {
-            crate::fsutil::sync_dir(self.dir())
-                .map_err(|e| self.audit_err("fsync directory", e))?;
+            match &self.root {
+                Some(root) => crate::fsutil::state_sync_dir(root, root),
+                None => crate::fsutil::sync_dir(self.dir()),
+            }
+            .map_err(|e| self.audit_err("fsync directory", e))?;
         }
         Ok(())
     }
@@ -502,6 +520,13 @@ impl AuditLog {
     /// segment by a writer that held the lock before us).
     fn still_named(&self, file: &File) -> Result<bool> {
         let ours = file.metadata().map_err(|e| self.audit_err("stat", e))?;
+        if let Some(root) = &self.root {
+            let kind = crate::fsutil::state_dir(root, root, false)?
+                .map(|d| d.identity(&self.path))
+                .transpose()?
+                .flatten();
+            return Ok(kind == Some((ours.dev(), ours.ino())));
+        }
         match std::fs::symlink_metadata(&self.path) {
             Ok(m) => Ok(m.dev() == ours.dev() && m.ino() == ours.ino()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -526,6 +551,15 @@ impl AuditLog {
     /// Renames the active file to segment `n` (never over an existing file) durably.
     fn rename_to_segment(&self, n: u64) -> Result<()> {
         let to = segments::segment_path(&self.path, n);
+        if let Some(root) = &self.root {
+            let name = to.file_name().unwrap_or_default();
+            let moved = crate::fsutil::state_dir(root, root, false).and_then(|d| {
+                let d = d.ok_or_else(|| Error::Internal("the state root is gone".into()))?;
+                d.move_into(&self.path, &d, name)?;
+                d.sync()
+            });
+            return moved.map_err(|e| self.audit_err("rotate", e));
+        }
         crate::fsutil::rename_noreplace(&self.path, &to).map_err(|e| self.audit_err("rotate", e))
     }
 
@@ -534,6 +568,14 @@ impl AuditLog {
     /// never opened through a symlink and must be a regular file with one link
     /// (`fsutil::open`): a symlinked log is [`Error::UnsafePath`], not an audit failure.
     fn open(&self) -> Result<(File, bool)> {
+        if let Some(root) = &self.root {
+            return match crate::fsutil::state_open(root, &self.path, Access::AppendCreate(0o600)) {
+                Ok(Some(o)) => Ok((o.file, o.created)),
+                Ok(None) => Err(self.audit_err("create", "not created")),
+                Err(e @ Error::UnsafePath { .. }) => Err(e),
+                Err(e) => Err(self.audit_err("open", e)),
+            };
+        }
         if let Some(dir) = self.path.parent()
             && !dir.as_os_str().is_empty()
             && std::fs::symlink_metadata(dir).is_err()

@@ -364,3 +364,56 @@ proptest! {
         let _ = verify_bytes(&bytes);
     }
 }
+
+/// Attack (black-box round 9): the default log is a state root's own file, so swapping
+/// `.team` for a symlink (to a directory holding an `audit.jsonl` of the attacker's or a
+/// victim's) between two writes must not send a record there, nor rotate or create a file
+/// there. A log the user placed elsewhere keeps the user's choice of directory.
+#[test]
+fn a_state_roots_own_log_is_never_written_through_a_symlinked_root() {
+    let d = tempfile::tempdir().unwrap();
+    let ws = d.path().join("ws");
+    let root = ws.join(".team");
+    fs::create_dir(&ws).unwrap();
+    crate::fsutil::state_create_dir(&root, &root).unwrap();
+    let log = AuditLog::new(root.join("audit.jsonl"))
+        .within(&root)
+        .with_max_size(2048);
+    log.intent(&entry(1)).unwrap();
+    let victim = d.path().join("victim");
+    fs::create_dir(&victim).unwrap();
+    fs::write(victim.join("audit.jsonl"), b"VICTIM\n").unwrap();
+    fs::rename(&root, ws.join(".team-real")).unwrap();
+    for target in [victim.clone(), std::path::PathBuf::from("../victim")] {
+        std::os::unix::fs::symlink(&target, &root).unwrap();
+        for n in 0..20 {
+            let e = log.intent(&entry(n)).unwrap_err();
+            assert_eq!(e.class().code(), 65, "{e}");
+        }
+        fs::remove_file(&root).unwrap();
+    }
+    assert_eq!(fs::read(victim.join("audit.jsonl")).unwrap(), b"VICTIM\n");
+    assert_eq!(
+        fs::read_dir(&victim).unwrap().count(),
+        1,
+        "nothing created there"
+    );
+    // Back in place, the log goes on (and rotates in its own directory).
+    fs::rename(ws.join(".team-real"), &root).unwrap();
+    for n in 0..20 {
+        log.intent(&entry(n)).unwrap();
+    }
+    assert!(
+        fs::read_dir(&root).unwrap().count() > 2,
+        "segments next to the log"
+    );
+    // A log elsewhere: its directory may be a symlink (the user's choice).
+    let real = d.path().join("logs-real");
+    fs::create_dir(&real).unwrap();
+    std::os::unix::fs::symlink(&real, d.path().join("logs")).unwrap();
+    AuditLog::new(d.path().join("logs/audit.jsonl"))
+        .within(&root)
+        .intent(&entry(1))
+        .unwrap();
+    assert!(real.join("audit.jsonl").exists());
+}

@@ -17,6 +17,8 @@ use crate::tmux::{PaneRow, Tmux};
 pub struct ReapTarget {
     pub row: PaneRow,
     pub audit_log: PathBuf,
+    /// The state root `audit_log` is the default log of, if it is (`AuditLog::within`).
+    pub audit_root: Option<PathBuf>,
     pub reason: String,
     pub team: Option<String>,
     pub workspace: Option<String>,
@@ -63,11 +65,14 @@ pub fn reap_batch(
     audit_max_size: u64,
 ) -> Vec<Result<KillResult, String>> {
     let mut results: Vec<Option<Result<KillResult, String>>> = vec![None; targets.len()];
-    let mut by_log: BTreeMap<&PathBuf, Vec<usize>> = BTreeMap::new();
+    let mut by_log: BTreeMap<(&PathBuf, &Option<PathBuf>), Vec<usize>> = BTreeMap::new();
     for (i, t) in targets.iter().enumerate() {
-        by_log.entry(&t.audit_log).or_default().push(i);
+        by_log
+            .entry((&t.audit_log, &t.audit_root))
+            .or_default()
+            .push(i);
     }
-    for (path, idx) in by_log {
+    for ((path, root), idx) in by_log {
         let batch: Vec<ops_kill::KillTarget> = idx
             .iter()
             .map(|&i| {
@@ -81,7 +86,10 @@ pub fn reap_batch(
                 }
             })
             .collect();
-        let log = AuditLog::new(path.clone()).with_max_size(audit_max_size);
+        let mut log = AuditLog::new(path.clone()).with_max_size(audit_max_size);
+        if let Some(root) = root {
+            log = log.within(root);
+        }
         match ops_kill::kill_panes(tmux, &log, caller, "reap", &batch) {
             Ok(rs) => {
                 for (&i, r) in idx.iter().zip(rs) {

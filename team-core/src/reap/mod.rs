@@ -561,9 +561,12 @@ pub fn kill_panes(
                 Lookup::Present(t) => t.owner_id.to_string(),
                 _ => "none".into(),
             };
+            let root = key.state_root();
+            let audit_root = (log == root.audit_log()).then(|| root.path().to_path_buf());
             targets.push(ReapTarget {
                 row,
                 audit_log: log,
+                audit_root,
                 reason: format!(
                     "{}: {} (recorded owner {recorded}, state root {}; {})",
                     p.class.verdict.as_str(),
@@ -646,7 +649,9 @@ fn settle_debt(
         let store =
             crate::store::Store::new(root.clone(), key.name.clone(), Duration::from_secs(5));
         let tmux = Tmux::new(&cfg.tmux_bin, &team.endpoint);
-        let audit = AuditLog::new(root.audit_log()).with_max_size(cfg.audit_max_size);
+        let audit = AuditLog::new(root.audit_log())
+            .with_max_size(cfg.audit_max_size)
+            .within(root.path());
         let fail = |n: &str| crate::failpoint::hit(n);
         let td = crate::ops::teardown::Teardown {
             store: &store,
@@ -935,7 +940,8 @@ pub fn kill_processes(
     dry_run: bool,
     grace: Duration,
 ) {
-    let mut by_log: BTreeMap<PathBuf, Vec<(usize, Proven, Entry)>> = BTreeMap::new();
+    type ByLog = BTreeMap<(PathBuf, Option<PathBuf>), Vec<(usize, Proven, Entry)>>;
+    let mut by_log: ByLog = BTreeMap::new();
     for (i, r) in procs.iter_mut().enumerate() {
         if !r.class.killable || !select(r) {
             if r.class.verdict == Verdict::Debt && select(r) {
@@ -995,10 +1001,18 @@ pub fn kill_processes(
         e.targets = vec![
             json!({"pid": p.id.pid, "start_time": p.id.start_time, "owner": p.owner, "worker": p.worker}),
         ];
-        by_log.entry(log).or_default().push((i, proven, e));
+        let root = key.state_root();
+        let audit_root = (log == root.audit_log()).then(|| root.path().to_path_buf());
+        by_log
+            .entry((log, audit_root))
+            .or_default()
+            .push((i, proven, e));
     }
-    for (path, items) in by_log {
-        let log = AuditLog::new(path.clone()).with_max_size(cfg.audit_max_size);
+    for ((path, root), items) in by_log {
+        let mut log = AuditLog::new(path.clone()).with_max_size(cfg.audit_max_size);
+        if let Some(root) = &root {
+            log = log.within(root);
+        }
         let intents: Vec<_> = items
             .iter()
             .map(|(_, _, e)| (Stage::Intent, None, e.clone()))
