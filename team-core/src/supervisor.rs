@@ -51,6 +51,11 @@ use crate::paths::{TeamName, WorkerName};
 pub const COMM: &str = "team-supervise";
 
 /// The subcommand word that starts a supervisor.
+/// The descriptor a supervisor gives `sh` the worker's startup script on (`/bin/sh
+/// /dev/fd/9`): the script is opened by the supervisor with no symlink on its way, and its
+/// first command closes the descriptor.
+pub const SCRIPT_FD: i32 = 9;
+
 pub const SUBCOMMAND: &str = "supervise";
 
 /// Who a supervisor works for: everything needed to find the worker's state again.

@@ -600,3 +600,58 @@ fn a_worker_dir_swapped_for_a_symlink_after_the_kill_is_cleanup_debt() {
     assert_eq!(t["workers"].as_array().unwrap().len(), 1, "{t}");
     assert!(!dir.exists());
 }
+
+/// Attack (black-box round 9): `runtime/` swapped for a symlink to a directory of the
+/// attacker's after `up` wrote the startup script. Given the script's path, `sh` followed the
+/// symlink and ran the attacker's `worker-1.sh` as the worker. The supervisor now opens the
+/// script itself with no symlink on its way, and refuses to start the worker when it cannot.
+#[test]
+fn a_worker_never_runs_a_startup_script_reached_through_a_symlink() {
+    let sb = Sandbox::new();
+    let root = sb.ws.join(".team");
+    let team_dir = root.join("teams/demo");
+    std::fs::create_dir_all(&team_dir).unwrap();
+    let marker = sb.dir.path().join("ran");
+    let script = format!("#!/bin/sh\necho \"$0\" > '{}'\n", marker.display());
+    let victim = sb.dir.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    std::fs::write(victim.join("worker-1.sh"), &script).unwrap();
+    let supervise = || {
+        let id = "11111111-2222-4333-8444-555555555555";
+        sb.cmd("team-scale")
+            .args(["supervise", "--team", "demo", "--worker", "worker-1"])
+            .args(["--owner", id, "--incarnation", id])
+            .arg("--root")
+            .arg(&root)
+            .arg("--ws")
+            .arg(&sb.ws)
+            .arg("--")
+            .arg("/bin/sh")
+            .arg(team_dir.join("runtime/worker-1.sh"))
+            .output()
+            .unwrap()
+    };
+    for link in [victim.clone(), std::path::PathBuf::from("../../../victim")] {
+        std::os::unix::fs::symlink(&link, team_dir.join("runtime")).unwrap();
+        let o = supervise();
+        assert!(!o.status.success());
+        assert!(
+            !marker.exists(),
+            "the worker ran the script behind {link:?}"
+        );
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("does not start"),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        std::fs::remove_file(team_dir.join("runtime")).unwrap();
+    }
+    // The same script in the real `runtime/` runs, read through the supervisor's descriptor.
+    std::fs::create_dir(team_dir.join("runtime")).unwrap();
+    std::fs::write(team_dir.join("runtime/worker-1.sh"), &script).unwrap();
+    assert!(supervise().status.success());
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap().trim(),
+        "/dev/fd/9"
+    );
+}

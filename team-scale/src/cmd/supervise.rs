@@ -55,8 +55,19 @@ pub fn run(a: SuperviseArgs) -> CliResult<i32> {
         let _ = rustix::thread::set_name(&name);
     }
 
+    // The worker's own startup script is opened here, with no symlink at any component of
+    // its path (`fsutil::state_open`), and `sh` reads it through that open file: given the
+    // path, `sh` would follow a `runtime/` swapped for a symlink after `up` wrote the script.
+    let script = startup_script(&args, prog, rest)?;
+    let (prog, rest): (&std::ffi::OsStr, Vec<std::ffi::OsString>) = match &script {
+        Some(_) => (
+            "/bin/sh".as_ref(),
+            vec![format!("/dev/fd/{SCRIPT_FD}").into()],
+        ),
+        None => (prog.as_os_str(), rest.to_vec()),
+    };
     let mut cmd = std::process::Command::new(prog);
-    cmd.args(rest);
+    cmd.args(&rest);
     for (k, _) in std::env::vars_os() {
         if k.to_string_lossy().starts_with("TEAM_") {
             cmd.env_remove(&k);
@@ -71,6 +82,7 @@ pub fn run(a: SuperviseArgs) -> CliResult<i32> {
     let child_fd =
         rustix::process::pidfd_open(child_pid, rustix::process::PidfdFlags::empty()).ok();
     drop(child); // never waited through std: the loop below reaps every child
+    drop(script); // the child has its own copy
 
     if let Some(fd) = child_fd {
         forward_signals(fd, args.clone());
@@ -112,6 +124,49 @@ pub fn run(a: SuperviseArgs) -> CliResult<i32> {
         }
     }
     Ok(status.unwrap_or(1))
+}
+
+/// The descriptor `sh` reads the startup script from (`/bin/sh /dev/fd/9`); the script's first
+/// line closes it, so the worker's program does not inherit it.
+const SCRIPT_FD: i32 = team_core::supervisor::SCRIPT_FD;
+
+/// When the command is `up`'s (`/bin/sh` and this worker's startup script), the script opened
+/// safely at [`SCRIPT_FD`], inheritable; `None` for any other command (a supervisor started by
+/// hand). A script that cannot be opened safely (a symlink on its way, a hard link, not a
+/// regular file) is refused: the worker does not start.
+fn startup_script(
+    args: &SupervisorArgs,
+    prog: &std::ffi::OsString,
+    rest: &[std::ffi::OsString],
+) -> CliResult<Option<std::os::fd::OwnedFd>> {
+    use std::os::fd::AsRawFd;
+    let root = team_core::paths::StateRoot::resolve(&args.state_root, Some(&args.state_root))?;
+    let path = root.runtime_script(&args.team, &args.worker);
+    if prog != "/bin/sh" || rest.len() != 1 || std::path::Path::new(&rest[0]) != path {
+        return Ok(None);
+    }
+    let refuse = |why: String| -> CliResult<Option<std::os::fd::OwnedFd>> {
+        note(&format!(
+            "the startup script {} {why}; the worker does not start",
+            path.display()
+        ));
+        Err(Error::Refused(format!("startup script {}: {why}", path.display())).into())
+    };
+    let opened =
+        match team_core::fsutil::state_open(root.path(), &path, team_core::fsutil::Access::Read) {
+            Ok(Some(o)) => o,
+            Ok(None) => return refuse("is missing".into()),
+            Err(e) => return refuse(format!("cannot be opened safely: {e}")),
+        };
+    let fd = std::os::fd::OwnedFd::from(opened.file);
+    let at = rustix::io::fcntl_dupfd_cloexec(&fd, SCRIPT_FD)
+        .map_err(|e| Error::Internal(format!("dup of the startup script: {e}")))?;
+    if at.as_raw_fd() != SCRIPT_FD {
+        return refuse(format!("cannot be given to sh at descriptor {SCRIPT_FD}"));
+    }
+    rustix::io::fcntl_setfd(&at, rustix::io::FdFlags::empty())
+        .map_err(|e| Error::Internal(format!("startup script descriptor: {e}")))?;
+    Ok(Some(at))
 }
 
 fn parse_uuid(s: &str, what: &str) -> CliResult<uuid::Uuid> {

@@ -123,8 +123,12 @@ pub(super) fn prepare(
         ("TEAM_INBOX", p.inbox.display().to_string()),
     ];
     let mut s = format!(
-        "#!/bin/sh\n# Startup script of {} in team {} (written by team-scale up).\n",
-        p.name, team.name
+        "#!/bin/sh\n# Startup script of {} in team {} (written by team-scale up).\n\
+         # Read through descriptor {fd}, opened by the supervisor; the program does not get it.\n\
+         exec {fd}<&-\n",
+        p.name,
+        team.name,
+        fd = crate::supervisor::SCRIPT_FD
     );
     for (k, v) in vars {
         s.push_str(&format!("export {k}={}\n", sh_quote(&v)));
