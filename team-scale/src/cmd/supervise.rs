@@ -3,7 +3,9 @@
 //! It makes itself a child subreaper, so everything the worker starts (`setsid` and
 //! double-forked daemons included) stays below it and can be proven the worker's by ancestry;
 //! names itself `team-supervise`; runs the worker's startup script as its child with every
-//! inherited `TEAM_*` variable removed (the script sets the worker's own); forwards SIGHUP,
+//! inherited `TEAM_*` variable removed (the script sets the worker's own), `sh` reading it
+//! through a descriptor the supervisor opened with no symlink on the script's path
+//! (`/bin/sh /dev/fd/9`; the script closes it first thing); forwards SIGHUP,
 //! SIGINT and SIGTERM to that child; and when the child exits, writes the worker's
 //! `exit.json` and a line on the pane. It exits once it has no children left, with the child's
 //! status (128 + signal when a signal ended it), so a residue of the worker keeps its anchor
