@@ -396,6 +396,31 @@ fn send_types_nothing_into_a_shell_or_another_terminal() {
     // Nothing reached the other server's shell either.
     let screen = other.tmux(&["capture-pane", "-p", "-t", "fsh"]);
     assert!(!screen.contains("touch"), "{screen}");
+    // The shells, the REPLs and `script` outlive a killed server (an interactive shell ignores
+    // SIGTERM, `script` keeps a terminal of its own): the team goes the tools' way, which
+    // proves and ends every process below each supervisor, so the test leaves none behind.
+    let o = sb.run("team-scale", &["shutdown", "demo", "--grace", "2s"]);
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{o:?}");
+    let ws = sb.ws.display().to_string();
+    let left = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&ws))
+            })
+            .collect::<Vec<_>>()
+    };
+    let t0 = std::time::Instant::now();
+    while !left().is_empty() && t0.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(
+        left(),
+        Vec::<u32>::new(),
+        "processes of this team outlived its shutdown"
+    );
     assert_audit_pairs(&sb.ws.join(".team/audit.jsonl"));
 }
 
