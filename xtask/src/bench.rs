@@ -1339,47 +1339,41 @@ fn readers(b: &mut Bench, quick: bool) -> anyhow::Result<()> {
             r[i][1].push(d);
         }
     }
+    // Each load's name, as the figure and as a floor; the loads index `r`.
+    let load = |k: usize| {
+        [
+            "alone".to_string(),
+            format!("under {loops} --version loops"),
+            format!("under {loops} status loops"),
+            format!("under {loops} status pollers (1/s each)"),
+            format!("under {loops} bare idle tmux listing loops"),
+        ][k]
+            .clone()
+    };
+    // (figure's load, floor's load, target), the floor named as in the README's table.
+    let figures = [
+        (2, 0, 1.3),
+        (2, 1, 1.3),
+        (4, 0, f64::INFINITY),
+        (2, 4, 1.3),
+        (3, 0, 1.3),
+    ];
     for (w, what) in ["up 1", "down 1"].into_iter().enumerate() {
-        b.paired(
-            &format!("readers: {what} under {loops} status loops"),
-            &r[2][w],
-            "ms",
-            &format!("{what} alone ms"),
-            &r[0][w],
-            1.3,
-        );
-        b.paired(
-            &format!("readers: {what} under {loops} status loops, vs --version loops"),
-            &r[2][w],
-            "ms",
-            &format!("{what} under {loops} --version loops ms"),
-            &r[1][w],
-            1.3,
-        );
-        b.paired(
-            &format!("readers: {what} under {loops} bare idle tmux listing loops"),
-            &r[4][w],
-            "ms",
-            &format!("{what} alone ms"),
-            &r[0][w],
-            f64::INFINITY,
-        );
-        b.paired(
-            &format!("readers: {what} under {loops} status loops, vs bare idle listing loops"),
-            &r[2][w],
-            "ms",
-            &format!("{what} under {loops} bare idle tmux listing loops ms"),
-            &r[4][w],
-            1.3,
-        );
-        b.paired(
-            &format!("readers: {what} under {loops} status pollers (1/s each)"),
-            &r[3][w],
-            "ms",
-            &format!("{what} alone ms"),
-            &r[0][w],
-            1.3,
-        );
+        for (v, f, max) in figures {
+            let name = match (v, f) {
+                (_, 0) => format!("readers: {what} {}", load(v)),
+                (2, 1) => format!("readers: {what} {}, vs --version loops", load(v)),
+                _ => format!("readers: {what} {}, vs bare idle listing loops", load(v)),
+            };
+            b.paired(
+                &name,
+                &r[v][w],
+                "ms",
+                &format!("{what} {} ms", load(f)),
+                &r[f][w],
+                max,
+            );
+        }
     }
     b.figure(
         "readers: status pollers' exits 75 (--wait 0s)",
