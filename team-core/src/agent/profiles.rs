@@ -322,9 +322,11 @@ pub fn builtins() -> Vec<Profile> {
 /// The most bytes of `agents.toml` read.
 pub const MAX_USER_FILE: usize = 256 * 1024;
 
-/// Reads the user's profiles from `path` (`None` when the file does not exist).
-pub fn load_user(path: &Path) -> Result<Vec<Profile>> {
-    let Some(bytes) = crate::fsutil::read(path, MAX_USER_FILE as u64)? else {
+/// Reads the user's profiles from `<root>/agents.toml` (none when the file does not exist).
+pub fn load_user(root: &Path) -> Result<Vec<Profile>> {
+    // A state file: reached with no symlink at any component (its commands start agents).
+    let path = root.join("agents.toml");
+    let Some(bytes) = crate::fsutil::state_read(root, &path, MAX_USER_FILE as u64)? else {
         return Ok(Vec::new());
     };
     parse_user(&bytes)
@@ -469,5 +471,23 @@ mod tests {
         fn any_bytes_give_profiles_or_an_error(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
             let _ = parse_user(&b);
         }
+    }
+
+    /// `agents.toml` names the commands that start agents: a state file, never read through
+    /// a symlink (a swapped one would start the attacker's command as every agent).
+    #[test]
+    fn agents_toml_is_never_read_through_a_symlink() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join(".team");
+        std::fs::create_dir(&root).unwrap();
+        assert!(load_user(&root).unwrap().is_empty(), "absent: none");
+        // The root itself swapped for a symlink to a directory holding an `agents.toml`.
+        let elsewhere = d.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("agents.toml"), "").unwrap();
+        std::fs::remove_dir(&root).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &root).unwrap();
+        let e = load_user(&root).unwrap_err();
+        assert_eq!(e.class().code(), 65, "{e}");
     }
 }

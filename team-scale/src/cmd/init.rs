@@ -231,7 +231,7 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
 /// Picks the agent profile (`--agent`, else detected from the worker command) and checks that
 /// the worker's program exists on PATH. Returns the profile's name.
 fn check_agent(ctx: &Ctx, a: &InitArgs) -> CliResult<String> {
-    let user = team_core::agent::profiles::load_user(&ctx.root.path().join("agents.toml"))?;
+    let user = team_core::agent::profiles::load_user(ctx.root.path())?;
     let name = match &a.agent {
         Some(n) => n.clone(),
         None => team_core::agent::detect(&a.worker_cmd, &user),

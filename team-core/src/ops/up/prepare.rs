@@ -157,7 +157,7 @@ fn inbox_text(team: &Team, req: &UpRequest, p: &Plan, tasks: &[Task]) -> String 
 /// The agent profile of `team`: its recorded one, else detected from the worker command. User
 /// profiles come from `<state root>/agents.toml`.
 pub fn team_profile(env: &Env, team: &Team) -> Result<Profile> {
-    let user = agent::profiles::load_user(&env.store.root().path().join("agents.toml"))?;
+    let user = agent::profiles::load_user(env.store.root().path())?;
     let name = match &team.settings.agent {
         Some(n) => n.clone(),
         None => agent::detect(&team.settings.worker_cmd, &user),
