@@ -392,10 +392,14 @@ impl AuditLog {
             let mut prev = head.hash.clone();
             let caller = items[0].2.caller.clone();
             if size == 0
-                && let Some(last) = segments::list(&self.path)?.pop()
+                && let Some(last) = self.segments()?.pop()
             {
                 // A new active file continues the newest segment.
-                let o = crate::fsutil::open(&last.path, Access::Read)?.ok_or_else(|| {
+                let o = match &self.root {
+                    Some(root) => crate::fsutil::state_open(root, &last.path, Access::Read)?,
+                    None => crate::fsutil::open(&last.path, Access::Read)?,
+                }
+                .ok_or_else(|| {
                     self.audit_err("open", format!("{} vanished", last.path.display()))
                 })?;
                 let len = o
@@ -468,7 +472,10 @@ impl AuditLog {
                 // segment_end, make it durable, rename it, and start over on a new file.
                 let (keep, seq, prev) = mark;
                 buf.truncate(keep);
-                let number = self.active_number(&file)?;
+                // Never onto a segment that is there (an active file that failed to continue
+                // the newest one, a broken chain `verify` reports): the log goes on.
+                let newest = self.segments()?.last().map_or(0, |s| s.number);
+                let number = self.active_number(&file)?.max(newest + 1);
                 let end = Entry {
                     caller,
                     action: SEGMENT_END_ACTION.into(),
@@ -531,6 +538,14 @@ impl AuditLog {
             Ok(m) => Ok(m.dev() == ours.dev() && m.ino() == ours.ino()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(self.audit_err("stat", e)),
+        }
+    }
+
+    /// The segments next to the log, read the way the log itself is ([`AuditLog::within`]).
+    fn segments(&self) -> Result<Vec<segments::Segment>> {
+        match &self.root {
+            Some(root) => segments::list_in(root, &self.path),
+            None => segments::list(&self.path),
         }
     }
 

@@ -87,22 +87,41 @@ pub fn segment_path(log: &Path, n: u64) -> PathBuf {
 /// The segment files of `log` present, oldest first. Names that are not
 /// `<log name>.<6 or more digits>` are ignored.
 pub fn list(log: &Path) -> Result<Vec<Segment>> {
-    let Some(base) = log.file_name() else {
-        return Ok(Vec::new());
-    };
-    let mut prefix = base.to_os_string();
-    prefix.push(".");
-    let prefix = prefix.as_encoded_bytes().to_vec();
     let dir = dir_of(log);
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(Error::io("read directory", dir, e)),
     };
-    let mut out = Vec::new();
+    let mut names = Vec::new();
     for e in rd {
-        let e = e.map_err(|e| Error::io("read directory", dir, e))?;
-        let name = e.file_name();
+        names.push(
+            e.map_err(|e| Error::io("read directory", dir, e))?
+                .file_name(),
+        );
+    }
+    Ok(from_names(log, names))
+}
+
+/// [`list`] for a log directly in the state root `root`, read with no symlink on its way.
+pub fn list_in(root: &Path, log: &Path) -> Result<Vec<Segment>> {
+    match crate::fsutil::state_dir(root, root, false)? {
+        Some(d) => Ok(from_names(log, d.names()?)),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The segments of `log` among `names`, the entries of its directory, in order.
+fn from_names(log: &Path, names: Vec<std::ffi::OsString>) -> Vec<Segment> {
+    let Some(base) = log.file_name() else {
+        return Vec::new();
+    };
+    let mut prefix = base.to_os_string();
+    prefix.push(".");
+    let prefix = prefix.as_encoded_bytes().to_vec();
+    let dir = dir_of(log);
+    let mut out = Vec::new();
+    for name in names {
         let Some(digits) = name.as_encoded_bytes().strip_prefix(&prefix[..]) else {
             continue;
         };
@@ -121,7 +140,7 @@ pub fn list(log: &Path) -> Result<Vec<Segment>> {
         });
     }
     out.sort_by_key(|s| s.number);
-    Ok(out)
+    out
 }
 
 /// One opened file of a log: a segment (`number`) or the active file (`None`).

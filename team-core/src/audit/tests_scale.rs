@@ -463,3 +463,38 @@ fn parallel_and_sequential_walks_agree_on_a_large_log() {
         assert_eq!(r.problem.as_ref().map(|p| p.kind), Some(kind), "{r:?}");
     }
 }
+
+/// Black-box round 10: an active file that started without continuing the newest segment
+/// (its writer listed the segments through a `.team` swapped for a symlink, and saw none)
+/// numbered itself segment 1 at its rotation, found segment 1 there, and every later writer
+/// failed (exit 74) for good. The log must go on, and `verify` still reports the break.
+#[test]
+fn an_active_file_that_lost_its_chain_never_blocks_the_next_rotation() {
+    let d = tempfile::tempdir().unwrap();
+    let log = rotated(&d, 40);
+    let segs = segments::list(log.path()).unwrap();
+    assert!(!segs.is_empty(), "rotated at least once");
+    // The writer that saw no segment: they are out of sight while the active file starts.
+    let aside = d.path().join("aside");
+    fs::create_dir(&aside).unwrap();
+    fs::remove_file(log.path()).unwrap();
+    for s in &segs {
+        fs::rename(&s.path, aside.join(s.path.file_name().unwrap())).unwrap();
+    }
+    log.intent(&entry(1000, "a")).unwrap();
+    for s in &segs {
+        fs::rename(aside.join(s.path.file_name().unwrap()), &s.path).unwrap();
+    }
+    for i in 0..80 {
+        log.intent(&entry(2000 + i, "a")).unwrap();
+    }
+    let after = segments::list(log.path()).unwrap();
+    assert!(
+        after.len() > segs.len(),
+        "it rotated past the segments that were there"
+    );
+    assert!(
+        !verify(log.path()).unwrap().ok(),
+        "the lost chain is still reported"
+    );
+}
