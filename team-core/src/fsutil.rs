@@ -145,6 +145,12 @@ fn not_a_dir(parent: &OwnedFd, name: &OsStr, full: &Path) -> Error {
         Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
             unsafe_path(full, "is a symlink; state is never reached through one")
         }
+        // It was not a directory (or a symlink) when opened, and is one now: it changed
+        // meanwhile.
+        Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => unsafe_path(
+            full,
+            "was swapped while it was being opened (a symlink or another file for a moment)",
+        ),
         Ok(st) => unsafe_path(
             full,
             format!(

@@ -54,6 +54,17 @@ pub const COMM: &str = "team-supervise";
 /// The descriptor a supervisor gives `sh` the worker's startup script on (`/bin/sh
 /// /dev/fd/9`): the script is opened by the supervisor with no symlink on its way, and its
 /// first command closes the descriptor.
+/// The environment variable `up` gives a worker's pane (`split-window -e`) with the SHA-256 of
+/// the startup script it wrote; the supervisor runs the script only when the file it opens
+/// has that digest (and never passes the variable on: every `TEAM_*` is removed).
+pub const SCRIPT_DIGEST_VAR: &str = "TEAM_SCRIPT_SHA256";
+
+/// The digest [`SCRIPT_DIGEST_VAR`] carries: lowercase hex SHA-256.
+pub fn script_digest(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
 pub const SCRIPT_FD: i32 = 9;
 
 pub const SUBCOMMAND: &str = "supervise";

@@ -648,10 +648,60 @@ fn a_worker_never_runs_a_startup_script_reached_through_a_symlink() {
     }
     // The same script in the real `runtime/` runs, read through the supervisor's descriptor.
     std::fs::create_dir(team_dir.join("runtime")).unwrap();
-    std::fs::write(team_dir.join("runtime/worker-1.sh"), &script).unwrap();
+    let at = team_dir.join("runtime/worker-1.sh");
+    std::fs::write(&at, &script).unwrap();
     assert!(supervise().status.success());
     assert_eq!(
         std::fs::read_to_string(&marker).unwrap().trim(),
         "/dev/fd/9"
     );
+    std::fs::remove_file(&marker).unwrap();
+
+    // Black-box round 10: the script replaced after `up` wrote it (renamed over, or written
+    // into) or hard-linked to a file elsewhere. A pane `up` starts carries the digest of what
+    // it wrote; the supervisor runs only that, from a sealed copy.
+    let digest = team_core::supervisor::script_digest(script.as_bytes());
+    let with_digest = || {
+        let id = "11111111-2222-4333-8444-555555555555";
+        sb.cmd("team-scale")
+            .env(team_core::supervisor::SCRIPT_DIGEST_VAR, &digest)
+            .args(["supervise", "--team", "demo", "--worker", "worker-1"])
+            .args(["--owner", id, "--incarnation", id])
+            .arg("--root")
+            .arg(&root)
+            .arg("--ws")
+            .arg(&sb.ws)
+            .arg("--")
+            .arg("/bin/sh")
+            .arg(&at)
+            .output()
+            .unwrap()
+    };
+    assert!(with_digest().status.success(), "the script up wrote runs");
+    std::fs::remove_file(&marker).unwrap();
+    let evil = format!("{script}echo evil >> '{}'\n", marker.display());
+    let tmp = team_dir.join("runtime/.new");
+    std::fs::write(&tmp, &evil).unwrap();
+    std::fs::rename(&tmp, &at).unwrap();
+    let o = with_digest();
+    assert!(
+        !o.status.success() && !marker.exists(),
+        "a script renamed over ran"
+    );
+    std::fs::write(&at, &evil).unwrap();
+    let o = with_digest();
+    assert!(
+        !o.status.success() && !marker.exists(),
+        "a script written into ran"
+    );
+    // A hard link to a file elsewhere, even with the right bytes.
+    std::fs::write(victim.join("linked.sh"), &script).unwrap();
+    std::fs::remove_file(&at).unwrap();
+    std::fs::hard_link(victim.join("linked.sh"), &at).unwrap();
+    let o = with_digest();
+    assert!(
+        !o.status.success() && !marker.exists(),
+        "a hard-linked script ran"
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("links"));
 }

@@ -4,8 +4,9 @@
 //! double-forked daemons included) stays below it and can be proven the worker's by ancestry;
 //! names itself `team-supervise`; runs the worker's startup script as its child with every
 //! inherited `TEAM_*` variable removed (the script sets the worker's own), `sh` reading it
-//! through a descriptor the supervisor opened with no symlink on the script's path
-//! (`/bin/sh /dev/fd/9`; the script closes it first thing); forwards SIGHUP,
+//! from a sealed memory copy of the script, made once the file opened with no symlink on its
+//! path had one link and the digest `up` started the pane with (`/bin/sh /dev/fd/9`; the
+//! script closes it first thing); forwards SIGHUP,
 //! SIGINT and SIGTERM to that child; and when the child exits, writes the worker's
 //! `exit.json` and a line on the pane. It exits once it has no children left, with the child's
 //! status (128 + signal when a signal ended it), so a residue of the worker keeps its anchor
@@ -60,7 +61,8 @@ pub fn run(a: SuperviseArgs) -> CliResult<i32> {
     // The worker's own startup script is opened here, with no symlink at any component of
     // its path (`fsutil::state_open`), and `sh` reads it through that open file: given the
     // path, `sh` would follow a `runtime/` swapped for a symlink after `up` wrote the script.
-    let script = startup_script(&args, prog, rest)?;
+    let expected = std::env::var(team_core::supervisor::SCRIPT_DIGEST_VAR).ok();
+    let script = startup_script(&args, prog, rest, expected.as_deref())?;
     let (prog, rest): (&std::ffi::OsStr, Vec<std::ffi::OsString>) = match &script {
         Some(_) => (
             "/bin/sh".as_ref(),
@@ -132,16 +134,25 @@ pub fn run(a: SuperviseArgs) -> CliResult<i32> {
 /// line closes it, so the worker's program does not inherit it.
 const SCRIPT_FD: i32 = team_core::supervisor::SCRIPT_FD;
 
-/// When the command is `up`'s (`/bin/sh` and this worker's startup script), the script opened
-/// safely at [`SCRIPT_FD`], inheritable; `None` for any other command (a supervisor started by
-/// hand). A script that cannot be opened safely (a symlink on its way, a hard link, not a
-/// regular file) is refused: the worker does not start.
+/// The most bytes of a startup script read (they are a few hundred).
+const MAX_SCRIPT: u64 = 64 << 10;
+
+/// When the command is `up`'s (`/bin/sh` and this worker's startup script), the script, for
+/// `sh` to read at [`SCRIPT_FD`]: opened with no symlink on its path, with one link, and
+/// with the digest `up` started the pane with (`expected`, from its environment) when there
+/// is one, then copied into a sealed memory file, so what `sh` runs is exactly what was
+/// checked (a rename over the script, or a write into it, after the check changes nothing).
+/// `None` for any other command (a supervisor started by hand). A script that fails a check
+/// is refused: the worker does not start.
 fn startup_script(
     args: &SupervisorArgs,
     prog: &std::ffi::OsString,
     rest: &[std::ffi::OsString],
+    expected: Option<&str>,
 ) -> CliResult<Option<std::os::fd::OwnedFd>> {
+    use std::io::Read;
     use std::os::fd::AsRawFd;
+    use std::os::unix::fs::MetadataExt;
     let root = team_core::paths::StateRoot::resolve(&args.state_root, Some(&args.state_root))?;
     let path = root.runtime_script(&args.team, &args.worker);
     if prog != "/bin/sh" || rest.len() != 1 || std::path::Path::new(&rest[0]) != path {
@@ -160,8 +171,27 @@ fn startup_script(
             Ok(None) => return refuse("is missing".into()),
             Err(e) => return refuse(format!("cannot be opened safely: {e}")),
         };
-    let fd = std::os::fd::OwnedFd::from(opened.file);
-    let at = rustix::io::fcntl_dupfd_cloexec(&fd, SCRIPT_FD)
+    let links = opened.file.metadata().map(|m| m.nlink()).unwrap_or(0);
+    if links != 1 {
+        return refuse(format!(
+            "has {links} links (a file that also lives elsewhere)"
+        ));
+    }
+    let mut bytes = Vec::new();
+    if let Err(e) = (&opened.file).take(MAX_SCRIPT + 1).read_to_end(&mut bytes) {
+        return refuse(format!("cannot be read: {e}"));
+    }
+    if bytes.len() as u64 > MAX_SCRIPT {
+        return refuse(format!("is larger than {MAX_SCRIPT} bytes"));
+    }
+    if let Some(want) = expected
+        && team_core::supervisor::script_digest(&bytes) != want
+    {
+        return refuse("is not the one `up` wrote (its digest differs)".into());
+    }
+    let sealed = sealed_copy(&bytes)
+        .map_err(|e| Error::Internal(format!("a sealed copy of the startup script: {e}")))?;
+    let at = rustix::io::fcntl_dupfd_cloexec(&sealed, SCRIPT_FD)
         .map_err(|e| Error::Internal(format!("dup of the startup script: {e}")))?;
     if at.as_raw_fd() != SCRIPT_FD {
         return refuse(format!("cannot be given to sh at descriptor {SCRIPT_FD}"));
@@ -169,6 +199,25 @@ fn startup_script(
     rustix::io::fcntl_setfd(&at, rustix::io::FdFlags::empty())
         .map_err(|e| Error::Internal(format!("startup script descriptor: {e}")))?;
     Ok(Some(at))
+}
+
+/// `bytes` in a memory file that nobody can change any more (sealed against writes, growth and
+/// shrinking).
+fn sealed_copy(bytes: &[u8]) -> rustix::io::Result<std::os::fd::OwnedFd> {
+    use rustix::fs::{MemfdFlags, SealFlags};
+    let fd = rustix::fs::memfd_create(
+        "team-startup-script",
+        MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
+    )?;
+    let mut done = 0;
+    while done < bytes.len() {
+        done += rustix::io::write(&fd, &bytes[done..])?;
+    }
+    rustix::fs::fcntl_add_seals(
+        &fd,
+        SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL,
+    )?;
+    Ok(fd)
 }
 
 fn parse_uuid(s: &str, what: &str) -> CliResult<uuid::Uuid> {

@@ -418,12 +418,17 @@ impl New<'_> {
         step("up.reserved")?;
         // 5. Prepare.
         let dirs = prepare::open_dirs(self.env, team)?;
+        let mut digests = std::collections::HashMap::new();
         for p in self.plans {
-            prepare::prepare(self.env, &dirs, team, self.req, p, self.tasks, self.profile)?;
+            let d = prepare::prepare(self.env, &dirs, team, self.req, p, self.tasks, self.profile)?;
+            digests.insert(p.name.clone(), d);
         }
         step("up.prepared")?;
         // 6. Panes.
-        let start = |p: &Plan| spawn::start(self.env, team, self.op, p);
+        let start = |p: &Plan| {
+            let d = digests.get(&p.name).cloned().unwrap_or_default();
+            spawn::start(self.env, team, self.op, p, d)
+        };
         let windows = spawn::spawn_panes(
             team,
             self.tmux,

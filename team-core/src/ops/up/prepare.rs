@@ -73,7 +73,8 @@ fn create_private(
     dir.create_file(path, bytes, mode)
 }
 
-/// Step 5 for one worker: its directory, inbox, worktree and startup script.
+/// Step 5 for one worker: its directory, inbox, worktree and startup script; returns the
+/// script's digest, which its pane is started with (`supervisor::SCRIPT_DIGEST_VAR`).
 pub(super) fn prepare(
     env: &Env,
     dirs: &Dirs,
@@ -82,7 +83,7 @@ pub(super) fn prepare(
     p: &Plan,
     tasks: &[Task],
     profile: &Profile,
-) -> Result<()> {
+) -> Result<String> {
     let root = env.store.root();
     let worker_dir = dirs
         .workers
@@ -138,7 +139,8 @@ pub(super) fn prepare(
         sh_quote(&p.cwd.display().to_string())
     ));
     s.push_str(&agent_command(team, profile, &trigger_text(team, p)));
-    create_private(&dirs.runtime, &p.script, s.as_bytes(), 0o700)
+    create_private(&dirs.runtime, &p.script, s.as_bytes(), 0o700)?;
+    Ok(crate::supervisor::script_digest(s.as_bytes()))
 }
 
 /// The first inbox of `p`: how to report and claim, and its tasks.

@@ -35,7 +35,7 @@ use crate::tmux::{Guard, Listing, Tmux, Txn, TxnOutcome};
 /// `#{pane_start_command}` from the first instant), and the supervisor runs the startup
 /// script as its child (see `crate::supervisor`). The script makes its own `cd` and fails if
 /// it cannot.
-pub(super) fn start(env: &Env, team: &Team, op: Uuid, p: &Plan) -> NewPane {
+pub(super) fn start(env: &Env, team: &Team, op: Uuid, p: &Plan, digest: String) -> NewPane {
     let args = crate::supervisor::SupervisorArgs {
         op: Some(op),
         team: team.name.clone(),
@@ -55,6 +55,7 @@ pub(super) fn start(env: &Env, team: &Team, op: Uuid, p: &Plan) -> NewPane {
     NewPane {
         argv,
         start_dir: Some(p.cwd.display().to_string()),
+        env: vec![(crate::supervisor::SCRIPT_DIGEST_VAR.into(), digest)],
         ..NewPane::default()
     }
 }
