@@ -15,6 +15,10 @@
 //!   from the reservation, and an entry planted between step 1's check and the write fails the
 //!   `up` (rolled back) where a rename would have replaced it. Two renames and two random names
 //!   fewer per worker. Later rewrites of an inbox (task changes) stay atomic replacements.
+//! - **A pane starts with the digest of its script** (`supervisor::SCRIPT_DIGEST_VAR`, through
+//!   `split-window -e`): a script replaced between this step and the pane's start (renamed
+//!   over, written into, hard-linked) is refused by the supervisor, which runs a sealed copy
+//!   of the checked bytes. About 90 more bytes per pane in the spawn message.
 
 use super::{Plan, UpRequest};
 use crate::agent::{self, Profile, PromptMode};
