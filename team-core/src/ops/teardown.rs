@@ -736,7 +736,12 @@ impl Checked {
 /// the `exec`, so while its command line names this incarnation, wait (bounded) for it.
 fn check_supervisor_settled(pid: u32, start: Option<u64>, inc: &str) -> process::SupervisorCheck {
     let mut v = process::check_supervisor(pid, start, inc);
-    for _ in 0..40 {
+    // Up to a second, looking again after 1 ms, then 2, 4, ... 25: a `down` right after an
+    // `up` finds the newest supervisor a millisecond or two from its `exec`, and a flat 25 ms
+    // wait made it most of such a `down`'s time on a busy machine.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    let mut pause = std::time::Duration::from_millis(1);
+    while std::time::Instant::now() < deadline {
         // Still tmux's child before its `exec` (tmux's comm, tmux's command line), or a
         // starter that names this incarnation (panes made by earlier versions ran `sh -c
         // '... exec team-scale supervise ...'`).
@@ -750,7 +755,8 @@ fn check_supervisor_settled(pid: u32, start: Option<u64>, inc: &str) -> process:
         if !starting {
             break;
         }
-        std::thread::sleep(std::time::Duration::from_millis(25));
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(25));
         v = process::check_supervisor(pid, start, inc);
     }
     v
