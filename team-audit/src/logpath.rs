@@ -74,6 +74,11 @@ pub fn resolve(
     let root = StateRoot::resolve(&ws, g.state_dir.as_deref())?;
     if for_writing {
         root.ensure()?;
+    } else {
+        // A reader (`verify`, `query`) of a state root's own log refuses a root reached
+        // through a symlink, as its writers do: a `.team` pointing elsewhere must not make
+        // another log verify as this workspace's (black-box round 11).
+        team_core::fsutil::state_dir_exists(root.path(), root.path())?;
     }
     Ok(root.audit_log())
 }

@@ -393,3 +393,43 @@ fn query_filters_and_ends_json_with_a_summary() {
     ));
     assert!(stdout(&o).contains("\"matched\":0"), "{}", stdout(&o));
 }
+
+/// Black-box round 11: a workspace whose `.team` is a symlink to a directory holding a log
+/// (anyone's) made `verify` answer "ok" for this workspace, and `query` read it. Readers of
+/// the default log refuse such a root, as its writers do.
+#[test]
+fn verify_and_query_refuse_a_state_root_reached_through_a_symlink() {
+    let sb = tests::Sandbox::new();
+    let elsewhere = sb.dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let log = elsewhere.join("audit.jsonl");
+    let o = sb.run(
+        "team-audit",
+        &[
+            "--log",
+            log.to_str().unwrap(),
+            "record",
+            "--caller",
+            "x",
+            "--action",
+            "kill-pane",
+            "--target",
+            "%1",
+        ],
+    );
+    tests::assert_code(&o, 0);
+    tests::assert_code(
+        &sb.run("team-audit", &["--log", log.to_str().unwrap(), "verify"]),
+        0,
+    );
+    std::os::unix::fs::symlink(&elsewhere, sb.ws.join(".team")).unwrap();
+    for args in [&["verify"][..], &["query", "--last", "5"][..]] {
+        let o = sb.run("team-audit", args);
+        tests::assert_code(&o, 65);
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("symlink"),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}

@@ -616,56 +616,16 @@ fn a_worker_never_runs_a_startup_script_reached_through_a_symlink() {
     let victim = sb.dir.path().join("victim");
     std::fs::create_dir(&victim).unwrap();
     std::fs::write(victim.join("worker-1.sh"), &script).unwrap();
-    let supervise = || {
-        let id = "11111111-2222-4333-8444-555555555555";
-        sb.cmd("team-scale")
-            .args(["supervise", "--team", "demo", "--worker", "worker-1"])
-            .args(["--owner", id, "--incarnation", id])
-            .arg("--root")
-            .arg(&root)
-            .arg("--ws")
-            .arg(&sb.ws)
-            .arg("--")
-            .arg("/bin/sh")
-            .arg(team_dir.join("runtime/worker-1.sh"))
-            .output()
-            .unwrap()
-    };
-    for link in [victim.clone(), std::path::PathBuf::from("../../../victim")] {
-        std::os::unix::fs::symlink(&link, team_dir.join("runtime")).unwrap();
-        let o = supervise();
-        assert!(!o.status.success());
-        assert!(
-            !marker.exists(),
-            "the worker ran the script behind {link:?}"
-        );
-        assert!(
-            String::from_utf8_lossy(&o.stderr).contains("does not start"),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        std::fs::remove_file(team_dir.join("runtime")).unwrap();
-    }
-    // The same script in the real `runtime/` runs, read through the supervisor's descriptor.
-    std::fs::create_dir(team_dir.join("runtime")).unwrap();
     let at = team_dir.join("runtime/worker-1.sh");
-    std::fs::write(&at, &script).unwrap();
-    assert!(supervise().status.success());
-    assert_eq!(
-        std::fs::read_to_string(&marker).unwrap().trim(),
-        "/dev/fd/9"
-    );
-    std::fs::remove_file(&marker).unwrap();
-
-    // Black-box round 10: the script replaced after `up` wrote it (renamed over, or written
-    // into) or hard-linked to a file elsewhere. A pane `up` starts carries the digest of what
-    // it wrote; the supervisor runs only that, from a sealed copy.
+    // As `up` starts a pane: the digest of the script it wrote in the environment.
     let digest = team_core::supervisor::script_digest(script.as_bytes());
-    let with_digest = || {
+    let supervise = |digest: Option<&str>| {
         let id = "11111111-2222-4333-8444-555555555555";
-        sb.cmd("team-scale")
-            .env(team_core::supervisor::SCRIPT_DIGEST_VAR, &digest)
-            .args(["supervise", "--team", "demo", "--worker", "worker-1"])
+        let mut c = sb.cmd("team-scale");
+        if let Some(d) = digest {
+            c.env(team_core::supervisor::SCRIPT_DIGEST_VAR, d);
+        }
+        c.args(["supervise", "--team", "demo", "--worker", "worker-1"])
             .args(["--owner", id, "--incarnation", id])
             .arg("--root")
             .arg(&root)
@@ -677,31 +637,43 @@ fn a_worker_never_runs_a_startup_script_reached_through_a_symlink() {
             .output()
             .unwrap()
     };
-    assert!(with_digest().status.success(), "the script up wrote runs");
+    let refused = |o: &std::process::Output, what: &str| {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{what}: {err}");
+        assert!(!marker.exists(), "{what}: the worker ran it");
+        assert!(err.contains("does not start"), "{what}: {err}");
+    };
+    // `runtime/` swapped for a symlink (the right bytes behind it, even).
+    for link in [victim.clone(), std::path::PathBuf::from("../../../victim")] {
+        std::os::unix::fs::symlink(&link, team_dir.join("runtime")).unwrap();
+        refused(&supervise(Some(&digest)), "a symlinked runtime/");
+        std::fs::remove_file(team_dir.join("runtime")).unwrap();
+    }
+    // The script `up` wrote runs, read from the sealed copy at fd 9.
+    std::fs::create_dir(team_dir.join("runtime")).unwrap();
+    std::fs::write(&at, &script).unwrap();
+    assert!(supervise(Some(&digest)).status.success());
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap().trim(),
+        "/dev/fd/9"
+    );
     std::fs::remove_file(&marker).unwrap();
+    // Black-box round 11: started with `up`'s command but without the digest
+    // (`respawn-pane -k` reuses the command, not the environment).
+    refused(&supervise(None), "no digest");
+    // Black-box round 10: replaced after `up` wrote it (renamed over, written into) or
+    // hard-linked to a file elsewhere.
     let evil = format!("{script}echo evil >> '{}'\n", marker.display());
     let tmp = team_dir.join("runtime/.new");
     std::fs::write(&tmp, &evil).unwrap();
     std::fs::rename(&tmp, &at).unwrap();
-    let o = with_digest();
-    assert!(
-        !o.status.success() && !marker.exists(),
-        "a script renamed over ran"
-    );
+    refused(&supervise(Some(&digest)), "renamed over");
     std::fs::write(&at, &evil).unwrap();
-    let o = with_digest();
-    assert!(
-        !o.status.success() && !marker.exists(),
-        "a script written into ran"
-    );
-    // A hard link to a file elsewhere, even with the right bytes.
+    refused(&supervise(Some(&digest)), "written into");
     std::fs::write(victim.join("linked.sh"), &script).unwrap();
     std::fs::remove_file(&at).unwrap();
     std::fs::hard_link(victim.join("linked.sh"), &at).unwrap();
-    let o = with_digest();
-    assert!(
-        !o.status.success() && !marker.exists(),
-        "a hard-linked script ran"
-    );
+    let o = supervise(Some(&digest));
+    refused(&o, "hard-linked");
     assert!(String::from_utf8_lossy(&o.stderr).contains("links"));
 }

@@ -139,8 +139,8 @@ const MAX_SCRIPT: u64 = 64 << 10;
 
 /// When the command is `up`'s (`/bin/sh` and this worker's startup script), the script, for
 /// `sh` to read at [`SCRIPT_FD`]: opened with no symlink on its path, with one link, and
-/// with the digest `up` started the pane with (`expected`, from its environment) when there
-/// is one, then copied into a sealed memory file, so what `sh` runs is exactly what was
+/// with the digest `up` started the pane with (`expected`, from its environment; required),
+/// then copied into a sealed memory file, so what `sh` runs is exactly what was
 /// checked (a rename over the script, or a write into it, after the check changes nothing).
 /// `None` for any other command (a supervisor started by hand). A script that fails a check
 /// is refused: the worker does not start.
@@ -184,10 +184,19 @@ fn startup_script(
     if bytes.len() as u64 > MAX_SCRIPT {
         return refuse(format!("is larger than {MAX_SCRIPT} bytes"));
     }
-    if let Some(want) = expected
-        && team_core::supervisor::script_digest(&bytes) != want
-    {
-        return refuse("is not the one `up` wrote (its digest differs)".into());
+    // Fail closed: a pane `up` starts always carries the digest. One started otherwise with
+    // `up`'s command (`respawn-pane -k` reuses it, without the variable) runs nothing.
+    match expected {
+        None => {
+            return refuse(format!(
+                "came without the digest `up` gives a worker's pane ({})",
+                team_core::supervisor::SCRIPT_DIGEST_VAR
+            ));
+        }
+        Some(want) if team_core::supervisor::script_digest(&bytes) != want => {
+            return refuse("is not the one `up` wrote (its digest differs)".into());
+        }
+        Some(_) => {}
     }
     let sealed = sealed_copy(&bytes)
         .map_err(|e| Error::Internal(format!("a sealed copy of the startup script: {e}")))?;
