@@ -264,11 +264,18 @@ impl Fx {
             "-F".into(),
             FMT.into(),
         ];
+        // Its startup script runs `cmd`; the pane carries its digest, as `up` gives it.
+        let body = format!("#!/bin/sh\n{cmd}\n");
         for e in [
             format!("TEAM_OWNER={o}"),
             format!("TEAM_WORKER={w}"),
             format!("TEAM_NAME={}", t.name),
             format!("TEAM_WORKSPACE={}", t.ws.display()),
+            format!(
+                "{}={}",
+                team_core::supervisor::SCRIPT_DIGEST_VAR,
+                team_core::supervisor::script_digest(body.as_bytes())
+            ),
         ] {
             args.push("-e".into());
             args.push(e);
@@ -292,7 +299,7 @@ impl Fx {
         // Its startup script runs `cmd`, at the path `up` gives it.
         let script = root.runtime_script(&sup.team, &w);
         std::fs::create_dir_all(script.parent().unwrap()).unwrap();
-        std::fs::write(&script, format!("#!/bin/sh\n{cmd}\n")).unwrap();
+        std::fs::write(&script, &body).unwrap();
         args.extend(["/bin/sh".into(), script.display().to_string()]);
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let inc = inc_of(&self.tmux(&t.sock, &argv));
