@@ -739,11 +739,20 @@ fn orphan_or_sleeper(bin: &Path, ws: &Path, owner: &str, i: usize) -> Vec<String
     let root = ws.join(".team");
     // Its startup script, at the path `up` gives it (a supervisor runs nothing else).
     let script = root.join(format!("teams/gone/runtime/worker-{}.sh", i + 1));
+    let body = "#!/bin/sh\nexec sleep 100000\n";
     std::fs::create_dir_all(script.parent().expect("a runtime dir"))
-        .and_then(|()| std::fs::write(&script, "#!/bin/sh\nexec sleep 100000\n"))
+        .and_then(|()| std::fs::write(&script, body))
         .expect("an orphan's startup script written");
-    // Started in the workspace, as `up` starts a worker (the reaper checks where it works).
+    // Started in the workspace, as `up` starts a worker (the reaper checks where it works),
+    // with the digest of its script (`team_core::supervisor::SCRIPT_DIGEST_VAR`): a
+    // supervisor runs nothing without it.
+    use sha2::Digest;
     let mut v = vec![
+        "-e".to_string(),
+        format!(
+            "TEAM_SCRIPT_SHA256={}",
+            hex::encode(sha2::Sha256::digest(body.as_bytes()))
+        ),
         "-c".to_string(),
         ws.display().to_string(),
         bin.join("team-scale").display().to_string(),
