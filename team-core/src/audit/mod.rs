@@ -570,7 +570,10 @@ impl AuditLog {
             let name = to.file_name().unwrap_or_default();
             let moved = crate::fsutil::state_dir(root, root, false).and_then(|d| {
                 let d = d.ok_or_else(|| Error::Internal("the state root is gone".into()))?;
-                d.move_into(&self.path, &d, name)?;
+                // Absent is an error here, as for a rename by path: we hold its lock.
+                if !d.move_into(&self.path, &d, name)? {
+                    return Err(Error::Internal(format!("{} is gone", self.path.display())));
+                }
                 d.sync()
             });
             return moved.map_err(|e| self.audit_err("rotate", e));

@@ -153,9 +153,13 @@ fn startup_script(
     use std::io::Read;
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::MetadataExt;
+    // Any other command (a supervisor started by hand) is run as given.
+    if prog != "/bin/sh" || rest.len() != 1 {
+        return Ok(None);
+    }
     let root = team_core::paths::StateRoot::resolve(&args.state_root, Some(&args.state_root))?;
     let path = root.runtime_script(&args.team, &args.worker);
-    if prog != "/bin/sh" || rest.len() != 1 || std::path::Path::new(&rest[0]) != path {
+    if std::path::Path::new(&rest[0]) != path {
         return Ok(None);
     }
     let refuse = |why: String| -> CliResult<Option<std::os::fd::OwnedFd>> {
