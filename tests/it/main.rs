@@ -5,6 +5,7 @@ mod ancestry;
 mod audit_common;
 mod audit_concurrent;
 mod audit_crash;
+mod audit_group_commit;
 mod audit_hook;
 mod audit_pass;
 mod audit_record_verify;

@@ -35,12 +35,13 @@
 //!   or gone while picking the targets are not made again. Each removed worker's files are
 //!   still checked right before they move, and each process is still proven through a pidfd.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::audit::Entry;
+use crate::audit::{Entry, Stage};
 use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::model::{Lifecycle, SCHEMA_VERSION, Team, TeamState, WorkState, WorkerStatus};
@@ -53,7 +54,7 @@ use crate::view;
 
 use super::kill::{self, KillTarget};
 use super::teardown::Seen;
-use super::teardown::{self, LeaderOutcome, SettleReport, Teardown};
+use super::teardown::{self, AuditItem, LeaderOutcome, SettleReport, Teardown};
 
 /// What `down` was asked.
 #[derive(Debug, Clone)]
@@ -362,14 +363,17 @@ pub fn down(t: &Teardown, req: &DownRequest) -> Result<DownReport> {
         pre,
         exited: exited_names,
     };
-    let res = down_after_intent(t, req, &team, targets, rep, picked);
-    record_op_outcome(t, op, entry, &res, |r| !r.settle.blocked());
+    let kills = RefCell::new(Vec::new());
+    let res = down_after_intent(&t.deferring(&kills), req, &team, targets, rep, picked);
+    record_op_outcome(t, kills.take(), op, entry, &res, |r| !r.settle.blocked());
     res
 }
 
-/// Records the outcome of an operation's intent (`complete` when `ok`, else `failed`).
+/// Records the outcome of an operation's intent (`complete` when `ok`, else `failed`), after
+/// `kills`, the outcomes of its teardown's kills, all in one group commit.
 fn record_op_outcome<R>(
     t: &Teardown,
+    mut kills: Vec<AuditItem>,
     op: uuid::Uuid,
     mut entry: Entry,
     res: &Result<R>,
@@ -381,7 +385,12 @@ fn record_op_outcome<R>(
         Ok(_) => "cleanup debt remains".into(),
         Err(e) => format!("error: {e}"),
     });
-    if let Err(e) = t.audit.outcome(op, good, &entry) {
+    kills.push((
+        if good { Stage::Complete } else { Stage::Failed },
+        Some(op),
+        entry,
+    ));
+    if let Err(e) = t.audit.append_batch(&kills) {
         tracing::warn!(error = %e, "could not record the operation's outcome");
     }
 }
@@ -675,8 +684,9 @@ pub fn shutdown(t: &Teardown) -> Result<ShutdownReport> {
     let names: Vec<WorkerName> = team.workers.iter().map(|w| w.name.clone()).collect();
     let entry = op_entry(t, &team, "shutdown", &names);
     let op = t.audit.intent(&entry)?;
-    let res = shutdown_after_intent(t, &names, rep);
-    record_op_outcome(t, op, entry, &res, |r| r.stopped);
+    let kills = RefCell::new(Vec::new());
+    let res = shutdown_after_intent(&t.deferring(&kills), &names, rep);
+    record_op_outcome(t, kills.take(), op, entry, &res, |r| r.stopped);
     res
 }
 

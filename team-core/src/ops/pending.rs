@@ -108,6 +108,7 @@ pub fn settle_pending(
         supervisor_exes: std::slice::from_ref(&env.supervisor),
         fail: &fail,
         progress: env.progress,
+        outcomes: None,
     };
     let settled = teardown::settle_removing(&td, &names)?;
     let report = SettleReport {

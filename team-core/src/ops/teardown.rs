@@ -82,6 +82,8 @@
 
 use std::time::Duration;
 
+use std::cell::RefCell;
+
 use serde_json::json;
 
 use crate::audit::{AuditLog, Entry, Stage};
@@ -116,6 +118,30 @@ pub struct Teardown<'a> {
     pub fail: &'a dyn Fn(&str) -> Result<()>,
     /// Progress during waits (the binary shows it on a terminal only).
     pub progress: &'a dyn Fn(&str),
+    /// Where the kills' outcome records go when the caller writes them itself, in one group
+    /// commit with its operation's own outcome ([`Teardown::deferring`]); `None`: each
+    /// teardown writes its outcomes durably at once.
+    pub outcomes: Option<&'a RefCell<Vec<AuditItem>>>,
+}
+
+/// One record for [`AuditLog::append_batch`].
+pub type AuditItem = (Stage, Option<uuid::Uuid>, Entry);
+
+impl<'a> Teardown<'a> {
+    /// This teardown, with its kills' outcome records kept in `outcomes` instead of written:
+    /// for an operation whose own outcome record follows (`down`, `shutdown`), which writes
+    /// them with it, under one lock, one write and one `fdatasync`. Only outcomes wait: every
+    /// intent is still durable before its effect. A crash in between loses the outcomes, which
+    /// then read as an intent without outcome ("result unknown"), as a crash right after a kill
+    /// always could.
+    pub fn deferring<'b>(&'b self, outcomes: &'b RefCell<Vec<AuditItem>>) -> Teardown<'b> {
+        Teardown {
+            caller: self.caller.clone(),
+            argv: self.argv.clone(),
+            outcomes: Some(outcomes),
+            ..*self
+        }
+    }
 }
 
 /// What became of one process of a worker. It prints (text and JSON) as [`ProcOutcome::as_str`].
@@ -1337,7 +1363,9 @@ fn record_outcomes(t: &Teardown, team: &Team, plans: &[Plan]) {
             e,
         ));
     }
-    if !items.is_empty()
+    if let Some(later) = t.outcomes {
+        later.borrow_mut().extend(items);
+    } else if !items.is_empty()
         && let Err(e) = t.audit.append_batch(&items)
     {
         tracing::warn!(error = %e, "could not record teardown outcomes");

@@ -665,6 +665,7 @@ fn settle_debt(
             fail: &fail,
             // The reaper runs from cron: no progress lines.
             progress: &|_| {},
+            outcomes: None,
         };
         let result = crate::ops::reconcile::reconcile(&td);
         // What the teardown moved to the team's trash: the reaper runs from cron, with time

@@ -45,6 +45,7 @@ pub fn with_teardown<R>(
         supervisor_exes: &exes,
         fail: &fail,
         progress: &crate::out::progress,
+        outcomes: None,
     };
     Ok(f(&td)?)
 }
