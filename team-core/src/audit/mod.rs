@@ -9,7 +9,9 @@
 //! append, so waiting for it is short and unbounded waits are acceptable), reads the chain head
 //! from the end of the file (a bounded window, see [`head`]), builds all its lines in memory,
 //! writes them with one `write_all`, and `fdatasync`s before returning, for every stage (a
-//! batch from [`AuditLog::append_batch`] shares one lock and one `fdatasync`).
+//! batch from [`AuditLog::append_batch`] shares one lock and one `fdatasync`). `down` and
+//! `shutdown` hold their kills' outcomes back and write them in the batch of the operation's
+//! own outcome (`ops::down`, "The kills' outcomes go with the operation's").
 //!
 //! # Torn tails and segment records
 //!

@@ -29,6 +29,17 @@
 //! - **Every operation's intent gets an outcome**: `down` and `shutdown` write a `scale_down` /
 //!   `shutdown` intent before any change and its outcome after, however they end.
 //!
+//! - **The kills' outcomes go with the operation's** (issue 15): the teardown under `down` and
+//!   `shutdown` keeps its kills' `complete`/`failed` records ([`Teardown::deferring`]) and
+//!   they are written with the operation's own outcome: one lock, one write, one `fdatasync`
+//!   where there were two (a millisecond of a `down 1` here). Every intent is still durable
+//!   before its effect (the design asks that of intents; an outcome is "recorded after"). A
+//!   crash between a kill and the operation's outcome loses that kill's outcome, so its intent
+//!   reads as "result unknown", as a crash right after any kill always could. The held
+//!   records stay in memory until then, never written without their sync, so only the log's
+//!   last record can ever be torn, as before. The reaper and an `up`'s rollback, which have no
+//!   operation record of their own, write theirs at once.
+//!
 //! - **The teardown reuses `down`'s own checks** (`teardown::Prechecked`): the whole team's
 //!   paths, validated at the start under the same scale lock, are not walked again (unless a
 //!   drain wait passed: then they are), and supervisor checks that found a supervisor alive
