@@ -1,19 +1,41 @@
 //! The only code that runs git: always `git -C <dir>`, never through a shell, with no terminal
 //! prompt and none of the caller's `GIT_DIR` / `GIT_WORK_TREE` / `GIT_INDEX_FILE`.
+//!
+//! Git runs commands that a repository's own files name (`core.fsmonitor`, and whatever
+//! a nested repository's config says when a command recurses into it), and finds a worktree's
+//! repository through the worktree's `.git` file. A worker writes its worktree, so neither is
+//! trusted: every call here turns those commands off on its command line (which outranks every
+//! config file and reaches the git processes it starts), and a worker's worktree is reached
+//! only through [`Worktree`], the repository's own record of it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use crate::error::{Error, Result};
 
+/// Config given to every git call: no file system monitor (a command a repository's config
+/// names, run by `status`, `add`, `diff`...) and no recursion into submodules (each has a
+/// config of its own). The user's own hooks stay on (`git worktree add` runs
+/// `post-checkout`, which Git LFS needs): they live in the repository's common directory,
+/// which a worker's worktree does not reach.
+const HARDENED: [&str; 4] = [
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "submodule.recurse=false",
+];
+
 /// Runs `git -C <dir> <args>` with `env` added.
 pub fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
     let mut c = Command::new("git");
-    c.arg("-C").arg(dir).args(args);
+    c.args(HARDENED).arg("-C").arg(dir).args(args);
     crate::childenv::scrub(&mut c);
     c.env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE");
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_COMMON_DIR")
+        .env_remove("GIT_CONFIG_PARAMETERS")
+        .env_remove("GIT_CONFIG_COUNT");
     for (k, v) in env {
         c.env(k, v);
     }
@@ -26,6 +48,10 @@ pub fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
 /// Like [`run`], but a failure is an error naming the command; returns trimmed stdout.
 pub fn run_ok(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String> {
     let o = run(dir, args, env)?;
+    checked(dir, args, o)
+}
+
+fn checked(dir: &Path, args: &[&str], o: Output) -> Result<String> {
     if !o.status.success() {
         return Err(Error::Refused(format!(
             "git {} in {} failed: {}",
@@ -35,4 +61,87 @@ pub fn run_ok(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String>
         )));
     }
     Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+/// A linked worktree of a repository, as the repository records it: its administrative
+/// directory (`<common dir>/worktrees/<id>`, the one whose `gitdir` names this worktree's
+/// `.git`) and the common directory, both found from the repository, never from the
+/// worktree's own `.git` file, which whoever writes the worktree can point anywhere.
+#[derive(Debug, Clone)]
+pub struct Worktree {
+    pub path: PathBuf,
+    pub admin: PathBuf,
+    pub common: PathBuf,
+}
+
+impl Worktree {
+    /// The worktree at `path` of the repository at `repo`. An error when the repository
+    /// records no such worktree, or more than one.
+    pub fn find(repo: &Path, path: &Path) -> Result<Worktree> {
+        let common = PathBuf::from(run_ok(
+            repo,
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+            &[],
+        )?);
+        // As git records it: the real path (the worktree's own directory is not resolved, so a
+        // symlink put in its place does not lead elsewhere).
+        let want = path.join(".git");
+        let real = path
+            .parent()
+            .and_then(|p| std::fs::canonicalize(p).ok())
+            .zip(path.file_name())
+            .map(|(p, n)| p.join(n).join(".git"));
+        let mut found = Vec::new();
+        let dir = common.join("worktrees");
+        let entries = std::fs::read_dir(&dir).map_err(|e| Error::io("read", &dir, e))?;
+        for e in entries.flatten() {
+            let admin = e.path();
+            // A record is a directory (not a symlink to one elsewhere) with a `gitdir` file.
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let Ok(named) = std::fs::read_to_string(admin.join("gitdir")) else {
+                continue;
+            };
+            let named = Path::new(named.trim_end_matches('\n'));
+            if named == want || real.as_deref() == Some(named) {
+                found.push(admin);
+            }
+        }
+        match found.len() {
+            1 => Ok(Worktree {
+                path: path.to_path_buf(),
+                admin: found.remove(0),
+                common,
+            }),
+            n => Err(Error::Refused(format!(
+                "the repository at {} records {n} worktrees at {} (one expected)",
+                repo.display(),
+                path.display()
+            ))),
+        }
+    }
+
+    /// Runs `git <args>` in this worktree, its repository given to git explicitly
+    /// (`GIT_DIR`, `GIT_COMMON_DIR`, `GIT_WORK_TREE`), so the worktree's `.git` file and its
+    /// administrative directory's `commondir` file are never followed.
+    pub fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
+        let admin = self.admin.to_string_lossy();
+        let common = self.common.to_string_lossy();
+        let path = self.path.to_string_lossy();
+        let mut all: Vec<(&str, &str)> = vec![
+            ("GIT_DIR", &admin),
+            ("GIT_COMMON_DIR", &common),
+            ("GIT_WORK_TREE", &path),
+        ];
+        all.extend_from_slice(env);
+        run(&self.path, args, &all)
+    }
+
+    /// Like [`Worktree::run`], but a failure is an error naming the command; returns trimmed
+    /// stdout.
+    pub fn run_ok(&self, args: &[&str], env: &[(&str, &str)]) -> Result<String> {
+        let o = self.run(args, env)?;
+        checked(&self.path, args, o)
+    }
 }

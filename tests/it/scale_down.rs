@@ -213,6 +213,10 @@ impl Env {
             .transact("test-add", move |t, _| {
                 t.workers.push(w2);
                 t.next_worker_index = idx + 1;
+                // The branch mode `up` would have made that branch in.
+                if worktree {
+                    t.settings.worktree = team_core::model::WorktreeMode::Branch("team/t/w".into());
+                }
                 Ok(())
             })
             .unwrap();

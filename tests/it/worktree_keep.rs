@@ -1,5 +1,6 @@
 //! Nothing a worker wrote is lost: what git cannot save (ignored files, nested repositories,
-//! dirty submodules) keeps its worktree, named in `down`'s output and in `status`.
+//! checked-out submodules) keeps its worktree, named in `down`'s output and in `status`; and
+//! nothing a worker wrote in its worktree makes a teardown run a command of its choosing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -209,12 +210,7 @@ fn a_dirty_submodule_keeps_its_worktree() {
     let wt = setup(&sb, true);
     git(&wt, &["submodule", "update", "--init", "-q"]);
     std::fs::write(wt.join("sub/lib.txt"), "v2, unsaved\n").unwrap();
-    assert_kept(
-        &sb,
-        &wt,
-        &[("sub/lib.txt", "v2, unsaved\n")],
-        "dirty_submodules",
-    );
+    assert_kept(&sb, &wt, &[("sub/lib.txt", "v2, unsaved\n")], "submodules");
 }
 
 /// An edit hidden from `git status` by an index flag is saved, not lost with the worktree.
@@ -313,5 +309,170 @@ fn staged_changes_and_worktree_refs_keep_their_worktree() {
             "worktree_refs"
         };
         assert!(out.contains(key), "{case}: named as {key}: {out}");
+    }
+}
+
+// Attacks of the twelfth black-box round: what a worker can write in its own worktree (or,
+// for the branch, in `.team`) must never make a teardown run its commands, lose its commits,
+// or delete a branch the tools did not make.
+
+/// A nested repository whose config names a command git runs (`core.fsmonitor`), for a
+/// worker to leave in its worktree; the command would create `marker`.
+fn hostile_repo(dir: &Path, marker: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q"]);
+    std::fs::write(dir.join("work.txt"), "committed, only here\n").unwrap();
+    git(dir, &["add", "work.txt"]);
+    git(dir, &["commit", "-qm", "only here"]);
+    git(
+        dir,
+        &[
+            "config",
+            "core.fsmonitor",
+            &format!("touch {}; false", marker.display()),
+        ],
+    );
+}
+
+#[test]
+fn a_staged_nested_repository_keeps_its_worktree_and_runs_nothing_of_its_own() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    let marker = sb.dir.path().join("ran");
+    // The worker commits work in a repository of its own and stages it: a gitlink, whose
+    // commit exists only in that repository.
+    hostile_repo(&wt.join("sub"), &marker);
+    git(&wt, &["add", "sub"]);
+    assert_kept(
+        &sb,
+        &wt,
+        &[("sub/work.txt", "committed, only here\n")],
+        "submodules",
+    );
+    assert!(
+        !marker.exists(),
+        "down ran a command named by the nested repository's config"
+    );
+    let o = sb.run("team-scale", &["reconcile", "demo"]);
+    assert!(!marker.exists(), "reconcile ran it: {o:?}");
+    assert!(
+        wt.join("sub/.git").is_dir(),
+        "the nested repository is kept"
+    );
+}
+
+#[test]
+fn a_worktree_pointed_at_another_repository_is_reached_through_its_own() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    let marker = sb.dir.path().join("ran");
+    let evil = sb.dir.path().join("evil");
+    hostile_repo(&evil, &marker);
+    // The worker points its worktree's `.git` file at its own repository.
+    std::fs::write(
+        wt.join(".git"),
+        format!("gitdir: {}\n", evil.join(".git").display()),
+    )
+    .unwrap();
+    let (code, lines) = down_worker_2(&sb);
+    assert!(
+        !marker.exists(),
+        "down ran a command named by the repository the worktree's .git file points at: {lines:?}"
+    );
+    let o = sb.run("team-scale", &["reconcile", "demo"]);
+    assert!(!marker.exists(), "reconcile ran it: {o:?}");
+    // The edit was saved through the workspace's own record of the worktree, in the workspace.
+    let w = lines
+        .iter()
+        .find(|l| l["type"] == "worker" && l["worker"] == "worker-2")
+        .unwrap();
+    let saved = w["saved_branch"].as_str().expect("the edit was saved");
+    assert_eq!(
+        git(&sb.ws, &["show", &format!("{saved}:README")]),
+        "hello, edited"
+    );
+    assert_eq!(
+        git(&evil, &["for-each-ref", "--format=%(refname)"]),
+        "refs/heads/main",
+        "nothing was written into the other repository"
+    );
+    // git refuses to remove a worktree whose .git file is not its own: kept, as cleanup debt.
+    assert_eq!(code, 3, "{lines:?}");
+}
+
+/// A team in branch mode whose worker-2's record is edited to name the user's own branch as
+/// one the tools made: `down` refuses before any effect, and the branch stays.
+#[test]
+fn a_recorded_branch_that_is_not_the_workers_own_is_never_deleted() {
+    let sb = Sandbox::new();
+    git(&sb.ws, &["init", "-q"]);
+    std::fs::write(sb.ws.join("README"), "hello\n").unwrap();
+    git(&sb.ws, &["add", "."]);
+    git(&sb.ws, &["commit", "-qm", "init"]);
+    git(&sb.ws, &["branch", "release"]); // another branch reaching main's commits
+    let init = [
+        "init",
+        "demo",
+        "--private",
+        "--worktree",
+        "branch:work",
+        "--worker-cmd",
+        "exec sleep 100000",
+    ];
+    assert_code(&sb.run("team-scale", &init), 0);
+    assert_code(
+        &sb.run("team-scale", &["up", "demo", "3", "--ready-timeout", "0"]),
+        0,
+    );
+    // Its own branch, merged elsewhere, goes, after a durable intent naming it.
+    git(&sb.ws, &["branch", "keep-3", "work/worker-3"]);
+    let o = sb.run(
+        "team-scale",
+        &["down", "demo", "--worker", "worker-3", "--force", "--json"],
+    );
+    assert_code(&o, 0);
+    assert!(!git(&sb.ws, &["branch", "--list", "work/worker-3"]).contains("worker-3"));
+    let log = std::fs::read_to_string(sb.ws.join(".team/audit.jsonl")).unwrap();
+    let deletes: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["action"] == "delete-branch")
+        .collect();
+    assert_eq!(
+        deletes
+            .iter()
+            .map(|r| r["stage"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["intent", "complete"],
+        "{deletes:?}"
+    );
+    assert_eq!(deletes[0]["targets"][0]["branch"], "work/worker-3");
+    tests::assert_audit_pairs(&sb.ws.join(".team/audit.jsonl"));
+
+    // worker-2's record now names `main` (checked out in the workspace) as made by the tools.
+    for (victim, checked_out) in [("main", true), ("release", false)] {
+        let p = sb.ws.join(".team/teams/demo/team.json");
+        let mut t: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        for w in t["workers"].as_array_mut().unwrap() {
+            if w["name"] == "worker-2" {
+                w["resources"]["worktree"]["branch"] = victim.into();
+                w["resources"]["worktree"]["branch_created"] = true.into();
+            }
+        }
+        std::fs::write(&p, serde_json::to_vec_pretty(&t).unwrap()).unwrap();
+        let o = sb.run(
+            "team-scale",
+            &["down", "demo", "--worker", "worker-2", "--force"],
+        );
+        assert_code(&o, 65);
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("team's own would be \"work/worker-2\""),
+            "{o:?}"
+        );
+        assert_eq!(
+            git(&sb.ws, &["branch", "--list", victim]).trim_start_matches("* "),
+            victim,
+            "branch {victim} (checked out: {checked_out}) was deleted"
+        );
     }
 }

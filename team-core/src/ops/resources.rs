@@ -13,9 +13,31 @@
 //!   and the file on disk (`git status` `XY` both set; the save commits the file), and refs that
 //!   live in the worktree only (`refs/worktree/*`, `refs/bisect/*`).
 //!
-//! - **Worktrees are saved with a private index**: `GIT_INDEX_FILE` in a temp file, `read-tree
-//!   HEAD`, `add -A`, `write-tree`, `commit-tree -p HEAD`, `update-ref
-//!   team/<team>/saved/<worker>-<time>`; only then `git worktree remove`.
+//! - **Worktrees are saved with a private index**: `GIT_INDEX_FILE` in a temp file (in the
+//!   worktree's administrative directory), `read-tree HEAD`, `add -A`, `write-tree`,
+//!   `commit-tree -p HEAD`, `update-ref team/<team>/saved/<worker>-<time>`; only then `git
+//!   worktree remove`.
+//!
+//! - **A worker's worktree chooses nothing git runs** (twelfth black-box round). Every git
+//!   call has `core.fsmonitor=false` and `submodule.recurse=false` on its command line
+//!   (`crate::git`); the worktree is reached through [`crate::git::Worktree`], the
+//!   repository's own record, never its `.git` file; `status` never enters a submodule
+//!   (`--ignore-submodules=all`), and a gitlink whose directory holds anything keeps the
+//!   worktree ([`Unsavable::submodules`]): its commits may live only in that repository, and
+//!   telling would mean running git in it. The attacks: a staged nested repository whose
+//!   config sets `core.fsmonitor` (run by `down` as the user), a `.git` file pointed at a
+//!   repository of the worker's own, and a clean staged gitlink to commits made inside the
+//!   worktree (lost with it while `down` reported it saved). *Rejected*: turning hooks off
+//!   too: they live in the common directory, which the worktree does not reach, and `git
+//!   worktree add` needs the user's `post-checkout` (Git LFS).
+//!
+//! - **Only the worker's own branch is ever deleted, after its intent.** [`validate`] refuses
+//!   (exit 65, before any effect) a record whose branch the tools made (`branch_created`) but
+//!   that is not `<prefix>/<worker>` of the team's branch mode; a branch checked out in any
+//!   worktree is kept; and the teardown deletes the branch (`update-ref -d` at the tip it
+//!   checked) only after a durable `delete-branch` intent naming it and its commit. The
+//!   attack: `team.json` edited to name `master` as the worker's branch had `down` delete
+//!   it, with no audit record.
 //!
 //! - **A worktree holding what git cannot save keeps its worker record.** `docs/design.md` section 6 drops
 //!   a record "once everything of it is gone", and a kept worktree is not gone: the worker stays
@@ -148,6 +170,29 @@ fn validate_paths(root: &StateRoot, team: &Team, w: &Worker, seen: &mut SeenDirs
                 msg: format!("worker {}: branch {b:?} is not a plain branch name", w.name),
             });
         }
+        // A branch the tools would delete is the one `up` makes for this worker in the team's
+        // branch mode (`<prefix>/<worker>`), and no other: an edited record naming the user's
+        // own branch would have a cleanup delete it.
+        if wt.branch_created {
+            let own = match &team.settings.worktree {
+                crate::model::WorktreeMode::Branch(p) => Some(format!("{p}/{}", w.name)),
+                _ => None,
+            };
+            if own.is_none() || wt.branch != own {
+                return Err(Error::MalformedState {
+                    path: root.team_json(&team.name),
+                    msg: format!(
+                        "worker {}: its branch is recorded as {:?}, made by the tools, but the team's own would be {}",
+                        w.name,
+                        wt.branch.as_deref().unwrap_or(""),
+                        own.as_deref()
+                            .map_or("none (the team makes no branches)".into(), |o| format!(
+                                "{o:?}"
+                            ))
+                    ),
+                });
+            }
+        }
     }
     Ok(())
 }
@@ -168,7 +213,11 @@ pub struct ResourceReport {
     pub saved_branch: Option<String>,
     pub worktree_removed: bool,
     pub branch_deleted: Option<String>,
-    /// A branch the tools made but kept, because no other branch reaches its commits.
+    /// The branch the tools made for the worker, and its tip, to delete once its audit
+    /// intent is durable (the teardown does it, then sets `branch_deleted`).
+    pub branch_to_delete: Option<(String, String)>,
+    /// A branch the tools made but kept: no other branch reaches its commits, a worktree has
+    /// it checked out, or its deletion failed.
     pub kept_branch: Option<String>,
     /// Why something was kept (the record then stays `removing`).
     pub blocked: Vec<String>,
@@ -185,9 +234,11 @@ pub struct Unsavable {
     pub ignored: Vec<String>,
     /// Directories with a repository of their own: a commit records at most their HEAD.
     pub nested_repos: Vec<String>,
-    /// Submodules with a new commit, changes or untracked files: their content lives in their
-    /// own repository, which goes with the worktree.
-    pub dirty_submodules: Vec<String>,
+    /// Submodules checked out in the worktree (a gitlink whose directory holds a repository
+    /// or any file): their content and commits live in their own repository, which goes with
+    /// the worktree. The tools do not look inside one (its config can name commands git would
+    /// run), so every one keeps the worktree, committed or not.
+    pub submodules: Vec<String>,
     /// Empty directories: git records no directory without a file in it.
     pub empty_dirs: Vec<String>,
     /// Files whose staged content differs from both HEAD and the file on disk: the save
@@ -203,7 +254,7 @@ impl Unsavable {
     pub fn is_empty(&self) -> bool {
         self.ignored.is_empty()
             && self.nested_repos.is_empty()
-            && self.dirty_submodules.is_empty()
+            && self.submodules.is_empty()
             && self.empty_dirs.is_empty()
             && self.staged_differs.is_empty()
             && self.worktree_refs.is_empty()
@@ -225,10 +276,10 @@ impl Unsavable {
         if !self.nested_repos.is_empty() {
             parts.push(format!("nested repositories: {}", list(&self.nested_repos)));
         }
-        if !self.dirty_submodules.is_empty() {
+        if !self.submodules.is_empty() {
             parts.push(format!(
-                "dirty submodules: {}",
-                list(&self.dirty_submodules)
+                "submodules checked out: {}",
+                list(&self.submodules)
             ));
         }
         if !self.empty_dirs.is_empty() {
@@ -250,33 +301,46 @@ impl Unsavable {
     }
 }
 
-/// Finds what git cannot save in the worktree at `dir`: one `git status --porcelain=v2 -z
-/// --ignored=matching --untracked-files=all` (ignored directories are listed once, nested
-/// repositories appear as untracked directories, submodules carry their state), and a bounded
-/// walk for empty directories, which git does not see at all.
-pub fn unsavable(dir: &Path) -> Result<Unsavable> {
-    let o = git(
-        dir,
+/// Finds what git cannot save in the worktree `g`: one `git status --porcelain=v2 -z
+/// --ignored=matching --untracked-files=all --ignore-submodules=all` (ignored directories are
+/// listed once, nested repositories appear as untracked directories), the checked-out
+/// submodules from the index (`git ls-files -s`, never entered), and a bounded walk for empty
+/// directories, which git does not see at all.
+pub fn unsavable(g: &Worktree) -> Result<Unsavable> {
+    let o = g.run(
         &[
             "status",
             "--porcelain=v2",
             "-z",
             "--ignored=matching",
             "--untracked-files=all",
+            "--ignore-submodules=all",
         ],
         &[],
     )?;
     if !o.status.success() {
         return Err(Error::Refused(format!(
             "git status in {} failed: {}",
-            dir.display(),
+            g.path.display(),
             String::from_utf8_lossy(&o.stderr).trim()
         )));
     }
     let mut u = parse_status_v2(&o.stdout);
-    u.empty_dirs = empty_dirs(dir, WALK_LIMIT)?;
-    let refs = git(
-        dir,
+    let staged = g.run(&["ls-files", "-s", "-z"], &[])?;
+    if !staged.status.success() {
+        return Err(Error::Refused(format!(
+            "git ls-files in {} failed: {}",
+            g.path.display(),
+            String::from_utf8_lossy(&staged.stderr).trim()
+        )));
+    }
+    u.submodules = gitlinks(&staged.stdout)
+        .into_iter()
+        .filter(|p| holds_anything(&g.path.join(p)))
+        .map(|p| format!("{p}/"))
+        .collect();
+    u.empty_dirs = empty_dirs(&g.path, WALK_LIMIT)?;
+    let refs = g.run(
         &[
             "for-each-ref",
             "--format=%(refname)",
@@ -288,7 +352,7 @@ pub fn unsavable(dir: &Path) -> Result<Unsavable> {
     if !refs.status.success() {
         return Err(Error::Refused(format!(
             "git for-each-ref in {} failed: {}",
-            dir.display(),
+            g.path.display(),
             String::from_utf8_lossy(&refs.stderr).trim()
         )));
     }
@@ -298,6 +362,27 @@ pub fn unsavable(dir: &Path) -> Result<Unsavable> {
         .map(str::to_string)
         .collect();
     Ok(u)
+}
+
+/// The paths of the gitlinks (mode 160000, submodules) in `git ls-files -s -z` output.
+pub fn gitlinks(out: &[u8]) -> Vec<String> {
+    out.split(|b| *b == 0)
+        .filter_map(|rec| {
+            let rec = String::from_utf8_lossy(rec);
+            let (meta, path) = rec.split_once('\t')?;
+            meta.starts_with("160000 ").then(|| path.to_string())
+        })
+        .collect()
+}
+
+/// Whether `p` is anything but absent or an empty directory (a symlink counts: it is not
+/// followed, and not judged).
+fn holds_anything(p: &Path) -> bool {
+    match std::fs::symlink_metadata(p) {
+        Err(_) => false,
+        Ok(m) if m.is_dir() => std::fs::read_dir(p).map_or(true, |mut d| d.next().is_some()),
+        Ok(_) => true,
+    }
 }
 
 /// The most directory entries [`empty_dirs`] looks at before it gives up (and the worktree is
@@ -347,17 +432,17 @@ pub fn empty_dirs(dir: &Path, limit: usize) -> Result<Vec<String>> {
 /// (`git ls-files -v` tag in lower case) or `skip-worktree` (`S`, `s` for both). Returns the
 /// ones present in the worktree (edits git status does not show) and the skip-worktree ones
 /// absent from it (a sparse checkout: their content is in HEAD, not deleted).
-fn hidden_by_flags(dir: &Path) -> Result<(Vec<String>, Vec<String>)> {
-    let o = git(dir, &["ls-files", "-v", "-z"], &[])?;
+fn hidden_by_flags(g: &Worktree) -> Result<(Vec<String>, Vec<String>)> {
+    let o = g.run(&["ls-files", "-v", "-z"], &[])?;
     if !o.status.success() {
         return Err(Error::Refused(format!(
             "git ls-files in {} failed: {}",
-            dir.display(),
+            g.path.display(),
             String::from_utf8_lossy(&o.stderr).trim()
         )));
     }
     Ok(parse_ls_files_v(&o.stdout, |p| {
-        std::fs::symlink_metadata(dir.join(p)).is_ok()
+        std::fs::symlink_metadata(g.path.join(p)).is_ok()
     }))
 }
 
@@ -420,7 +505,7 @@ pub fn parse_status_v2(out: &[u8]) -> Unsavable {
                     && sub.starts_with('S')
                     && sub != "S..."
                 {
-                    u.dirty_submodules.push(path.clone());
+                    u.submodules.push(path.clone());
                 }
                 // `XY`: X the index against HEAD, Y the file against the index; both changed
                 // means the staged content is neither HEAD's nor the file's.
@@ -442,7 +527,7 @@ pub fn parse_status_v2(out: &[u8]) -> Unsavable {
     u
 }
 
-use crate::git::{run as git, run_ok as git_ok};
+use crate::git::{Worktree, run as git, run_ok as git_ok};
 
 const IDENT: [(&str, &str); 4] = [
     ("GIT_AUTHOR_NAME", "team-scale"),
@@ -486,22 +571,32 @@ fn stamp() -> String {
         .collect()
 }
 
-/// Saves the full state of the worktree at `wt` (uncommitted edits, untracked files, commits no
-/// other branch reaches) on `team/<team>/saved/<worker>-<time>`. `None` when nothing was unsaved.
-pub fn save_worktree(wt: &WorktreeRecord, team: &str, worker: &str) -> Result<Option<String>> {
-    let dir = &wt.path;
-    let status = git_ok(
-        dir,
-        &["status", "--porcelain", "--untracked-files=all"],
+/// Saves the full state of the worktree `g` (uncommitted edits, untracked files, commits no
+/// other branch of the repository at `repo` reaches; `own` is the worktree's branch) on
+/// `team/<team>/saved/<worker>-<time>`. `None` when nothing was unsaved.
+pub fn save_worktree(
+    g: &Worktree,
+    repo: &Path,
+    own: Option<&str>,
+    team: &str,
+    worker: &str,
+) -> Result<Option<String>> {
+    let status = g.run_ok(
+        &[
+            "status",
+            "--porcelain",
+            "--untracked-files=all",
+            "--ignore-submodules=all",
+        ],
         &[],
     )?;
-    let head = git_ok(dir, &["rev-parse", "--verify", "-q", "HEAD"], &[]).ok();
+    let head = g.run_ok(&["rev-parse", "--verify", "-q", "HEAD"], &[]).ok();
     // `git status` trusts the index's assume-unchanged and skip-worktree flags, so an edit
     // behind one is invisible to it; the private index below has no flags and sees it.
-    let (hidden, sparse) = hidden_by_flags(dir)?;
+    let (hidden, sparse) = hidden_by_flags(g)?;
     let dirty = !status.is_empty() || !hidden.is_empty();
     let unreachable = match &head {
-        Some(h) => !reachable_elsewhere(dir, h, wt.branch.as_deref())?,
+        Some(h) => !reachable_elsewhere(repo, h, own)?,
         None => false,
     };
     if !dirty && !unreachable {
@@ -509,7 +604,9 @@ pub fn save_worktree(wt: &WorktreeRecord, team: &str, worker: &str) -> Result<Op
     }
     let commit = if dirty {
         // A private index, so the worktree's own index and files stay as they are.
-        let tmp = tempfile_path(dir)?;
+        let tmp = g
+            .admin
+            .join(format!("team-save-{}.index", uuid::Uuid::new_v4().simple()));
         let idx = tmp.to_string_lossy().to_string();
         let env: Vec<(&str, &str)> = IDENT
             .iter()
@@ -518,24 +615,24 @@ pub fn save_worktree(wt: &WorktreeRecord, team: &str, worker: &str) -> Result<Op
             .collect();
         let r = (|| {
             if let Some(h) = &head {
-                git_ok(dir, &["read-tree", h], &env)?;
+                g.run_ok(&["read-tree", h], &env)?;
             }
             // A sparse checkout's absent files are not deletions: keep them as they are.
             for chunk in sparse.chunks(500) {
                 let mut args = vec!["update-index", "--skip-worktree", "--"];
                 args.extend(chunk.iter().map(String::as_str));
-                git_ok(dir, &args, &env)?;
+                g.run_ok(&args, &env)?;
             }
-            git_ok(dir, &["add", "-A", "--", "."], &env)?;
-            let tree = git_ok(dir, &["write-tree"], &env)?;
+            g.run_ok(&["add", "-A", "--", "."], &env)?;
+            let tree = g.run_ok(&["write-tree"], &env)?;
             if status.is_empty()
                 && let Some(h) = &head
-                && git_ok(dir, &["rev-parse", &format!("{h}^{{tree}}")], &[])? == tree
+                && g.run_ok(&["rev-parse", &format!("{h}^{{tree}}")], &[])? == tree
             {
                 // The flagged files hold what HEAD holds: nothing to save.
                 return Ok(Ok(None));
             }
-            if let Some(b) = saved_before(dir, team, worker, &tree, head.as_deref())? {
+            if let Some(b) = saved_before(repo, team, worker, &tree, head.as_deref())? {
                 return Ok(Err(b));
             }
             let msg = format!("team-scale: saved state of {worker} (team {team}) before removal");
@@ -543,7 +640,7 @@ pub fn save_worktree(wt: &WorktreeRecord, team: &str, worker: &str) -> Result<Op
             if let Some(h) = &head {
                 args.extend(["-p", h.as_str()]);
             }
-            git_ok(dir, &args, &env).map(|c| Ok(Some(c)))
+            g.run_ok(&args, &env).map(|c| Ok(Some(c)))
         })();
         let _ = std::fs::remove_file(&tmp);
         match r? {
@@ -558,7 +655,7 @@ pub fn save_worktree(wt: &WorktreeRecord, team: &str, worker: &str) -> Result<Op
     };
     let branch = format!("team/{team}/saved/{worker}-{}", stamp());
     git_ok(
-        dir,
+        repo,
         &["update-ref", &format!("refs/heads/{branch}"), &commit, ""],
         &[],
     )?;
@@ -598,11 +695,6 @@ fn saved_before(
         }
     }
     Ok(None)
-}
-
-fn tempfile_path(dir: &Path) -> Result<PathBuf> {
-    let gitdir = git_ok(dir, &["rev-parse", "--absolute-git-dir"], &[])?;
-    Ok(PathBuf::from(gitdir).join(format!("team-save-{}.index", uuid::Uuid::new_v4().simple())))
 }
 
 /// The directories a teardown removes workers' files from, each reached once without following
@@ -817,9 +909,21 @@ fn remove_worktree(
     rep: &mut ResourceReport,
 ) -> Result<()> {
     let repo = &team.workspace;
-    if wt.path.exists() {
+    if std::fs::symlink_metadata(&wt.path).is_ok() {
+        // Reached through the repository's own record of the worktree, never through the
+        // worktree's `.git` file, which the worker could point at a repository of its own.
+        let g = match Worktree::find(repo, &wt.path) {
+            Ok(g) => g,
+            Err(e) => {
+                rep.blocked.push(format!(
+                    "worktree {} kept: it is not a worktree its repository records: {e}",
+                    wt.path.display()
+                ));
+                return Ok(());
+            }
+        };
         // What git cannot save, found before saving what it can.
-        let left = match unsavable(&wt.path) {
+        let left = match unsavable(&g) {
             Ok(l) => l,
             Err(e) => {
                 rep.blocked.push(format!(
@@ -829,7 +933,13 @@ fn remove_worktree(
                 return Ok(());
             }
         };
-        match save_worktree(wt, team.name.as_str(), w.name.as_str()) {
+        match save_worktree(
+            &g,
+            repo,
+            wt.branch.as_deref(),
+            team.name.as_str(),
+            w.name.as_str(),
+        ) {
             Ok(b) => rep.saved_branch = b,
             Err(e) => {
                 rep.blocked.push(format!(
@@ -877,15 +987,34 @@ fn remove_worktree(
     {
         let r = format!("refs/heads/{b}");
         if let Ok(tip) = git_ok(repo, &["rev-parse", "--verify", "-q", &r], &[]) {
-            if reachable_elsewhere(repo, &tip, Some(b))? {
-                git_ok(repo, &["update-ref", "-d", &r, &tip], &[])?;
-                rep.branch_deleted = Some(b.clone());
+            if !checked_out(repo, b)? && reachable_elsewhere(repo, &tip, Some(b))? {
+                // Deleted by the teardown, after its durable audit intent ([`delete_branch`]).
+                rep.branch_to_delete = Some((b.clone(), tip));
             } else {
                 rep.kept_branch = Some(b.clone());
             }
         }
     }
     Ok(())
+}
+
+/// Whether branch `b` is checked out in a worktree of the repository at `repo` (its main
+/// worktree included): `update-ref -d` would delete it from under that worktree.
+fn checked_out(repo: &Path, b: &str) -> Result<bool> {
+    let list = git_ok(repo, &["worktree", "list", "--porcelain"], &[])?;
+    let want = format!("branch refs/heads/{b}");
+    Ok(list.lines().any(|l| l == want))
+}
+
+/// Deletes branch `b` of the repository at `repo` if it still points at `tip` (what
+/// [`ResourceReport::branch_to_delete`] names; the teardown records its intent first).
+pub fn delete_branch(repo: &Path, b: &str, tip: &str) -> Result<()> {
+    git_ok(
+        repo,
+        &["update-ref", "-d", &format!("refs/heads/{b}"), tip],
+        &[],
+    )
+    .map(|_| ())
 }
 
 #[cfg(test)]
@@ -912,7 +1041,7 @@ mod tests {
         let u = parse_status_v2(out.as_bytes());
         assert_eq!(u.ignored, vec![".env", "scratch dir/"]);
         assert_eq!(u.nested_repos, vec!["nested repo/"]);
-        assert_eq!(u.dirty_submodules, vec!["sub one", "sub two"]);
+        assert_eq!(u.submodules, vec!["sub one", "sub two"]);
         assert!(u.describe().contains("nested repositories: nested repo/"));
         assert!(parse_status_v2(b"1 .M N... 100644 100644 100644 a b f\0? x\0").is_empty());
     }

@@ -1405,7 +1405,98 @@ fn remove_resources(t: &Teardown, team: &Team, plans: &mut [Plan]) -> Result<()>
             Err(e) => p.report.blocked.push(format!("resources: {e}")),
         }
     }
+    delete_branches(t, team, plans)?;
     dirs.sync()
+}
+
+/// Deletes the branches the tools made for removed workers (each still at the tip checked
+/// when its worktree went), after one durable batch of audit intents, and records the
+/// outcomes: a branch is the user's repository's, outside `.team`, and deleting one is an
+/// effect like a kill. A branch that cannot be deleted (it moved since) is kept, and says so.
+fn delete_branches(t: &Teardown, team: &Team, plans: &mut [Plan]) -> Result<()> {
+    let todo: Vec<usize> = (0..plans.len())
+        .filter(|&i| {
+            plans[i]
+                .report
+                .resources
+                .as_ref()
+                .is_some_and(|r| r.branch_to_delete.is_some())
+        })
+        .collect();
+    if todo.is_empty() {
+        return Ok(());
+    }
+    let target = |p: &Plan| {
+        let (b, tip) = p
+            .report
+            .resources
+            .as_ref()
+            .and_then(|r| r.branch_to_delete.clone())?;
+        Some((b, tip))
+    };
+    let items: Vec<AuditItem> = todo
+        .iter()
+        .filter_map(|&i| {
+            let (b, tip) = target(&plans[i])?;
+            let mut e = entry(t, team, &plans[i].worker, "delete-branch", &[]);
+            e.targets = vec![json!({"branch": b, "commit": tip, "repository": team.workspace})];
+            Some((Stage::Intent, None, e))
+        })
+        .collect();
+    // Fail closed: without a durable intent, no branch is deleted (each is kept, and said so).
+    let recs = match t.audit.append_batch(&items) {
+        Ok(r) => r,
+        Err(e) => {
+            for &i in &todo {
+                if let Some(r) = plans[i].report.resources.as_mut()
+                    && let Some((b, _)) = r.branch_to_delete.take()
+                {
+                    r.kept_branch = Some(b.clone());
+                    plans[i]
+                        .report
+                        .blocked
+                        .push(format!("branch {b} kept: its audit intent failed: {e}"));
+                }
+            }
+            return Ok(());
+        }
+    };
+    let mut outcomes = Vec::new();
+    for (&i, rec) in todo.iter().zip(recs) {
+        let Some((b, tip)) = target(&plans[i]) else {
+            continue;
+        };
+        let res = resources::delete_branch(&team.workspace, &b, &tip);
+        let mut e = entry(t, team, &plans[i].worker, "delete-branch", &[]);
+        e.targets = vec![json!({"branch": b, "commit": tip, "repository": team.workspace})];
+        e.outcome = Some(match &res {
+            Ok(()) => "deleted".into(),
+            Err(err) => format!("kept: {err}"),
+        });
+        let ok = res.is_ok();
+        outcomes.push((
+            if ok { Stage::Complete } else { Stage::Failed },
+            Some(rec.audit_id),
+            e,
+        ));
+        if let Some(r) = plans[i].report.resources.as_mut() {
+            r.branch_to_delete = None;
+            if ok {
+                r.branch_deleted = Some(b);
+            } else {
+                r.kept_branch = Some(b);
+            }
+        }
+    }
+    match t.outcomes {
+        Some(later) => later.borrow_mut().extend(outcomes),
+        None => {
+            if let Err(e) = t.audit.append_batch(&outcomes) {
+                tracing::warn!(error = %e, "could not record the branch deletions' outcomes");
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Step 7: drops the records of the workers nothing blocks (their unfinished tasks back to

@@ -76,7 +76,7 @@ pub fn print_settle(out: &mut Out, r: &SettleReport) -> CliResult<()> {
             "unsavable": res.filter(|r| !r.unsavable.is_empty()).map(|r| json!({
                 "ignored": r.unsavable.ignored,
                 "nested_repos": r.unsavable.nested_repos,
-                "dirty_submodules": r.unsavable.dirty_submodules,
+                "submodules": r.unsavable.submodules,
                 "empty_dirs": r.unsavable.empty_dirs,
                 "staged_differs": r.unsavable.staged_differs,
                 "worktree_refs": r.unsavable.worktree_refs,
@@ -118,7 +118,7 @@ pub fn print_settle(out: &mut Out, r: &SettleReport) -> CliResult<()> {
             }
             if let Some(b) = &r.kept_branch {
                 out.line(&format!(
-                    "  branch {b} kept: no other branch reaches its commits"
+                    "  branch {b} kept: no other branch reaches its commits, or a worktree has it checked out"
                 ))?;
             }
         }
