@@ -122,6 +122,39 @@ impl Worktree {
         }
     }
 
+    /// The keys the worktree's own config (`config.worktree` in its administrative directory,
+    /// read by git when the repository has `extensions.worktreeConfig`, as `git
+    /// sparse-checkout` sets) sets beyond the sparse-checkout ones: that file is the
+    /// worktree's, so a worker can write it, and a key like `filter.<x>.clean` names a command
+    /// git runs. Read as data (`git config --file`, which follows no `include`); a
+    /// `config.worktree` that is not a plain file counts as foreign too.
+    pub fn foreign_config(&self) -> Result<Vec<String>> {
+        const SPARSE: [&str; 3] = [
+            "core.sparsecheckout",
+            "core.sparsecheckoutcone",
+            "index.sparse",
+        ];
+        let f = self.admin.join("config.worktree");
+        match std::fs::symlink_metadata(&f) {
+            Err(_) => return Ok(Vec::new()),
+            Ok(m) if !m.is_file() => {
+                return Ok(vec![format!("{} (not a plain file)", f.display())]);
+            }
+            Ok(_) => {}
+        }
+        let path = f.to_string_lossy();
+        let keys = run_ok(
+            &self.common,
+            &["config", "--file", &path, "--list", "--name-only"],
+            &[],
+        )?;
+        Ok(keys
+            .lines()
+            .map(str::to_ascii_lowercase)
+            .filter(|k| !SPARSE.contains(&k.as_str()))
+            .collect())
+    }
+
     /// Runs `git <args>` in this worktree, its repository given to git explicitly
     /// (`GIT_DIR`, `GIT_COMMON_DIR`, `GIT_WORK_TREE`), so the worktree's `.git` file and its
     /// administrative directory's `commondir` file are never followed.

@@ -476,3 +476,145 @@ fn a_recorded_branch_that_is_not_the_workers_own_is_never_deleted() {
         );
     }
 }
+
+// The thirteenth black-box round, against the twelfth's fixes.
+
+#[test]
+fn a_worktrees_own_config_never_names_a_command_the_tools_run() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    let marker = sb.dir.path().join("ran");
+    // `git sparse-checkout` turns on `extensions.worktreeConfig`; the worker then sets a
+    // clean filter in its worktree's own config and applies it to every file.
+    git(&wt, &["sparse-checkout", "set", "--no-cone", "/*"]);
+    git(
+        &wt,
+        &[
+            "config",
+            "--worktree",
+            "filter.evil.clean",
+            &format!("sh -c 'touch {}; cat'", marker.display()),
+        ],
+    );
+    std::fs::write(wt.join(".gitattributes"), "* filter=evil\n").unwrap();
+    let (code, lines) = down_worker_2(&sb);
+    assert!(
+        !marker.exists(),
+        "down ran a filter named by the worktree's own config: {lines:?}"
+    );
+    assert_eq!(code, 3, "{lines:?}");
+    let w = lines
+        .iter()
+        .find(|l| l["type"] == "worker" && l["worker"] == "worker-2")
+        .unwrap();
+    assert!(
+        w["blocked"].to_string().contains("filter.evil.clean"),
+        "{w}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(wt.join("README")).unwrap(),
+        "hello, edited\n"
+    );
+}
+
+#[test]
+fn an_edit_outside_a_sparse_checkout_is_saved() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    // The worker narrows its checkout to `src/` (README, unedited, leaves the disk), then
+    // writes README again: git status shows the edit, and a sparse `add -A` would skip it.
+    std::fs::write(wt.join("README"), "hello\n").unwrap();
+    git(&wt, &["sparse-checkout", "set", "--no-cone", "/src/"]);
+    assert!(!wt.join("README").exists(), "outside the sparse patterns");
+    std::fs::write(wt.join("README"), "edited outside the cone\n").unwrap();
+    let (code, lines) = down_worker_2(&sb);
+    assert_eq!(code, 0, "{lines:?}");
+    let w = lines
+        .iter()
+        .find(|l| l["type"] == "worker" && l["worker"] == "worker-2")
+        .unwrap();
+    let saved = w["saved_branch"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the edit was not saved: {w}"));
+    assert_eq!(
+        git(&sb.ws, &["show", &format!("{saved}:README")]),
+        "edited outside the cone"
+    );
+}
+
+#[test]
+fn files_under_a_nested_dot_git_keep_their_worktree() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    std::fs::create_dir_all(wt.join("notes/.git")).unwrap();
+    std::fs::write(wt.join("notes/.git/findings.md"), "3 days of findings\n").unwrap();
+    std::fs::create_dir_all(wt.join("a")).unwrap();
+    std::fs::write(wt.join("a/.git"), "my notes\n").unwrap();
+    assert_kept(
+        &sb,
+        &wt,
+        &[
+            ("notes/.git/findings.md", "3 days of findings\n"),
+            ("a/.git", "my notes\n"),
+        ],
+        "git_entries",
+    );
+}
+
+#[test]
+fn the_users_own_worktrees_keep_their_records() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    let _ = wt;
+    // A worktree of the user's, whose directory is away (an unmounted drive).
+    let mine = sb.dir.path().join("userwt");
+    git(
+        &sb.ws,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            &mine.display().to_string(),
+        ],
+    );
+    std::fs::rename(&mine, sb.dir.path().join("userwt.away")).unwrap();
+    let (code, lines) = down_worker_2(&sb);
+    assert_eq!(code, 0, "{lines:?}");
+    assert!(
+        sb.ws.join(".git/worktrees/userwt").is_dir(),
+        "the user's worktree record was pruned"
+    );
+}
+
+#[test]
+fn a_worktree_a_live_process_works_in_is_kept() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    // A process that is not the worker's (a daemon it left that the teardown does not stop,
+    // or a shell of yours) works in the worktree.
+    let mut p = Command::new("sleep")
+        .arg("100000")
+        .current_dir(&wt)
+        .spawn()
+        .unwrap();
+    let _guard = tests::KillOnDrop(vec![p.id()]);
+    let (code, lines) = down_worker_2(&sb);
+    assert_eq!(code, 3, "{lines:?}");
+    let w = lines
+        .iter()
+        .find(|l| l["type"] == "worker" && l["worker"] == "worker-2")
+        .unwrap();
+    assert!(
+        w["blocked"]
+            .to_string()
+            .contains(&format!("in use by process(es) {}", p.id())),
+        "{w}"
+    );
+    assert!(
+        wt.join("README").exists(),
+        "the worktree was removed under it"
+    );
+    let _ = p.kill();
+    let _ = p.wait();
+}

@@ -31,6 +31,20 @@
 //!   too: they live in the common directory, which the worktree does not reach, and `git
 //!   worktree add` needs the user's `post-checkout` (Git LFS).
 //!
+//! - **The thirteenth round, against those fixes.** A worktree's own config
+//!   (`config.worktree`, read when `extensions.worktreeConfig` is on, as `git
+//!   sparse-checkout` sets it) may set only the sparse keys
+//!   ([`crate::git::Worktree::foreign_config`]), else the worktree is kept: a
+//!   `filter.<x>.clean` there ran four times under `down`. The save runs with
+//!   `core.sparseCheckout=false`, since a sparse `add -A` skipped an edit outside the
+//!   patterns while `down` reported it saved. Every entry named `.git` below the top keeps the
+//!   worktree ([`Unsavable::git_entries`]): git skips any path through one, and files in a
+//!   `notes/.git/` went unsaved. A worktree a live process works in (cwd, root or an open
+//!   file, from `/proc`) is kept, checked before the save and again before the removal: a
+//!   daemon the teardown leaves running (`shared`) wrote files after the save that went with
+//!   the worktree. And no `git worktree prune`: it dropped the user's own worktree whose
+//!   directory was away; only the worker's record goes.
+//!
 //! - **Only the worker's own branch is ever deleted, after its intent.** [`validate`] refuses
 //!   (exit 65, before any effect) a record whose branch the tools made (`branch_created`) but
 //!   that is not `<prefix>/<worker>` of the team's branch mode; a branch checked out in any
@@ -241,6 +255,9 @@ pub struct Unsavable {
     pub submodules: Vec<String>,
     /// Empty directories: git records no directory without a file in it.
     pub empty_dirs: Vec<String>,
+    /// Entries named `.git` below the worktree's root that are no repository already named
+    /// above (a `notes/.git/` of files, a `.git` file): git never saves a path through one.
+    pub git_entries: Vec<String>,
     /// Files whose staged content differs from both HEAD and the file on disk: the save
     /// commits the file on disk, so the staged version would be lost.
     pub staged_differs: Vec<String>,
@@ -256,6 +273,7 @@ impl Unsavable {
             && self.nested_repos.is_empty()
             && self.submodules.is_empty()
             && self.empty_dirs.is_empty()
+            && self.git_entries.is_empty()
             && self.staged_differs.is_empty()
             && self.worktree_refs.is_empty()
     }
@@ -284,6 +302,12 @@ impl Unsavable {
         }
         if !self.empty_dirs.is_empty() {
             parts.push(format!("empty directories: {}", list(&self.empty_dirs)));
+        }
+        if !self.git_entries.is_empty() {
+            parts.push(format!(
+                "entries named .git, which git never saves: {}",
+                list(&self.git_entries)
+            ));
         }
         if !self.staged_differs.is_empty() {
             parts.push(format!(
@@ -339,7 +363,19 @@ pub fn unsavable(g: &Worktree) -> Result<Unsavable> {
         .filter(|p| holds_anything(&g.path.join(p)))
         .map(|p| format!("{p}/"))
         .collect();
-    u.empty_dirs = empty_dirs(&g.path, WALK_LIMIT)?;
+    let (empty, gits) = walk(&g.path, WALK_LIMIT)?;
+    u.empty_dirs = empty;
+    // A `.git` of a repository already named (nested, or a submodule) is not named twice.
+    u.git_entries = gits
+        .into_iter()
+        .filter(|e| {
+            let parent = e.trim_end_matches('/').trim_end_matches(".git");
+            !u.nested_repos
+                .iter()
+                .chain(&u.submodules)
+                .any(|r| r == parent)
+        })
+        .collect();
     let refs = g.run(
         &[
             "for-each-ref",
@@ -393,7 +429,15 @@ pub const WALK_LIMIT: usize = 200_000;
 /// follows no symlink and skips every `.git`. More than `limit` entries is an error: the
 /// caller keeps the worktree rather than guess.
 pub fn empty_dirs(dir: &Path, limit: usize) -> Result<Vec<String>> {
+    walk(dir, limit).map(|w| w.0)
+}
+
+/// The empty directories below `dir` and the entries named `.git` below its top level (each
+/// relative; a directory with a trailing `/`), by a walk that follows no symlink and does not
+/// enter a `.git`. More than `limit` entries is an error.
+fn walk(dir: &Path, limit: usize) -> Result<(Vec<String>, Vec<String>)> {
     let mut out = Vec::new();
+    let mut gits = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     let mut seen = 0usize;
     while let Some(d) = stack.pop() {
@@ -409,12 +453,21 @@ pub fn empty_dirs(dir: &Path, limit: usize) -> Result<Vec<String>> {
                     dir.display()
                 )));
             }
-            if e.file_name() == ".git" {
-                continue;
-            }
             let ft = e
                 .file_type()
                 .map_err(|x| Error::io("inspect", e.path(), x))?;
+            if e.file_name() == ".git" {
+                if d != dir {
+                    let p = e.path();
+                    let rel = p.strip_prefix(dir).unwrap_or(&p);
+                    gits.push(format!(
+                        "{}{}",
+                        rel.display(),
+                        if ft.is_dir() { "/" } else { "" }
+                    ));
+                }
+                continue;
+            }
             if ft.is_dir() {
                 stack.push(e.path());
             }
@@ -425,7 +478,8 @@ pub fn empty_dirs(dir: &Path, limit: usize) -> Result<Vec<String>> {
         }
     }
     out.sort();
-    Ok(out)
+    gits.sort();
+    Ok((out, gits))
 }
 
 /// Paths whose index entry hides the worktree's file from `git status`: `assume-unchanged`
@@ -527,7 +581,7 @@ pub fn parse_status_v2(out: &[u8]) -> Unsavable {
     u
 }
 
-use crate::git::{Worktree, run as git, run_ok as git_ok};
+use crate::git::{Worktree, run_ok as git_ok};
 
 const IDENT: [(&str, &str); 4] = [
     ("GIT_AUTHOR_NAME", "team-scale"),
@@ -581,7 +635,14 @@ pub fn save_worktree(
     team: &str,
     worker: &str,
 ) -> Result<Option<String>> {
-    let status = g.run_ok(
+    // A sparse checkout's `add -A` skips every path outside its patterns, edits included:
+    // the save sees the whole worktree (absent paths are kept by their skip-worktree flag).
+    let git = |args: &[&str], env: &[(&str, &str)]| {
+        let mut a = vec!["-c", "core.sparseCheckout=false"];
+        a.extend_from_slice(args);
+        g.run_ok(&a, env)
+    };
+    let status = git(
         &[
             "status",
             "--porcelain",
@@ -590,7 +651,7 @@ pub fn save_worktree(
         ],
         &[],
     )?;
-    let head = g.run_ok(&["rev-parse", "--verify", "-q", "HEAD"], &[]).ok();
+    let head = git(&["rev-parse", "--verify", "-q", "HEAD"], &[]).ok();
     // `git status` trusts the index's assume-unchanged and skip-worktree flags, so an edit
     // behind one is invisible to it; the private index below has no flags and sees it.
     let (hidden, sparse) = hidden_by_flags(g)?;
@@ -615,19 +676,19 @@ pub fn save_worktree(
             .collect();
         let r = (|| {
             if let Some(h) = &head {
-                g.run_ok(&["read-tree", h], &env)?;
+                git(&["read-tree", h], &env)?;
             }
             // A sparse checkout's absent files are not deletions: keep them as they are.
             for chunk in sparse.chunks(500) {
                 let mut args = vec!["update-index", "--skip-worktree", "--"];
                 args.extend(chunk.iter().map(String::as_str));
-                g.run_ok(&args, &env)?;
+                git(&args, &env)?;
             }
-            g.run_ok(&["add", "-A", "--", "."], &env)?;
-            let tree = g.run_ok(&["write-tree"], &env)?;
+            git(&["add", "-A", "--", "."], &env)?;
+            let tree = git(&["write-tree"], &env)?;
             if status.is_empty()
                 && let Some(h) = &head
-                && g.run_ok(&["rev-parse", &format!("{h}^{{tree}}")], &[])? == tree
+                && git(&["rev-parse", &format!("{h}^{{tree}}")], &[])? == tree
             {
                 // The flagged files hold what HEAD holds: nothing to save.
                 return Ok(Ok(None));
@@ -640,7 +701,7 @@ pub fn save_worktree(
             if let Some(h) = &head {
                 args.extend(["-p", h.as_str()]);
             }
-            g.run_ok(&args, &env).map(|c| Ok(Some(c)))
+            git(&args, &env).map(|c| Ok(Some(c)))
         })();
         let _ = std::fs::remove_file(&tmp);
         match r? {
@@ -922,6 +983,36 @@ fn remove_worktree(
                 return Ok(());
             }
         };
+        // Its own config is the worker's to write: git runs under none but the sparse keys.
+        match g.foreign_config() {
+            Ok(k) if k.is_empty() => {}
+            Ok(k) => {
+                rep.blocked.push(format!(
+                    "worktree {} kept: its own git config (config.worktree) sets {}, which the tools do not run git under; remove them (`git config --worktree --unset <key>`), then run `team-scale reconcile {}`",
+                    wt.path.display(),
+                    k.join(", "),
+                    team.name
+                ));
+                return Ok(());
+            }
+            Err(e) => {
+                rep.blocked.push(format!(
+                    "worktree {} kept: cannot read its own git config: {e}",
+                    wt.path.display()
+                ));
+                return Ok(());
+            }
+        }
+        // A process still working there (a daemon the worker left, a shell of yours) would
+        // write after the save: what it wrote would go with the worktree.
+        if let Some(why) = in_use(&wt.path) {
+            rep.blocked.push(format!(
+                "worktree {} kept: {why}; run `team-scale reconcile {}` when it is done",
+                wt.path.display(),
+                team.name
+            ));
+            return Ok(());
+        }
         // What git cannot save, found before saving what it can.
         let left = match unsavable(&g) {
             Ok(l) => l,
@@ -974,13 +1065,32 @@ fn remove_worktree(
             args.push("--force");
         }
         args.push(&p);
+        if let Some(why) = in_use(&wt.path) {
+            rep.blocked.push(format!(
+                "worktree {} kept: {why}; its state is saved{}",
+                wt.path.display(),
+                rep.saved_branch
+                    .as_ref()
+                    .map(|b| format!(" on branch {b}"))
+                    .unwrap_or_default()
+            ));
+            return Ok(());
+        }
         if let Err(e) = git_ok(repo, &args, &[]) {
             rep.blocked
                 .push(format!("worktree {} kept: {e}", wt.path.display()));
             return Ok(());
         }
+    } else if let Ok(g) = Worktree::find(repo, &wt.path) {
+        // Its directory is gone: its record in the repository goes too, and no other
+        // (`git worktree prune` would drop every worktree whose directory is away, the
+        // user's unmounted ones included).
+        if let Err(e) = std::fs::remove_dir_all(&g.admin) {
+            rep.blocked
+                .push(format!("worktree record {} kept: {e}", g.admin.display()));
+            return Ok(());
+        }
     }
-    let _ = git(repo, &["worktree", "prune"], &[]);
     rep.worktree_removed = true;
     if let Some(b) = &wt.branch
         && wt.branch_created
@@ -996,6 +1106,43 @@ fn remove_worktree(
         }
     }
     Ok(())
+}
+
+/// Why the worktree at `dir` is in use, if a live process (other than this one) has its
+/// working directory, its root or an open file in it.
+fn in_use(dir: &Path) -> Option<String> {
+    let real = dir
+        .parent()
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .zip(dir.file_name())
+        .map_or_else(|| dir.to_path_buf(), |(p, n)| p.join(n));
+    let inside = |l: &Path| l.starts_with(&real) || l.starts_with(dir);
+    let me = std::process::id();
+    let mut users = Vec::new();
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let base = e.path();
+        let link = |n: &str| std::fs::read_link(base.join(n)).ok();
+        let hit = ["cwd", "root"]
+            .iter()
+            .filter_map(|n| link(n))
+            .any(|l| inside(&l))
+            || std::fs::read_dir(base.join("fd")).is_ok_and(|fds| {
+                fds.flatten()
+                    .filter_map(|f| std::fs::read_link(f.path()).ok())
+                    .any(|l| inside(&l))
+            });
+        if hit {
+            let comm = std::fs::read_to_string(base.join("comm")).unwrap_or_default();
+            users.push(format!("{pid} ({})", comm.trim()));
+        }
+    }
+    (!users.is_empty()).then(|| format!("in use by process(es) {}", users.join(", ")))
 }
 
 /// Whether branch `b` is checked out in a worktree of the repository at `repo` (its main

@@ -78,6 +78,7 @@ pub fn print_settle(out: &mut Out, r: &SettleReport) -> CliResult<()> {
                 "nested_repos": r.unsavable.nested_repos,
                 "submodules": r.unsavable.submodules,
                 "empty_dirs": r.unsavable.empty_dirs,
+                "git_entries": r.unsavable.git_entries,
                 "staged_differs": r.unsavable.staged_differs,
                 "worktree_refs": r.unsavable.worktree_refs,
             })),
