@@ -86,6 +86,14 @@ fn setup(sb: &Sandbox, submodule: bool) -> PathBuf {
     wt
 }
 
+/// worker-2's record in `down`'s JSON lines.
+fn worker_2(lines: &[Value]) -> &Value {
+    lines
+        .iter()
+        .find(|l| l["type"] == "worker" && l["worker"] == "worker-2")
+        .unwrap_or_else(|| panic!("no record of worker-2: {lines:?}"))
+}
+
 fn down_worker_2(sb: &Sandbox) -> (i32, Vec<Value>) {
     let o = sb.run(
         "team-scale",
@@ -108,10 +116,7 @@ fn assert_kept(sb: &Sandbox, wt: &Path, files: &[(&str, &str)], kind: &str) {
         );
     }
     assert_eq!(code, 3, "cleanup debt remains: {lines:?}");
-    let w = lines
-        .iter()
-        .find(|l| l["type"] == "worker" && l["worker"] == "worker-2")
-        .unwrap();
+    let w = worker_2(&lines);
     assert_eq!(w["worktree_kept"], wt.display().to_string(), "{w}");
     assert!(
         !w["unsavable"][kind].as_array().unwrap().is_empty(),
@@ -226,10 +231,7 @@ fn hidden_edit_is_saved(flag: &str) {
     );
     let (code, lines) = down_worker_2(&sb);
     assert_eq!(code, 0, "{lines:?}");
-    let w = lines
-        .iter()
-        .find(|l| l["type"] == "worker" && l["worker"] == "worker-2")
-        .unwrap();
+    let w = worker_2(&lines);
     let saved = w["saved_branch"]
         .as_str()
         .unwrap_or_else(|| panic!("the hidden edit was not saved: {w}"));
@@ -382,10 +384,7 @@ fn a_worktree_pointed_at_another_repository_is_reached_through_its_own() {
     let o = sb.run("team-scale", &["reconcile", "demo"]);
     assert!(!marker.exists(), "reconcile ran it: {o:?}");
     // The edit was saved through the workspace's own record of the worktree, in the workspace.
-    let w = lines
-        .iter()
-        .find(|l| l["type"] == "worker" && l["worker"] == "worker-2")
-        .unwrap();
+    let w = worker_2(&lines);
     let saved = w["saved_branch"].as_str().expect("the edit was saved");
     assert_eq!(
         git(&sb.ws, &["show", &format!("{saved}:README")]),
@@ -503,10 +502,7 @@ fn a_worktrees_own_config_never_names_a_command_the_tools_run() {
         "down ran a filter named by the worktree's own config: {lines:?}"
     );
     assert_eq!(code, 3, "{lines:?}");
-    let w = lines
-        .iter()
-        .find(|l| l["type"] == "worker" && l["worker"] == "worker-2")
-        .unwrap();
+    let w = worker_2(&lines);
     assert!(
         w["blocked"].to_string().contains("filter.evil.clean"),
         "{w}"
@@ -529,10 +525,7 @@ fn an_edit_outside_a_sparse_checkout_is_saved() {
     std::fs::write(wt.join("README"), "edited outside the cone\n").unwrap();
     let (code, lines) = down_worker_2(&sb);
     assert_eq!(code, 0, "{lines:?}");
-    let w = lines
-        .iter()
-        .find(|l| l["type"] == "worker" && l["worker"] == "worker-2")
-        .unwrap();
+    let w = worker_2(&lines);
     let saved = w["saved_branch"]
         .as_str()
         .unwrap_or_else(|| panic!("the edit was not saved: {w}"));
@@ -601,10 +594,7 @@ fn a_worktree_a_live_process_works_in_is_kept() {
     let _guard = tests::KillOnDrop(vec![p.id()]);
     let (code, lines) = down_worker_2(&sb);
     assert_eq!(code, 3, "{lines:?}");
-    let w = lines
-        .iter()
-        .find(|l| l["type"] == "worker" && l["worker"] == "worker-2")
-        .unwrap();
+    let w = worker_2(&lines);
     assert!(
         w["blocked"]
             .to_string()
