@@ -45,6 +45,26 @@ pub fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
         .map_err(|e| Error::io("run git in", dir, e))
 }
 
+/// Whether the git that [`run`] runs is at least `major.minor` (`false` when it cannot say).
+pub fn at_least(major: u32, minor: u32) -> bool {
+    static VERSION: std::sync::OnceLock<Option<(u32, u32)>> = std::sync::OnceLock::new();
+    let v = VERSION.get_or_init(|| {
+        let o = Command::new("git")
+            .arg("version")
+            .stdin(Stdio::null())
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&o.stdout);
+        let mut n = text
+            .split_whitespace()
+            .nth(2)?
+            .split('.')
+            .map(|p| p.parse::<u32>().ok());
+        Some((n.next()??, n.next()??))
+    });
+    v.is_some_and(|v| v >= (major, minor))
+}
+
 /// Like [`run`], but a failure is an error naming the command; returns trimmed stdout.
 pub fn run_ok(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String> {
     let o = run(dir, args, env)?;

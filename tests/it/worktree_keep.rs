@@ -608,3 +608,152 @@ fn a_worktree_a_live_process_works_in_is_kept() {
     let _ = p.kill();
     let _ = p.wait();
 }
+
+// The fourteenth black-box round.
+
+#[test]
+fn the_save_keeps_every_byte_whatever_the_worktrees_attributes_say() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    std::fs::write(wt.join(".gitattributes"), "* ident\n*.bin text\n").unwrap();
+    std::fs::write(
+        wt.join("notes.txt"),
+        "notes: $Id: the only copy of my notes $\n",
+    )
+    .unwrap();
+    let bin: Vec<u8> = (0..=255u8).chain(*b"\r\n\r\n").collect();
+    std::fs::write(wt.join("model.bin"), &bin).unwrap();
+    let (code, lines) = down_worker_2(&sb);
+    assert_eq!(code, 0, "{lines:?}");
+    let saved = worker_2(&lines)["saved_branch"]
+        .as_str()
+        .expect("saved")
+        .to_string();
+    let show = |f: &str| {
+        Command::new("git")
+            .arg("-C")
+            .arg(&sb.ws)
+            .args(["show", &format!("{saved}:{f}")])
+            .output()
+            .unwrap()
+            .stdout
+    };
+    assert_eq!(
+        show("notes.txt"),
+        b"notes: $Id: the only copy of my notes $\n"
+    );
+    assert_eq!(show("model.bin"), bin, "the bytes saved are not the file's");
+}
+
+#[test]
+fn a_staged_file_deleted_from_disk_keeps_its_worktree() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    std::fs::write(wt.join("s.txt"), "STAGED ONLY\n").unwrap();
+    git(&wt, &["add", "s.txt"]);
+    std::fs::remove_file(wt.join("s.txt")).unwrap();
+    assert_kept(&sb, &wt, &[], "staged_differs");
+    assert_eq!(git(&wt, &["show", ":s.txt"]), "STAGED ONLY");
+}
+
+#[test]
+fn commits_only_the_worktrees_history_holds_keep_it() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    git(&wt, &["commit", "-qam", "only in the reflog soon"]);
+    let lost = git(&wt, &["rev-parse", "HEAD"]);
+    git(&wt, &["checkout", "-q", "--detach", "HEAD~1"]);
+    std::fs::write(wt.join("README"), "hello, edited\n").unwrap();
+    assert_kept(&sb, &wt, &[], "history");
+    assert_eq!(git(&sb.ws, &["cat-file", "-t", &lost]), "commit");
+}
+
+#[test]
+fn an_unfinished_rebase_keeps_its_worktree() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    git(&wt, &["commit", "-qam", "mine"]);
+    git(&wt, &["checkout", "-q", "--detach", "HEAD~1"]);
+    std::fs::write(wt.join("README"), "theirs\n").unwrap();
+    git(&wt, &["commit", "-qam", "theirs"]);
+    let onto = git(&wt, &["rev-parse", "HEAD"]);
+    git(&wt, &["checkout", "-q", "--detach", "HEAD@{2}"]);
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(&wt)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "rebase", &onto])
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "the rebase stops on its conflict");
+    std::fs::write(wt.join("README"), "hello, edited\n").unwrap();
+    assert_kept(&sb, &wt, &[], "history");
+}
+
+#[test]
+fn a_file_mapped_by_a_live_process_keeps_its_worktree() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    let pidfile = sb.dir.path().join("map.pid");
+    let mut p = Command::new(env!("CARGO_BIN_EXE_fake-daemon"))
+        .arg("map")
+        .arg(wt.join("db.bin"))
+        .arg(&pidfile)
+        .spawn()
+        .unwrap();
+    let _guard = tests::KillOnDrop(vec![p.id()]);
+    tests::wait_for("the mapping", std::time::Duration::from_secs(10), || {
+        pidfile.exists()
+    });
+    let (code, lines) = down_worker_2(&sb);
+    assert_eq!(code, 3, "{lines:?}");
+    assert!(
+        worker_2(&lines)["blocked"]
+            .to_string()
+            .contains(&format!("in use by process(es) {}", p.id())),
+        "{lines:?}"
+    );
+    assert!(wt.join("db.bin").exists());
+    let _ = p.kill();
+    let _ = p.wait();
+}
+
+#[test]
+fn a_file_system_mounted_in_a_worktree_is_never_removed_through() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    let victim = sb.dir.path().join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::write(victim.join("precious.txt"), "PRECIOUS\n").unwrap();
+    std::fs::create_dir_all(wt.join("mnt")).unwrap();
+    // The bind mount lives in a private mount namespace, with the `down` that sees it.
+    let script = format!(
+        "mount --bind '{}' '{}' || exit 200; exec '{}' down demo --worker worker-2 --force --grace 1s --json",
+        victim.display(),
+        wt.join("mnt").display(),
+        tests::bin("team-scale").display()
+    );
+    let o = sb
+        .command("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    if o.status.code() == Some(200) || o.status.code() == Some(1) && o.stdout.is_empty() {
+        eprintln!(
+            "no private mount namespace here (needs root): the mount test not run: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        return;
+    }
+    let lines = json_lines(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{lines:?}");
+    assert!(
+        worker_2(&lines)["blocked"]
+            .to_string()
+            .contains("file systems are mounted in it"),
+        "{lines:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(victim.join("precious.txt")).unwrap(),
+        "PRECIOUS\n"
+    );
+}

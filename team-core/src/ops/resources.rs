@@ -45,6 +45,18 @@
 //!   the worktree. And no `git worktree prune`: it dropped the user's own worktree whose
 //!   directory was away; only the worker's record goes.
 //!
+//! - **The fourteenth round.** The save stores the files' bytes (`GIT_ATTR_SOURCE` = the
+//!   empty tree, `core.autocrlf=false`, no global attributes file; before git 2.40 a
+//!   worktree with `.gitattributes` is kept instead): `ident` and `text` had changed what was
+//!   saved while the originals went. A staged file whose copy on disk is gone (`AD`) keeps
+//!   the worktree, as one changed on disk (`MM`) did. An unfinished rebase, merge,
+//!   cherry-pick, revert or bisect, or commits that only the worktree's `HEAD` reflog or
+//!   `ORIG_HEAD` reaches ([`Unsavable::history`]; read as data, bounded, no FIFO waited on)
+//!   keeps it: they live in its administrative directory, which goes with it. The in-use
+//!   check reads `/proc/<pid>/maps` too (a file mapped with no descriptor open), and a file
+//!   system mounted in the worktree (`/proc/self/mountinfo`) keeps it: `git worktree remove
+//!   --force` deleted through a bind mount.
+//!
 //! - **Only the worker's own branch is ever deleted, after its intent.** [`validate`] refuses
 //!   (exit 65, before any effect) a record whose branch the tools made (`branch_created`) but
 //!   that is not `<prefix>/<worker>` of the team's branch mode; a branch checked out in any
@@ -264,6 +276,13 @@ pub struct Unsavable {
     /// Refs that live only in this worktree (`refs/worktree/*`, `refs/bisect/*`): removing
     /// the worktree drops them and the commits only they hold.
     pub worktree_refs: Vec<String>,
+    /// What only this worktree's own history holds: an unfinished rebase, merge, cherry-pick,
+    /// revert or bisect, and commits its `HEAD` reflog or `ORIG_HEAD` reaches that no branch,
+    /// tag or `HEAD` does (they go with its administrative directory).
+    pub history: Vec<String>,
+    /// `.gitattributes` files, when this git (older than 2.40) cannot save without applying
+    /// them: `ident`, `text` or `eol` would change the bytes saved.
+    pub attributes: Vec<String>,
 }
 
 impl Unsavable {
@@ -276,6 +295,8 @@ impl Unsavable {
             && self.git_entries.is_empty()
             && self.staged_differs.is_empty()
             && self.worktree_refs.is_empty()
+            && self.history.is_empty()
+            && self.attributes.is_empty()
     }
 
     /// A short description naming the first few paths of each kind.
@@ -321,6 +342,18 @@ impl Unsavable {
                 list(&self.worktree_refs)
             ));
         }
+        if !self.history.is_empty() {
+            parts.push(format!(
+                "history of this worktree only: {}",
+                list(&self.history)
+            ));
+        }
+        if !self.attributes.is_empty() {
+            parts.push(format!(
+                ".gitattributes this git (before 2.40) would apply to the save: {}",
+                list(&self.attributes)
+            ));
+        }
         parts.join("; ")
     }
 }
@@ -363,8 +396,16 @@ pub fn unsavable(g: &Worktree) -> Result<Unsavable> {
         .filter(|p| holds_anything(&g.path.join(p)))
         .map(|p| format!("{p}/"))
         .collect();
-    let (empty, gits) = walk(&g.path, WALK_LIMIT)?;
-    u.empty_dirs = empty;
+    let Walked {
+        empty_dirs,
+        git_entries: gits,
+        attributes,
+    } = walk(&g.path, WALK_LIMIT)?;
+    u.empty_dirs = empty_dirs;
+    if !crate::git::at_least(2, 40) {
+        u.attributes = attributes;
+    }
+    u.history = history_only(g)?;
     // A `.git` of a repository already named (nested, or a submodule) is not named twice.
     u.git_entries = gits
         .into_iter()
@@ -400,6 +441,132 @@ pub fn unsavable(g: &Worktree) -> Result<Unsavable> {
     Ok(u)
 }
 
+/// What only the worktree `g`'s own history holds (see [`Unsavable::history`]).
+fn history_only(g: &Worktree) -> Result<Vec<String>> {
+    let mut out: Vec<String> = [
+        "rebase-merge",
+        "rebase-apply",
+        "MERGE_HEAD",
+        "CHERRY_PICK_HEAD",
+        "REVERT_HEAD",
+        "BISECT_LOG",
+        "sequencer",
+    ]
+    .into_iter()
+    .filter(|n| std::fs::symlink_metadata(g.admin.join(n)).is_ok())
+    .map(|n| format!("an unfinished operation ({n})"))
+    .collect();
+    // Read as data, bounded: object names in its reflog and ORIG_HEAD.
+    let mut ids = std::collections::BTreeSet::new();
+    for f in ["logs/HEAD", "ORIG_HEAD"] {
+        let text = match read_small(&g.admin.join(f), 8 << 20) {
+            Ok(Some(t)) => t,
+            Ok(None) => continue,
+            Err(why) => {
+                out.push(format!("its {f} {why}"));
+                continue;
+            }
+        };
+        for w in String::from_utf8_lossy(&text).split(|c: char| !c.is_ascii_hexdigit()) {
+            if (w.len() == 40 || w.len() == 64) && w.bytes().any(|b| b != b'0') {
+                ids.insert(w.to_ascii_lowercase());
+            }
+        }
+    }
+    if ids.len() > 20_000 {
+        out.push(format!(
+            "{} commits in its HEAD history, too many to check",
+            ids.len()
+        ));
+        return Ok(out);
+    }
+    for chunk in ids.into_iter().collect::<Vec<_>>().chunks(2000) {
+        let mut args = vec!["rev-list", "--count", "--ignore-missing"];
+        args.extend(chunk.iter().map(String::as_str));
+        args.extend(["--not", "--branches", "--tags", "HEAD"]);
+        let n: u64 = g.run_ok(&args, &[])?.parse().unwrap_or(1);
+        if n > 0 {
+            out.push(format!(
+                "{n} commit(s) its HEAD reflog or ORIG_HEAD reaches and no branch does"
+            ));
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// The content of the regular file at `p` (`None` when there is none), read without
+/// following a symlink or waiting on a FIFO; an error says why it cannot be read whole.
+fn read_small(p: &Path, max: u64) -> std::result::Result<Option<Vec<u8>>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::symlink_metadata(p) {
+        Err(_) => return Ok(None),
+        Ok(m) if !m.is_file() => return Err("is not a plain file".into()),
+        Ok(_) => {}
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_flags())
+        .open(p)
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    let mut v = Vec::new();
+    (&f).take(max + 1)
+        .read_to_end(&mut v)
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    if v.len() as u64 > max {
+        return Err(format!("is larger than {max} bytes"));
+    }
+    Ok(Some(v))
+}
+
+/// `O_NOFOLLOW | O_NONBLOCK`.
+fn libc_flags() -> i32 {
+    (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32
+}
+
+/// Mount points at or below `dir` (from `/proc/self/mountinfo`): a removal would go into the
+/// file system mounted there, which is not the worktree's.
+fn mounts_inside(dir: &Path) -> Option<String> {
+    let real = real_path(dir);
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let found: Vec<String> = info
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(unescape_mountinfo)
+        .filter(|m| Path::new(m).starts_with(&real) || Path::new(m).starts_with(dir))
+        .collect();
+    (!found.is_empty()).then(|| format!("file systems are mounted in it: {}", found.join(", ")))
+}
+
+/// `/proc/self/mountinfo` escapes space, tab, newline and backslash as `\ooo`.
+fn unescape_mountinfo(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `dir` with its parent resolved (as `/proc` shows paths), the directory itself not.
+fn real_path(dir: &Path) -> PathBuf {
+    dir.parent()
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .zip(dir.file_name())
+        .map_or_else(|| dir.to_path_buf(), |(p, n)| p.join(n))
+}
+
 /// The paths of the gitlinks (mode 160000, submodules) in `git ls-files -s -z` output.
 pub fn gitlinks(out: &[u8]) -> Vec<String> {
     out.split(|b| *b == 0)
@@ -429,15 +596,16 @@ pub const WALK_LIMIT: usize = 200_000;
 /// follows no symlink and skips every `.git`. More than `limit` entries is an error: the
 /// caller keeps the worktree rather than guess.
 pub fn empty_dirs(dir: &Path, limit: usize) -> Result<Vec<String>> {
-    walk(dir, limit).map(|w| w.0)
+    walk(dir, limit).map(|w| w.empty_dirs)
 }
 
 /// The empty directories below `dir` and the entries named `.git` below its top level (each
 /// relative; a directory with a trailing `/`), by a walk that follows no symlink and does not
 /// enter a `.git`. More than `limit` entries is an error.
-fn walk(dir: &Path, limit: usize) -> Result<(Vec<String>, Vec<String>)> {
+fn walk(dir: &Path, limit: usize) -> Result<Walked> {
     let mut out = Vec::new();
     let mut gits = Vec::new();
+    let mut attrs = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     let mut seen = 0usize;
     while let Some(d) = stack.pop() {
@@ -456,6 +624,10 @@ fn walk(dir: &Path, limit: usize) -> Result<(Vec<String>, Vec<String>)> {
             let ft = e
                 .file_type()
                 .map_err(|x| Error::io("inspect", e.path(), x))?;
+            if e.file_name() == ".gitattributes" {
+                let p = e.path();
+                attrs.push(p.strip_prefix(dir).unwrap_or(&p).display().to_string());
+            }
             if e.file_name() == ".git" {
                 if d != dir {
                     let p = e.path();
@@ -479,7 +651,19 @@ fn walk(dir: &Path, limit: usize) -> Result<(Vec<String>, Vec<String>)> {
     }
     out.sort();
     gits.sort();
-    Ok((out, gits))
+    attrs.sort();
+    Ok(Walked {
+        empty_dirs: out,
+        git_entries: gits,
+        attributes: attrs,
+    })
+}
+
+/// What [`walk`] finds.
+struct Walked {
+    empty_dirs: Vec<String>,
+    git_entries: Vec<String>,
+    attributes: Vec<String>,
 }
 
 /// Paths whose index entry hides the worktree's file from `git status`: `assume-unchanged`
@@ -570,7 +754,6 @@ pub fn parse_status_v2(out: &[u8]) -> Unsavable {
                     && x != '.'
                     && y != '.'
                     && x != 'D'
-                    && y != 'D'
                     && !sub.is_some_and(|s| s.starts_with('S'))
                 {
                     u.staged_differs.push(path);
@@ -637,10 +820,24 @@ pub fn save_worktree(
 ) -> Result<Option<String>> {
     // A sparse checkout's `add -A` skips every path outside its patterns, edits included:
     // the save sees the whole worktree (absent paths are kept by their skip-worktree flag).
+    // And it saves the files' bytes as they are: no attribute of the worktree's (`ident`,
+    // `text`, `eol`, a filter) and no line-ending conversion applies (`GIT_ATTR_SOURCE`, git
+    // 2.40+, reads attributes from the empty tree; an older git keeps a worktree that has
+    // `.gitattributes`, see `unsavable`).
+    let empty_tree = g.run_ok(&["hash-object", "-t", "tree", "--stdin"], &[])?;
     let git = |args: &[&str], env: &[(&str, &str)]| {
-        let mut a = vec!["-c", "core.sparseCheckout=false"];
+        let mut a = vec![
+            "-c",
+            "core.sparseCheckout=false",
+            "-c",
+            "core.autocrlf=false",
+            "-c",
+            "core.attributesFile=/dev/null",
+        ];
         a.extend_from_slice(args);
-        g.run_ok(&a, env)
+        let mut e: Vec<(&str, &str)> = vec![("GIT_ATTR_SOURCE", empty_tree.as_str())];
+        e.extend_from_slice(env);
+        g.run_ok(&a, &e)
     };
     let status = git(
         &[
@@ -1004,8 +1201,9 @@ fn remove_worktree(
             }
         }
         // A process still working there (a daemon the worker left, a shell of yours) would
-        // write after the save: what it wrote would go with the worktree.
-        if let Some(why) = in_use(&wt.path) {
+        // write after the save: what it wrote would go with the worktree. A file system
+        // mounted in it is not the worktree's: a removal would delete what is on it.
+        if let Some(why) = in_use(&wt.path).or_else(|| mounts_inside(&wt.path)) {
             rep.blocked.push(format!(
                 "worktree {} kept: {why}; run `team-scale reconcile {}` when it is done",
                 wt.path.display(),
@@ -1065,7 +1263,7 @@ fn remove_worktree(
             args.push("--force");
         }
         args.push(&p);
-        if let Some(why) = in_use(&wt.path) {
+        if let Some(why) = in_use(&wt.path).or_else(|| mounts_inside(&wt.path)) {
             rep.blocked.push(format!(
                 "worktree {} kept: {why}; its state is saved{}",
                 wt.path.display(),
@@ -1111,11 +1309,7 @@ fn remove_worktree(
 /// Why the worktree at `dir` is in use, if a live process (other than this one) has its
 /// working directory, its root or an open file in it.
 fn in_use(dir: &Path) -> Option<String> {
-    let real = dir
-        .parent()
-        .and_then(|p| std::fs::canonicalize(p).ok())
-        .zip(dir.file_name())
-        .map_or_else(|| dir.to_path_buf(), |(p, n)| p.join(n));
+    let real = real_path(dir);
     let inside = |l: &Path| l.starts_with(&real) || l.starts_with(dir);
     let me = std::process::id();
     let mut users = Vec::new();
@@ -1136,6 +1330,12 @@ fn in_use(dir: &Path) -> Option<String> {
                 fds.flatten()
                     .filter_map(|f| std::fs::read_link(f.path()).ok())
                     .any(|l| inside(&l))
+            })
+            // A file mapped into memory, with no descriptor left open.
+            || std::fs::read_to_string(base.join("maps")).is_ok_and(|m| {
+                m.lines()
+                    .filter_map(|l| l.find('/').map(|i| &l[i..]))
+                    .any(|p| inside(Path::new(p.trim_end_matches(" (deleted)"))))
             });
         if hit {
             let comm = std::fs::read_to_string(base.join("comm")).unwrap_or_default();

@@ -81,6 +81,8 @@ pub fn print_settle(out: &mut Out, r: &SettleReport) -> CliResult<()> {
                 "git_entries": r.unsavable.git_entries,
                 "staged_differs": r.unsavable.staged_differs,
                 "worktree_refs": r.unsavable.worktree_refs,
+                "history": r.unsavable.history,
+                "attributes": r.unsavable.attributes,
             })),
             "tasks_returned": w.tasks_returned,
         }))?;

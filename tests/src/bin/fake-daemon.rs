@@ -5,6 +5,9 @@
 //!   and echoes every line back to each client, forever.
 //! - `fake-daemon dgram SOCKET PIDFILE`: a unix datagram socket bound to SOCKET (notify-style).
 //! - `fake-daemon udp PIDFILE`: a UDP server on 127.0.0.1 (any port) that echoes datagrams.
+//! - `fake-daemon map FILE PIDFILE`: maps FILE into memory, closes it, leaves for `/`, writes
+//!   its pid to PIDFILE, and writes a counter into the mapping every 50 ms, forever: a process
+//!   working in a file with no descriptor open and its current directory elsewhere.
 //! - `fake-daemon client SOCKET BEATFILE`: connects (retrying for 10 s), then every 50 ms sends
 //!   a line and waits for its echo, writing the count of round trips to BEATFILE. It exits 1
 //!   (writing `broken` to BEATFILE) as soon as the daemon is gone.
@@ -20,12 +23,50 @@ fn main() {
         Some("client") if args.len() == 4 => client(&args[2], &args[3]),
         Some("udp") if args.len() == 3 => udp(&args[2]),
         Some("dgram") if args.len() == 4 => dgram(&args[2], &args[3]),
+        Some("map") if args.len() == 4 => map(&args[2], &args[3]),
         _ => {
             eprintln!(
-                "usage: fake-daemon serve SOCKET PIDFILE | dgram SOCKET PIDFILE | udp PIDFILE | client SOCKET BEATFILE"
+                "usage: fake-daemon serve SOCKET PIDFILE | dgram SOCKET PIDFILE | udp PIDFILE | map FILE PIDFILE | client SOCKET BEATFILE"
             );
             std::process::exit(64);
         }
+    }
+}
+
+// A test helper's own mapping: the only way to hold a file with no descriptor open.
+#[allow(unsafe_code)]
+fn map(file: &str, pidfile: &str) {
+    use rustix::mm::{MapFlags, ProtFlags};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(file)
+        .expect("open");
+    let len = 4096;
+    f.set_len(len as u64).expect("size");
+    // SAFETY: a fresh shared mapping of a file this process just sized; only this process
+    // writes through it, as bytes.
+    let p = unsafe {
+        rustix::mm::mmap(
+            std::ptr::null_mut(),
+            len,
+            ProtFlags::READ | ProtFlags::WRITE,
+            MapFlags::SHARED,
+            &f,
+            0,
+        )
+    }
+    .expect("mmap") as *mut u8;
+    drop(f);
+    std::env::set_current_dir("/").expect("chdir");
+    std::fs::write(pidfile, std::process::id().to_string()).expect("pid file");
+    for n in 0u64.. {
+        let text = format!("write {n}\n");
+        // SAFETY: within the mapping's `len` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(text.as_ptr(), p, text.len().min(len)) };
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
