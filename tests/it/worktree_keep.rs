@@ -656,16 +656,28 @@ fn a_staged_file_deleted_from_disk_keeps_its_worktree() {
     assert_eq!(git(&wt, &["show", ":s.txt"]), "STAGED ONLY");
 }
 
+/// An amended or reset-away commit lives only in the worktree's own reflog: the save carries
+/// it as a further parent, so its branch keeps it.
 #[test]
-fn commits_only_the_worktrees_history_holds_keep_it() {
+fn commits_only_the_worktrees_history_holds_are_saved() {
     let sb = Sandbox::new();
     let wt = setup(&sb, false);
     git(&wt, &["commit", "-qam", "only in the reflog soon"]);
     let lost = git(&wt, &["rev-parse", "HEAD"]);
-    git(&wt, &["checkout", "-q", "--detach", "HEAD~1"]);
-    std::fs::write(wt.join("README"), "hello, edited\n").unwrap();
-    assert_kept(&sb, &wt, &[], "history");
-    assert_eq!(git(&sb.ws, &["cat-file", "-t", &lost]), "commit");
+    git(&wt, &["reset", "-q", "--hard", "HEAD~1"]);
+    let (code, lines) = down_worker_2(&sb);
+    assert_eq!(code, 0, "{lines:?}");
+    let saved = worker_2(&lines)["saved_branch"]
+        .as_str()
+        .unwrap_or_else(|| panic!("nothing saved: {lines:?}"))
+        .to_string();
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(&sb.ws)
+        .args(["merge-base", "--is-ancestor", &lost, &saved])
+        .status()
+        .unwrap();
+    assert!(o.success(), "the reset-away commit is not on {saved}");
 }
 
 #[test]

@@ -50,9 +50,12 @@
 //!   worktree with `.gitattributes` is kept instead): `ident` and `text` had changed what was
 //!   saved while the originals went. A staged file whose copy on disk is gone (`AD`) keeps
 //!   the worktree, as one changed on disk (`MM`) did. An unfinished rebase, merge,
-//!   cherry-pick, revert or bisect, or commits that only the worktree's `HEAD` reflog or
-//!   `ORIG_HEAD` reaches ([`Unsavable::history`]; read as data, bounded, no FIFO waited on)
-//!   keeps it: they live in its administrative directory, which goes with it. The in-use
+//!   cherry-pick, revert or bisect keeps it ([`Unsavable::history`]); commits that only the
+//!   worktree's `HEAD` reflog or `ORIG_HEAD` reaches (read as data, bounded, no FIFO waited
+//!   on) are saved, their independent tips as further parents of the saved commit
+//!   ([`orphan_tips`]; a history it cannot tell keeps the worktree): they live in its
+//!   administrative directory, which goes with it, and an amend or a reset is too common to
+//!   keep every such worktree. The in-use
 //!   check reads `/proc/<pid>/maps` too (a file mapped with no descriptor open), and a file
 //!   system mounted in the worktree (`/proc/self/mountinfo`) keeps it: `git worktree remove
 //!   --force` deleted through a bind mount.
@@ -276,9 +279,9 @@ pub struct Unsavable {
     /// Refs that live only in this worktree (`refs/worktree/*`, `refs/bisect/*`): removing
     /// the worktree drops them and the commits only they hold.
     pub worktree_refs: Vec<String>,
-    /// What only this worktree's own history holds: an unfinished rebase, merge, cherry-pick,
-    /// revert or bisect, and commits its `HEAD` reflog or `ORIG_HEAD` reaches that no branch,
-    /// tag or `HEAD` does (they go with its administrative directory).
+    /// What only this worktree's own history holds that a save cannot carry: an unfinished
+    /// rebase, merge, cherry-pick, revert or bisect, or a `HEAD` reflog it cannot read or
+    /// check (the commits only that reflog reaches are saved, [`orphan_tips`]).
     pub history: Vec<String>,
     /// `.gitattributes` files, when this git (older than 2.40) cannot save without applying
     /// them: `ident`, `text` or `eol` would change the bytes saved.
@@ -441,7 +444,9 @@ pub fn unsavable(g: &Worktree) -> Result<Unsavable> {
     Ok(u)
 }
 
-/// What only the worktree `g`'s own history holds (see [`Unsavable::history`]).
+/// What only the worktree `g`'s own history holds that a save cannot carry (see
+/// [`Unsavable::history`]): an unfinished operation, or a history it cannot read or check.
+/// The commits it holds are carried by the save ([`orphan_tips`]).
 fn history_only(g: &Worktree) -> Result<Vec<String>> {
     let mut out: Vec<String> = [
         "rebase-merge",
@@ -456,16 +461,27 @@ fn history_only(g: &Worktree) -> Result<Vec<String>> {
     .filter(|n| std::fs::symlink_metadata(g.admin.join(n)).is_ok())
     .map(|n| format!("an unfinished operation ({n})"))
     .collect();
-    // Read as data, bounded: object names in its reflog and ORIG_HEAD.
+    if let Err(why) = orphan_tips(g)? {
+        out.push(why);
+    }
+    Ok(out)
+}
+
+/// The most commits a save carries as extra parents.
+const MAX_ORPHANS: usize = 100;
+
+/// The commits that only the worktree `g`'s own history reaches (its `HEAD` reflog and
+/// `ORIG_HEAD`, which go with its administrative directory: an amended or reset-away commit,
+/// a detached commit left behind), as the independent tips a save adds as parents so its
+/// branch keeps them. `Err` says why they cannot be told (the worktree is then kept).
+fn orphan_tips(g: &Worktree) -> Result<std::result::Result<Vec<String>, String>> {
+    // Read as data, bounded: the object names in its reflog and ORIG_HEAD.
     let mut ids = std::collections::BTreeSet::new();
     for f in ["logs/HEAD", "ORIG_HEAD"] {
         let text = match read_small(&g.admin.join(f), 8 << 20) {
             Ok(Some(t)) => t,
             Ok(None) => continue,
-            Err(why) => {
-                out.push(format!("its {f} {why}"));
-                continue;
-            }
+            Err(why) => return Ok(Err(format!("its {f} {why}"))),
         };
         for w in String::from_utf8_lossy(&text).split(|c: char| !c.is_ascii_hexdigit()) {
             if (w.len() == 40 || w.len() == 64) && w.bytes().any(|b| b != b'0') {
@@ -474,25 +490,34 @@ fn history_only(g: &Worktree) -> Result<Vec<String>> {
         }
     }
     if ids.len() > 20_000 {
-        out.push(format!(
+        return Ok(Err(format!(
             "{} commits in its HEAD history, too many to check",
             ids.len()
-        ));
-        return Ok(out);
+        )));
     }
-    for chunk in ids.into_iter().collect::<Vec<_>>().chunks(2000) {
-        let mut args = vec!["rev-list", "--count", "--ignore-missing"];
+    // Every commit the candidates reach that no branch, tag or HEAD does; its tips are
+    // candidates themselves.
+    let mut lost = std::collections::BTreeSet::new();
+    for chunk in ids.iter().cloned().collect::<Vec<_>>().chunks(2000) {
+        let mut args = vec!["rev-list", "--ignore-missing"];
         args.extend(chunk.iter().map(String::as_str));
         args.extend(["--not", "--branches", "--tags", "HEAD"]);
-        let n: u64 = g.run_ok(&args, &[])?.parse().unwrap_or(1);
-        if n > 0 {
-            out.push(format!(
-                "{n} commit(s) its HEAD reflog or ORIG_HEAD reaches and no branch does"
-            ));
-            break;
-        }
+        lost.extend(g.run_ok(&args, &[])?.lines().map(str::to_string));
     }
-    Ok(out)
+    let tips: Vec<String> = lost.into_iter().filter(|c| ids.contains(c)).collect();
+    if tips.len() <= 1 {
+        return Ok(Ok(tips));
+    }
+    let mut args = vec!["merge-base", "--independent"];
+    args.extend(tips.iter().map(String::as_str));
+    let tips: Vec<String> = g.run_ok(&args, &[])?.lines().map(str::to_string).collect();
+    if tips.len() > MAX_ORPHANS {
+        return Ok(Err(format!(
+            "{} lines of history only its reflog holds, more than a save carries ({MAX_ORPHANS})",
+            tips.len()
+        )));
+    }
+    Ok(Ok(tips))
 }
 
 /// The content of the regular file at `p` (`None` when there is none), read without
@@ -857,9 +882,22 @@ pub fn save_worktree(
         Some(h) => !reachable_elsewhere(repo, h, own)?,
         None => false,
     };
-    if !dirty && !unreachable {
+    // Commits only the worktree's reflog holds ride along as further parents of the save
+    // (a history that cannot be told keeps the worktree: see `unsavable`).
+    let orphans = orphan_tips(g)?.unwrap_or_default();
+    if !dirty && !unreachable && orphans.is_empty() {
         return Ok(None);
     }
+    let mut parents: Vec<&str> = head.iter().map(String::as_str).collect();
+    parents.extend(orphans.iter().map(String::as_str));
+    let msg = if orphans.is_empty() {
+        format!("team-scale: saved state of {worker} (team {team}) before removal")
+    } else {
+        format!(
+            "team-scale: saved state of {worker} (team {team}) before removal\n\nFurther parents: {} commit(s) only its reflog held.",
+            orphans.len()
+        )
+    };
     let commit = if dirty {
         // A private index, so the worktree's own index and files stay as they are.
         let tmp = g
@@ -884,6 +922,7 @@ pub fn save_worktree(
             git(&["add", "-A", "--", "."], &env)?;
             let tree = git(&["write-tree"], &env)?;
             if status.is_empty()
+                && orphans.is_empty()
                 && let Some(h) = &head
                 && git(&["rev-parse", &format!("{h}^{{tree}}")], &[])? == tree
             {
@@ -893,10 +932,9 @@ pub fn save_worktree(
             if let Some(b) = saved_before(repo, team, worker, &tree, head.as_deref())? {
                 return Ok(Err(b));
             }
-            let msg = format!("team-scale: saved state of {worker} (team {team}) before removal");
             let mut args = vec!["commit-tree", tree.as_str(), "-m", msg.as_str()];
-            if let Some(h) = &head {
-                args.extend(["-p", h.as_str()]);
+            for p in &parents {
+                args.extend(["-p", p]);
             }
             git(&args, &env).map(|c| Ok(Some(c)))
         })();
@@ -908,6 +946,17 @@ pub fn save_worktree(
             // The same state was saved before (a retried removal): that branch holds it.
             Err(branch) => return Ok(Some(branch)),
         }
+    } else if !orphans.is_empty() {
+        // Nothing uncommitted: HEAD's tree, with the orphans as further parents.
+        let tree = match &head {
+            Some(h) => git(&["rev-parse", &format!("{h}^{{tree}}")], &[])?,
+            None => empty_tree.clone(),
+        };
+        let mut args = vec!["commit-tree", tree.as_str(), "-m", msg.as_str()];
+        for p in &parents {
+            args.extend(["-p", p]);
+        }
+        git(&args, &IDENT)?
     } else {
         head.clone().unwrap_or_default()
     };
