@@ -552,6 +552,25 @@ impl StateDir {
         }
     }
 
+    /// The device and inode of this directory itself (the one held open).
+    pub fn own_identity(&self) -> Result<(u64, u64)> {
+        let st = rustix::fs::fstat(&self.0.fd)
+            .map_err(|e| Error::io("inspect", &self.0.path, errno_io(e)))?;
+        Ok((st.st_dev, st.st_ino))
+    }
+
+    /// A path that reaches this very directory while it stays open, wherever it is moved or
+    /// whatever is put at its name meanwhile: its descriptor in this process's `/proc`
+    /// (for a child process to start in).
+    pub fn pinned_path(&self) -> PathBuf {
+        use std::os::fd::AsRawFd;
+        PathBuf::from(format!(
+            "/proc/{}/fd/{}",
+            std::process::id(),
+            self.0.fd.as_raw_fd()
+        ))
+    }
+
     /// [`state_kind`] of `path`, which must be directly in this directory.
     pub fn kind(&self, path: &Path) -> Result<Option<&'static str>> {
         kind_in(&self.0, self.name_of(path)?, path)

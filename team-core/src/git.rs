@@ -92,6 +92,8 @@ pub struct Worktree {
     pub path: PathBuf,
     pub admin: PathBuf,
     pub common: PathBuf,
+    /// Where git starts, with `GIT_WORK_TREE=.`, when set ([`Worktree::pinned`]).
+    pub pin: Option<PathBuf>,
 }
 
 impl Worktree {
@@ -133,6 +135,7 @@ impl Worktree {
                 path: path.to_path_buf(),
                 admin: found.remove(0),
                 common,
+                pin: None,
             }),
             n => Err(Error::Refused(format!(
                 "the repository at {} records {n} worktrees at {} (one expected)",
@@ -175,20 +178,32 @@ impl Worktree {
             .collect())
     }
 
+    /// This worktree, with git started in `pin` (a path that reaches the very directory the
+    /// caller holds open, [`crate::fsutil::StateDir::pinned_path`]) and told its work tree is
+    /// `.`: git resolves that once as it starts and then works relative to it, so a directory
+    /// put at the worktree's name while a save runs is not what git saves.
+    pub fn pinned(mut self, pin: PathBuf) -> Worktree {
+        self.pin = Some(pin);
+        self
+    }
+
     /// Runs `git <args>` in this worktree, its repository given to git explicitly
     /// (`GIT_DIR`, `GIT_COMMON_DIR`, `GIT_WORK_TREE`), so the worktree's `.git` file and its
     /// administrative directory's `commondir` file are never followed.
     pub fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
         let admin = self.admin.to_string_lossy();
         let common = self.common.to_string_lossy();
-        let path = self.path.to_string_lossy();
+        let (dir, work_tree) = match &self.pin {
+            Some(p) => (p.as_path(), std::borrow::Cow::Borrowed(".")),
+            None => (self.path.as_path(), self.path.to_string_lossy()),
+        };
         let mut all: Vec<(&str, &str)> = vec![
             ("GIT_DIR", &admin),
             ("GIT_COMMON_DIR", &common),
-            ("GIT_WORK_TREE", &path),
+            ("GIT_WORK_TREE", &work_tree),
         ];
         all.extend_from_slice(env);
-        run(&self.path, args, &all)
+        run(dir, args, &all)
     }
 
     /// Like [`Worktree::run`], but a failure is an error naming the command; returns trimmed

@@ -395,8 +395,11 @@ fn a_worktree_pointed_at_another_repository_is_reached_through_its_own() {
         "refs/heads/main",
         "nothing was written into the other repository"
     );
-    // git refuses to remove a worktree whose .git file is not its own: kept, as cleanup debt.
-    assert_eq!(code, 3, "{lines:?}");
+    // The worktree goes (into the trash, deleted there, following no symlink), its record
+    // with it; the other repository stays as it was.
+    assert_eq!(code, 0, "{lines:?}");
+    assert!(!wt.exists(), "the worktree is gone");
+    assert!(evil.join(".git").is_dir() && evil.join("work.txt").exists());
 }
 
 /// A team in branch mode whose worker-2's record is edited to name the user's own branch as

@@ -60,6 +60,19 @@
 //!   system mounted in the worktree (`/proc/self/mountinfo`) keeps it: `git worktree remove
 //!   --force` deleted through a bind mount.
 //!
+//! - **The worktree is held open; it goes by rename, not by path** (fifteenth round). A
+//!   process outside the worker (another worker of the team) swapped the worktree's entry
+//!   while `down` ran: a clean decoy during the save, the real one back for `git worktree
+//!   remove` (work lost while reported saved), or a symlink to a victim just before it (git
+//!   emptied the victim, outside `.team`). Now the worktree is opened with no symlink on its
+//!   way and held; git starts in that very directory (`/proc/<pid>/fd/<n>`,
+//!   `GIT_WORK_TREE=.`: resolved once as each git starts, a window of microseconds); and the
+//!   removal renames the entry into the trash only while it is that directory (device and
+//!   inode, checked again after the move and put back if not), where it is deleted following
+//!   no symlink, then removes the repository's record (`.git/worktrees/<id>`, which
+//!   `remove_dir_all` does not follow either) and checks a `locked` worktree first. *Rejected*:
+//!   `git worktree remove`, which acts by path.
+//!
 //! - **Only the worker's own branch is ever deleted, after its intent.** [`validate`] refuses
 //!   (exit 65, before any effect) a record whose branch the tools made (`branch_created`) but
 //!   that is not `<prefix>/<worker>` of the team's branch mode; a branch checked out in any
@@ -1062,6 +1075,49 @@ impl Dirs {
         parent.move_into(path, trash, name).map(|_| ())
     }
 
+    /// Moves the worktree at `path` (directly in `.team/worktrees/<team>/`) into the trash,
+    /// only if the entry there is the directory `id` (the one the save worked in); the
+    /// entry moved is checked again in the trash, and put back if it is not that directory.
+    /// `Err` says why nothing was moved.
+    fn move_worktree(
+        &mut self,
+        root: &StateRoot,
+        path: &Path,
+        id: (u64, u64),
+    ) -> std::result::Result<(), String> {
+        let parent = path.parent().ok_or("it has no parent")?;
+        let from = fsutil::state_dir(root.path(), parent, false)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("{} is gone", parent.display()))?;
+        if from.identity(path).map_err(|e| e.to_string())? != Some(id) {
+            return Err("its directory was replaced during the teardown".into());
+        }
+        if self.trash.is_none() {
+            self.trash = Some(
+                fsutil::state_dir(&self.root, &self.trash_path, true)
+                    .map_err(|e| e.to_string())?
+                    .ok_or("the trash was not created")?,
+            );
+        }
+        let trash = self.trash.as_ref().expect("just set");
+        let mut name = std::ffi::OsString::from(&uuid::Uuid::new_v4().simple().to_string()[..12]);
+        name.push("-worktree-");
+        name.push(path.file_name().unwrap_or_default());
+        if !from
+            .move_into(path, trash, &name)
+            .map_err(|e| e.to_string())?
+        {
+            return Err("its directory vanished".into());
+        }
+        let moved = trash.path().join(&name);
+        if trash.identity(&moved).map_err(|e| e.to_string())? != Some(id) {
+            // Another entry was put there between the check and the move: it goes back.
+            let _ = trash.move_into(&moved, &from, path.file_name().unwrap_or_default());
+            return Err("its directory was replaced during the teardown".into());
+        }
+        Ok(())
+    }
+
     /// Makes the removals of [`remove`] durable: one fsync of `workers/` and one of
     /// `runtime/`. The trash is not synced: what is in it is garbage wherever a crash leaves
     /// it (the next emptying deletes it, or a file-system check finds it unreferenced).
@@ -1093,7 +1149,7 @@ pub fn remove(
         worktree,
     } = &w.resources;
     if let Some(wt) = worktree {
-        remove_worktree(team, w, wt, &mut rep)?;
+        remove_worktree(root, team, w, wt, dirs, &mut rep)?;
     }
     fail("down.resources")?;
     if !rep.blocked.is_empty() {
@@ -1210,17 +1266,30 @@ pub fn trash_len(root: &StateRoot, team: &crate::paths::TeamName) -> Result<usiz
 }
 
 fn remove_worktree(
+    root: &StateRoot,
     team: &Team,
     w: &Worker,
     wt: &WorktreeRecord,
+    dirs: &mut Dirs,
     rep: &mut ResourceReport,
 ) -> Result<()> {
     let repo = &team.workspace;
-    if std::fs::symlink_metadata(&wt.path).is_ok() {
+    // Held open, reached with no symlink on the way: git saves this very directory, and this
+    // very directory is what goes (see `move_worktree`), whatever is put at its name meanwhile.
+    let pinned = match fsutil::state_dir(root.path(), &wt.path, false) {
+        Ok(p) => p,
+        Err(e) => {
+            rep.blocked
+                .push(format!("worktree {} kept: {e}", wt.path.display()));
+            return Ok(());
+        }
+    };
+    if let Some(pinned) = pinned {
+        let id = pinned.own_identity()?;
         // Reached through the repository's own record of the worktree, never through the
         // worktree's `.git` file, which the worker could point at a repository of its own.
         let g = match Worktree::find(repo, &wt.path) {
-            Ok(g) => g,
+            Ok(g) => g.pinned(pinned.pinned_path()),
             Err(e) => {
                 rep.blocked.push(format!(
                     "worktree {} kept: it is not a worktree its repository records: {e}",
@@ -1229,6 +1298,14 @@ fn remove_worktree(
                 return Ok(());
             }
         };
+        if std::fs::symlink_metadata(g.admin.join("locked")).is_ok() {
+            rep.blocked.push(format!(
+                "worktree {} kept: it is locked (`git worktree lock`); unlock it, then run `team-scale reconcile {}`",
+                wt.path.display(),
+                team.name
+            ));
+            return Ok(());
+        }
         // Its own config is the worker's to write: git runs under none but the sparse keys.
         match g.foreign_config() {
             Ok(k) if k.is_empty() => {}
@@ -1304,14 +1381,7 @@ fn remove_worktree(
             return Ok(());
         }
         // Saved (or nothing unsaved), and nothing git cannot save: the worktree's content is all
-        // in git now, so removing it loses nothing. `--force` only because untracked files
-        // were saved on the branch.
-        let p = wt.path.to_string_lossy().to_string();
-        let mut args = vec!["worktree", "remove"];
-        if rep.saved_branch.is_some() {
-            args.push("--force");
-        }
-        args.push(&p);
+        // in git now, so removing it loses nothing. Checked once more for a process in it.
         if let Some(why) = in_use(&wt.path).or_else(|| mounts_inside(&wt.path)) {
             rep.blocked.push(format!(
                 "worktree {} kept: {why}; its state is saved{}",
@@ -1323,9 +1393,22 @@ fn remove_worktree(
             ));
             return Ok(());
         }
-        if let Err(e) = git_ok(repo, &args, &[]) {
+        // Not `git worktree remove`, which deletes by path and follows a symlink put there:
+        // the directory itself moves into the trash (a rename of the entry, checked to be the
+        // one held open), deleted with the rest of the trash, following no symlink; then the
+        // repository's record of it goes.
+        if let Err(why) = dirs.move_worktree(root, &wt.path, id) {
             rep.blocked
-                .push(format!("worktree {} kept: {e}", wt.path.display()));
+                .push(format!("worktree {} kept: {why}", wt.path.display()));
+            return Ok(());
+        }
+        if let Err(e) = std::fs::remove_dir_all(&g.admin) {
+            rep.blocked.push(format!(
+                "the repository's record of worktree {} ({}) is left: {e}; run `team-scale reconcile {}`",
+                wt.path.display(),
+                g.admin.display(),
+                team.name
+            ));
             return Ok(());
         }
     } else if let Ok(g) = Worktree::find(repo, &wt.path) {
