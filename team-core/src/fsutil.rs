@@ -552,6 +552,12 @@ impl StateDir {
         }
     }
 
+    /// A descriptor of this very directory (a duplicate), for a walk below it.
+    pub fn dup_fd(&self) -> Result<OwnedFd> {
+        rustix::io::fcntl_dupfd_cloexec(&self.0.fd, 0)
+            .map_err(|e| Error::io("duplicate", &self.0.path, errno_io(e)))
+    }
+
     /// The device and inode of this directory itself (the one held open).
     pub fn own_identity(&self) -> Result<(u64, u64)> {
         let st = rustix::fs::fstat(&self.0.fd)

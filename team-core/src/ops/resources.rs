@@ -71,7 +71,12 @@
 //!   inode, checked again after the move and put back if not), where it is deleted following
 //!   no symlink, then removes the repository's record (`.git/worktrees/<id>`, which
 //!   `remove_dir_all` does not follow either) and checks a `locked` worktree first. *Rejected*:
-//!   `git worktree remove`, which acts by path.
+//!   `git worktree remove`, which acts by path. The sixteenth round showed git re-resolving
+//!   `.` to a path (`getcwd`, then `chdir` by name), so a decoy swapped in during a git step
+//!   still fooled the save; hence the last gate, [`differs_from_saved`]: everything the held
+//!   directory holds, read through its descriptor and hashed as git stores it, must be in the
+//!   saved commit's tree (HEAD's when nothing was saved; a worktree clean to git but not byte
+//!   for byte, line endings say, is saved by force first), or the worktree is kept.
 //!
 //! - **Only the worker's own branch is ever deleted, after its intent.** [`validate`] refuses
 //!   (exit 65, before any effect) a record whose branch the tools made (`branch_created`) but
@@ -563,6 +568,120 @@ fn libc_flags() -> i32 {
     (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32
 }
 
+/// How what the held worktree `dir` holds now differs from `commit`'s tree in the repository
+/// at `repo`: each file or symlink (the top-level `.git` aside) read through the held
+/// directory, following no symlink, hashed as git stores it, and looked up in the tree by
+/// path; an empty directory counts too (git keeps none). Empty when everything there is in
+/// the tree. Read through the held descriptor, not by path, so it is the directory that is
+/// then moved away that is checked, whatever a process put at its name meanwhile.
+fn differs_from_saved(dir: &StateDir, repo: &Path, commit: &str) -> Result<Vec<String>> {
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    let sha256 = git_ok(repo, &["rev-parse", "--show-object-format"], &[])? == "sha256";
+    let listing = crate::git::run(repo, &["ls-tree", "-r", "-z", "--full-tree", commit], &[])?;
+    if !listing.status.success() {
+        return Err(Error::Refused(format!(
+            "git ls-tree {commit} failed: {}",
+            String::from_utf8_lossy(&listing.stderr).trim()
+        )));
+    }
+    let mut tree = std::collections::HashMap::new();
+    for rec in listing.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        let Some(tab) = rec.iter().position(|b| *b == b'\t') else {
+            continue;
+        };
+        let meta = String::from_utf8_lossy(&rec[..tab]);
+        if let Some(oid) = meta.split(' ').nth(2) {
+            tree.insert(rec[tab + 1..].to_vec(), oid.to_string());
+        }
+    }
+    let blob_id = |content: &[u8]| -> String {
+        let head = format!("blob {}\0", content.len());
+        if sha256 {
+            use sha2::Digest;
+            let mut h = sha2::Sha256::new();
+            h.update(head.as_bytes());
+            h.update(content);
+            hex::encode(h.finalize())
+        } else {
+            use sha1::Digest;
+            let mut h = sha1::Sha1::new();
+            h.update(head.as_bytes());
+            h.update(content);
+            hex::encode(h.finalize())
+        }
+    };
+    let io = |e: rustix::io::Errno| Error::io("read the held worktree", dir.path(), e.into());
+    let mut out = Vec::new();
+    let mut seen = 0usize;
+    let mut stack: Vec<(std::os::fd::OwnedFd, Vec<u8>)> = vec![(dir.dup_fd()?, Vec::new())];
+    while let Some((fd, rel)) = stack.pop() {
+        let mut names = Vec::new();
+        for e in rustix::fs::Dir::read_from(&fd).map_err(io)? {
+            let e = e.map_err(io)?;
+            let n = e.file_name().to_bytes();
+            if n != b"." && n != b".." && !(rel.is_empty() && n == b".git") {
+                names.push(n.to_vec());
+            }
+        }
+        if names.is_empty() && !rel.is_empty() {
+            out.push(format!("{}/ (empty)", String::from_utf8_lossy(&rel)));
+        }
+        for n in names {
+            seen += 1;
+            if seen > WALK_LIMIT {
+                return Err(Error::Refused(format!(
+                    "{} holds more than {WALK_LIMIT} entries",
+                    dir.path().display()
+                )));
+            }
+            let path = if rel.is_empty() {
+                n.clone()
+            } else {
+                [rel.as_slice(), b"/", n.as_slice()].concat()
+            };
+            let show = || String::from_utf8_lossy(&path).into_owned();
+            let st =
+                rustix::fs::statat(&fd, n.as_slice(), AtFlags::SYMLINK_NOFOLLOW).map_err(io)?;
+            let content = match FileType::from_raw_mode(st.st_mode) {
+                FileType::Directory => {
+                    let sub = rustix::fs::openat(
+                        &fd,
+                        n.as_slice(),
+                        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                        Mode::empty(),
+                    )
+                    .map_err(io)?;
+                    stack.push((sub, path));
+                    continue;
+                }
+                FileType::RegularFile => {
+                    let f = rustix::fs::openat(
+                        &fd,
+                        n.as_slice(),
+                        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+                        Mode::empty(),
+                    )
+                    .map_err(io)?;
+                    let mut v = Vec::new();
+                    std::io::Read::read_to_end(&mut std::fs::File::from(f), &mut v)
+                        .map_err(|e| Error::io("read the held worktree", dir.path(), e))?;
+                    v
+                }
+                FileType::Symlink => rustix::fs::readlinkat(&fd, n.as_slice(), Vec::new())
+                    .map_err(io)?
+                    .into_bytes(),
+                // A FIFO, a socket, a device: no content git would keep.
+                _ => continue,
+            };
+            if tree.get(&path) != Some(&blob_id(&content)) {
+                out.push(show());
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// Mount points at or below `dir` (from `/proc/self/mountinfo`): a removal would go into the
 /// file system mounted there, which is not the worktree's.
 fn mounts_inside(dir: &Path) -> Option<String> {
@@ -849,12 +968,15 @@ fn stamp() -> String {
 /// Saves the full state of the worktree `g` (uncommitted edits, untracked files, commits no
 /// other branch of the repository at `repo` reaches; `own` is the worktree's branch) on
 /// `team/<team>/saved/<worker>-<time>`. `None` when nothing was unsaved.
+/// With `force`, the worktree is saved even when git sees nothing to save (its files differ
+/// from HEAD only as attributes or line endings hide, [`differs_from_saved`]).
 pub fn save_worktree(
     g: &Worktree,
     repo: &Path,
     own: Option<&str>,
     team: &str,
     worker: &str,
+    force: bool,
 ) -> Result<Option<String>> {
     // A sparse checkout's `add -A` skips every path outside its patterns, edits included:
     // the save sees the whole worktree (absent paths are kept by their skip-worktree flag).
@@ -890,7 +1012,7 @@ pub fn save_worktree(
     // `git status` trusts the index's assume-unchanged and skip-worktree flags, so an edit
     // behind one is invisible to it; the private index below has no flags and sees it.
     let (hidden, sparse) = hidden_by_flags(g)?;
-    let dirty = !status.is_empty() || !hidden.is_empty();
+    let dirty = force || !status.is_empty() || !hidden.is_empty();
     let unreachable = match &head {
         Some(h) => !reachable_elsewhere(repo, h, own)?,
         None => false,
@@ -1354,6 +1476,7 @@ fn remove_worktree(
             wt.branch.as_deref(),
             team.name.as_str(),
             w.name.as_str(),
+            false,
         ) {
             Ok(b) => rep.saved_branch = b,
             Err(e) => {
@@ -1392,6 +1515,60 @@ fn remove_worktree(
                     .unwrap_or_default()
             ));
             return Ok(());
+        }
+        // The last gate, through the held directory: everything in it is in what was saved
+        // (or in HEAD, when nothing needed saving). A git result taken while another
+        // directory stood at the worktree's name (git resolves its work tree to a path) does
+        // not pass it.
+        let check = |rep: &ResourceReport| {
+            let saved = match &rep.saved_branch {
+                Some(b) => git_ok(
+                    repo,
+                    &["rev-parse", "--verify", "-q", &format!("refs/heads/{b}")],
+                    &[],
+                ),
+                None => g.run_ok(&["rev-parse", "--verify", "-q", "HEAD"], &[]),
+            };
+            saved.and_then(|c| differs_from_saved(&pinned, repo, &c))
+        };
+        let mut diff = check(rep);
+        if rep.saved_branch.is_none() && diff.as_ref().is_ok_and(|d| !d.is_empty()) {
+            // Clean to git, not byte for byte (line endings, attributes): saved as it is.
+            match save_worktree(
+                &g,
+                repo,
+                wt.branch.as_deref(),
+                team.name.as_str(),
+                w.name.as_str(),
+                true,
+            ) {
+                Ok(b) => {
+                    rep.saved_branch = b;
+                    diff = check(rep);
+                }
+                Err(e) => diff = Err(e),
+            }
+        }
+        match diff {
+            Ok(d) if d.is_empty() => {}
+            Ok(d) => {
+                rep.blocked.push(format!(
+                    "worktree {} kept: what it holds is not all in {} ({}{}); it changed during the save: run `team-scale reconcile {}`",
+                    wt.path.display(),
+                    rep.saved_branch.as_deref().unwrap_or("HEAD"),
+                    d.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+                    if d.len() > 5 { format!(" and {} more", d.len() - 5) } else { String::new() },
+                    team.name
+                ));
+                return Ok(());
+            }
+            Err(e) => {
+                rep.blocked.push(format!(
+                    "worktree {} kept: cannot check it against what was saved: {e}",
+                    wt.path.display()
+                ));
+                return Ok(());
+            }
         }
         // Not `git worktree remove`, which deletes by path and follows a symlink put there:
         // the directory itself moves into the trash (a rename of the entry, checked to be the
@@ -1560,6 +1737,54 @@ mod tests {
 #[cfg(test)]
 mod trash_tests {
     use super::*;
+
+    /// The last gate before a worktree goes: what the held directory holds, byte for byte,
+    /// against a commit's tree, through the held descriptor (the path may name another
+    /// directory by then).
+    #[test]
+    fn the_held_worktree_is_checked_against_the_saved_tree_byte_for_byte() {
+        let t = tempfile::tempdir().unwrap();
+        let repo = t.path().canonicalize().unwrap();
+        let g = |args: &[&str]| {
+            crate::git::run_ok(
+                &repo,
+                &[&["-c", "user.name=t", "-c", "user.email=t@t"], args].concat(),
+                &[],
+            )
+            .unwrap()
+        };
+        g(&["init", "-q"]);
+        std::fs::create_dir_all(repo.join("src")).unwrap();
+        std::fs::write(repo.join("src/a.txt"), "a\r\n").unwrap();
+        std::os::unix::fs::symlink("src/a.txt", repo.join("link")).unwrap();
+        g(&["-c", "core.autocrlf=false", "add", "-A"]);
+        g(&["commit", "-qm", "c"]);
+        let head = g(&["rev-parse", "HEAD"]);
+        let root = repo.parent().unwrap();
+        let held = crate::fsutil::state_dir(root, &repo, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            differs_from_saved(&held, &repo, &head).unwrap(),
+            Vec::<String>::new()
+        );
+        std::fs::write(repo.join("src/a.txt"), "a\n").unwrap();
+        std::fs::write(repo.join("new.txt"), "n").unwrap();
+        std::fs::create_dir_all(repo.join("empty")).unwrap();
+        // The path now names another directory: the held one is what is read.
+        let moved = root.join(format!(
+            "{}-moved",
+            repo.file_name().unwrap().to_string_lossy()
+        ));
+        std::fs::rename(&repo, &moved).unwrap();
+        std::fs::create_dir_all(&repo).unwrap();
+        assert_eq!(
+            differs_from_saved(&held, &moved, &head).unwrap(),
+            vec!["empty/ (empty)", "new.txt", "src/a.txt"]
+        );
+        std::fs::remove_dir(&repo).unwrap();
+        std::fs::rename(&moved, &repo).unwrap();
+    }
 
     /// `status` shows what stays in the trash: entries older than the age asked, not through
     /// a symlink (a symlinked trash is an error, not "empty").
