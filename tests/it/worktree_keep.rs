@@ -772,3 +772,33 @@ fn a_file_system_mounted_in_a_worktree_is_never_removed_through() {
         "PRECIOUS\n"
     );
 }
+
+// The seventeenth black-box round.
+
+/// A worker that replaced its worktree's `.git` file with a repository of its own (`rm .git;
+/// git init`) and committed there: nothing saves that history, so the worktree stays.
+#[test]
+fn a_repository_of_its_own_at_the_top_keeps_the_worktree() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    std::fs::write(wt.join("README"), "hello\n").unwrap(); // clean to the team's record
+    std::fs::remove_file(wt.join(".git")).unwrap();
+    git(&wt, &["init", "-q"]);
+    std::fs::write(wt.join("notes.md"), "SECRET HISTORY\n").unwrap();
+    git(&wt, &["add", "notes.md"]);
+    git(&wt, &["commit", "-qm", "the worker's work"]);
+    git(&wt, &["rm", "-q", "notes.md"]);
+    git(&wt, &["commit", "-qm", "removed, in its history only"]);
+    let (code, lines) = down_worker_2(&sb);
+    assert_eq!(code, 3, "{lines:?}");
+    assert!(
+        worker_2(&lines)["blocked"]
+            .to_string()
+            .contains(".git (a repository of its own"),
+        "{lines:?}"
+    );
+    assert_eq!(
+        git(&wt, &["log", "--format=%s", "-1"]),
+        "removed, in its history only"
+    );
+}

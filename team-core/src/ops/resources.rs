@@ -76,7 +76,12 @@
 //!   still fooled the save; hence the last gate, [`differs_from_saved`]: everything the held
 //!   directory holds, read through its descriptor and hashed as git stores it, must be in the
 //!   saved commit's tree (HEAD's when nothing was saved; a worktree clean to git but not byte
-//!   for byte, line endings say, is saved by force first), or the worktree is kept.
+//!   for byte, line endings say, is saved by force first), or the worktree is kept. The
+//!   seventeenth round: a `.git` directory at the top (`rm .git; git init`, commits there)
+//!   was skipped by the gate and deleted with its history (now it keeps the worktree), and a
+//!   file renamed within its directory across the position of a listing under way was seen
+//!   by neither git's scan nor the gate's (now a directory or file whose size, mtime or
+//!   ctime changes while the gate reads it keeps the worktree).
 //!
 //! - **Only the worker's own branch is ever deleted, after its intent.** [`validate`] refuses
 //!   (exit 65, before any effect) a record whose branch the tools made (`branch_created`) but
@@ -614,14 +619,42 @@ fn differs_from_saved(dir: &StateDir, repo: &Path, commit: &str) -> Result<Vec<S
     let mut out = Vec::new();
     let mut seen = 0usize;
     let mut stack: Vec<(std::os::fd::OwnedFd, Vec<u8>)> = vec![(dir.dup_fd()?, Vec::new())];
+    // A directory (or file) that changes while it is read is not trusted: a name renamed
+    // across the listing's position is seen by no scan, git's or this one.
+    let stamp = |fd: &std::os::fd::OwnedFd| {
+        rustix::fs::fstat(fd).map(|st| {
+            (
+                st.st_size,
+                st.st_mtime,
+                st.st_mtime_nsec,
+                st.st_ctime,
+                st.st_ctime_nsec,
+            )
+        })
+    };
     while let Some((fd, rel)) = stack.pop() {
+        let show_dir = || format!("{}/", String::from_utf8_lossy(&rel));
+        let before = stamp(&fd).map_err(io)?;
         let mut names = Vec::new();
         for e in rustix::fs::Dir::read_from(&fd).map_err(io)? {
             let e = e.map_err(io)?;
             let n = e.file_name().to_bytes();
-            if n != b"." && n != b".." && !(rel.is_empty() && n == b".git") {
-                names.push(n.to_vec());
+            if n == b"." || n == b".." {
+                continue;
             }
+            if rel.is_empty() && n == b".git" {
+                // A worktree's `.git` is a file naming its record; a directory there is a
+                // repository of the worker's own, which nothing saves.
+                let st = rustix::fs::statat(&fd, n, AtFlags::SYMLINK_NOFOLLOW).map_err(io)?;
+                if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+                    out.push(".git (a repository of its own, not the worktree's .git file)".into());
+                }
+                continue;
+            }
+            names.push(n.to_vec());
+        }
+        if stamp(&fd).map_err(io)? != before {
+            out.push(format!("{} (changed while read)", show_dir()));
         }
         if names.is_empty() && !rel.is_empty() {
             out.push(format!("{}/ (empty)", String::from_utf8_lossy(&rel)));
@@ -662,9 +695,15 @@ fn differs_from_saved(dir: &StateDir, repo: &Path, commit: &str) -> Result<Vec<S
                         Mode::empty(),
                     )
                     .map_err(io)?;
+                    let before = stamp(&f).map_err(io)?;
                     let mut v = Vec::new();
-                    std::io::Read::read_to_end(&mut std::fs::File::from(f), &mut v)
+                    let mut file = std::fs::File::from(f);
+                    std::io::Read::read_to_end(&mut file, &mut v)
                         .map_err(|e| Error::io("read the held worktree", dir.path(), e))?;
+                    if stamp(&std::os::fd::OwnedFd::from(file)).map_err(io)? != before {
+                        out.push(format!("{} (changed while read)", show()));
+                        continue;
+                    }
                     v
                 }
                 FileType::Symlink => rustix::fs::readlinkat(&fd, n.as_slice(), Vec::new())
@@ -1744,7 +1783,9 @@ mod trash_tests {
     #[test]
     fn the_held_worktree_is_checked_against_the_saved_tree_byte_for_byte() {
         let t = tempfile::tempdir().unwrap();
-        let repo = t.path().canonicalize().unwrap();
+        let base = t.path().canonicalize().unwrap();
+        let repo = base.join("repo");
+        std::fs::create_dir_all(repo.join("src")).unwrap();
         let g = |args: &[&str]| {
             crate::git::run_ok(
                 &repo,
@@ -1754,36 +1795,39 @@ mod trash_tests {
             .unwrap()
         };
         g(&["init", "-q"]);
-        std::fs::create_dir_all(repo.join("src")).unwrap();
         std::fs::write(repo.join("src/a.txt"), "a\r\n").unwrap();
         std::os::unix::fs::symlink("src/a.txt", repo.join("link")).unwrap();
         g(&["-c", "core.autocrlf=false", "add", "-A"]);
         g(&["commit", "-qm", "c"]);
         let head = g(&["rev-parse", "HEAD"]);
-        let root = repo.parent().unwrap();
-        let held = crate::fsutil::state_dir(root, &repo, false)
+        let wt = base.join("wt");
+        g(&["worktree", "add", "-q", "--detach", &wt.to_string_lossy()]);
+        let held = crate::fsutil::state_dir(&base, &wt, false)
             .unwrap()
             .unwrap();
         assert_eq!(
             differs_from_saved(&held, &repo, &head).unwrap(),
             Vec::<String>::new()
         );
-        std::fs::write(repo.join("src/a.txt"), "a\n").unwrap();
-        std::fs::write(repo.join("new.txt"), "n").unwrap();
-        std::fs::create_dir_all(repo.join("empty")).unwrap();
+        std::fs::write(wt.join("src/a.txt"), "a\n").unwrap();
+        std::fs::write(wt.join("new.txt"), "n").unwrap();
+        std::fs::create_dir_all(wt.join("empty")).unwrap();
         // The path now names another directory: the held one is what is read.
-        let moved = root.join(format!(
-            "{}-moved",
-            repo.file_name().unwrap().to_string_lossy()
-        ));
-        std::fs::rename(&repo, &moved).unwrap();
-        std::fs::create_dir_all(&repo).unwrap();
+        std::fs::rename(&wt, base.join("moved")).unwrap();
+        std::fs::create_dir_all(&wt).unwrap();
         assert_eq!(
-            differs_from_saved(&held, &moved, &head).unwrap(),
+            differs_from_saved(&held, &repo, &head).unwrap(),
             vec!["empty/ (empty)", "new.txt", "src/a.txt"]
         );
-        std::fs::remove_dir(&repo).unwrap();
-        std::fs::rename(&moved, &repo).unwrap();
+        // A repository of its own where the worktree's `.git` file was.
+        let moved = base.join("moved");
+        std::fs::remove_file(moved.join(".git")).unwrap();
+        std::fs::create_dir_all(moved.join(".git")).unwrap();
+        assert!(
+            differs_from_saved(&held, &repo, &head).unwrap().contains(
+                &".git (a repository of its own, not the worktree's .git file)".to_string()
+            )
+        );
     }
 
     /// `status` shows what stays in the trash: entries older than the age asked, not through
