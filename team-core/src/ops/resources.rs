@@ -1426,6 +1426,13 @@ pub fn trash_len(root: &StateRoot, team: &crate::paths::TeamName) -> Result<usiz
     }
 }
 
+/// Keeps the worktree at `path`, saying why (its worker stays `removing`).
+fn kept(rep: &mut ResourceReport, path: &Path, why: String) -> Result<()> {
+    rep.blocked
+        .push(format!("worktree {} kept: {why}", path.display()));
+    Ok(())
+}
+
 fn remove_worktree(
     root: &StateRoot,
     team: &Team,
@@ -1440,9 +1447,7 @@ fn remove_worktree(
     let pinned = match fsutil::state_dir(root.path(), &wt.path, false) {
         Ok(p) => p,
         Err(e) => {
-            rep.blocked
-                .push(format!("worktree {} kept: {e}", wt.path.display()));
-            return Ok(());
+            return kept(rep, &wt.path, e.to_string());
         }
     };
     if let Some(pinned) = pinned {
@@ -1452,61 +1457,63 @@ fn remove_worktree(
         let g = match Worktree::find(repo, &wt.path) {
             Ok(g) => g.pinned(pinned.pinned_path()),
             Err(e) => {
-                rep.blocked.push(format!(
-                    "worktree {} kept: it is not a worktree its repository records: {e}",
-                    wt.path.display()
-                ));
-                return Ok(());
+                return kept(
+                    rep,
+                    &wt.path,
+                    format!("it is not a worktree its repository records: {e}"),
+                );
             }
         };
         if std::fs::symlink_metadata(g.admin.join("locked")).is_ok() {
-            rep.blocked.push(format!(
-                "worktree {} kept: it is locked (`git worktree lock`); unlock it, then run `team-scale reconcile {}`",
-                wt.path.display(),
-                team.name
-            ));
-            return Ok(());
+            return kept(
+                rep,
+                &wt.path,
+                format!(
+                    "it is locked (`git worktree lock`); unlock it, then run `team-scale reconcile {}`",
+                    team.name
+                ),
+            );
         }
         // Its own config is the worker's to write: git runs under none but the sparse keys.
         match g.foreign_config() {
             Ok(k) if k.is_empty() => {}
             Ok(k) => {
-                rep.blocked.push(format!(
-                    "worktree {} kept: its own git config (config.worktree) sets {}, which the tools do not run git under; remove them (`git config --worktree --unset <key>`), then run `team-scale reconcile {}`",
-                    wt.path.display(),
-                    k.join(", "),
-                    team.name
-                ));
-                return Ok(());
+                return kept(
+                    rep,
+                    &wt.path,
+                    format!(
+                        "its own git config (config.worktree) sets {}, which the tools do not run git under; remove them (`git config --worktree --unset <key>`), then run `team-scale reconcile {}`",
+                        k.join(", "),
+                        team.name
+                    ),
+                );
             }
             Err(e) => {
-                rep.blocked.push(format!(
-                    "worktree {} kept: cannot read its own git config: {e}",
-                    wt.path.display()
-                ));
-                return Ok(());
+                return kept(
+                    rep,
+                    &wt.path,
+                    format!("cannot read its own git config: {e}"),
+                );
             }
         }
         // A process still working there (a daemon the worker left, a shell of yours) would
         // write after the save: what it wrote would go with the worktree. A file system
         // mounted in it is not the worktree's: a removal would delete what is on it.
         if let Some(why) = in_use(&wt.path).or_else(|| mounts_inside(&wt.path)) {
-            rep.blocked.push(format!(
-                "worktree {} kept: {why}; run `team-scale reconcile {}` when it is done",
-                wt.path.display(),
-                team.name
-            ));
-            return Ok(());
+            return kept(
+                rep,
+                &wt.path,
+                format!(
+                    "{why}; run `team-scale reconcile {}` when it is done",
+                    team.name
+                ),
+            );
         }
         // What git cannot save, found before saving what it can.
         let left = match unsavable(&g) {
             Ok(l) => l,
             Err(e) => {
-                rep.blocked.push(format!(
-                    "worktree {} kept: cannot tell what it holds: {e}",
-                    wt.path.display()
-                ));
-                return Ok(());
+                return kept(rep, &wt.path, format!("cannot tell what it holds: {e}"));
             }
         };
         match save_worktree(
@@ -1519,11 +1526,7 @@ fn remove_worktree(
         ) {
             Ok(b) => rep.saved_branch = b,
             Err(e) => {
-                rep.blocked.push(format!(
-                    "worktree {} kept: could not save its state: {e}",
-                    wt.path.display()
-                ));
-                return Ok(());
+                return kept(rep, &wt.path, format!("could not save its state: {e}"));
             }
         }
         if !left.is_empty() {
@@ -1545,15 +1548,17 @@ fn remove_worktree(
         // Saved (or nothing unsaved), and nothing git cannot save: the worktree's content is all
         // in git now, so removing it loses nothing. Checked once more for a process in it.
         if let Some(why) = in_use(&wt.path).or_else(|| mounts_inside(&wt.path)) {
-            rep.blocked.push(format!(
-                "worktree {} kept: {why}; its state is saved{}",
-                wt.path.display(),
-                rep.saved_branch
-                    .as_ref()
-                    .map(|b| format!(" on branch {b}"))
-                    .unwrap_or_default()
-            ));
-            return Ok(());
+            return kept(
+                rep,
+                &wt.path,
+                format!(
+                    "{why}; its state is saved{}",
+                    rep.saved_branch
+                        .as_ref()
+                        .map(|b| format!(" on branch {b}"))
+                        .unwrap_or_default()
+                ),
+            );
         }
         // The last gate, through the held directory: everything in it is in what was saved
         // (or in HEAD, when nothing needed saving). A git result taken while another
@@ -1591,22 +1596,28 @@ fn remove_worktree(
         match diff {
             Ok(d) if d.is_empty() => {}
             Ok(d) => {
-                rep.blocked.push(format!(
-                    "worktree {} kept: what it holds is not all in {} ({}{}); it changed during the save: run `team-scale reconcile {}`",
-                    wt.path.display(),
-                    rep.saved_branch.as_deref().unwrap_or("HEAD"),
-                    d.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
-                    if d.len() > 5 { format!(" and {} more", d.len() - 5) } else { String::new() },
-                    team.name
-                ));
-                return Ok(());
+                return kept(
+                    rep,
+                    &wt.path,
+                    format!(
+                        "what it holds is not all in {} ({}{}); it changed during the save: run `team-scale reconcile {}`",
+                        rep.saved_branch.as_deref().unwrap_or("HEAD"),
+                        d.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+                        if d.len() > 5 {
+                            format!(" and {} more", d.len() - 5)
+                        } else {
+                            String::new()
+                        },
+                        team.name
+                    ),
+                );
             }
             Err(e) => {
-                rep.blocked.push(format!(
-                    "worktree {} kept: cannot check it against what was saved: {e}",
-                    wt.path.display()
-                ));
-                return Ok(());
+                return kept(
+                    rep,
+                    &wt.path,
+                    format!("cannot check it against what was saved: {e}"),
+                );
             }
         }
         // Not `git worktree remove`, which deletes by path and follows a symlink put there:
@@ -1614,9 +1625,7 @@ fn remove_worktree(
         // one held open), deleted with the rest of the trash, following no symlink; then the
         // repository's record of it goes.
         if let Err(why) = dirs.move_worktree(root, &wt.path, id) {
-            rep.blocked
-                .push(format!("worktree {} kept: {why}", wt.path.display()));
-            return Ok(());
+            return kept(rep, &wt.path, why);
         }
         if let Err(e) = std::fs::remove_dir_all(&g.admin) {
             rep.blocked.push(format!(
