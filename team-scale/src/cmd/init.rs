@@ -163,7 +163,14 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
             "team-scale: warning: an earlier init of team {team} was interrupted; it left no session"
         );
     }
-    fsutil::state_create_dir(root, &ctx.root.team_dir(&team))?;
+    let team_dir = ctx.root.team_dir(&team);
+    fsutil::state_create_dir(root, &team_dir)?;
+    // The team's whole layout, made (durably) here rather than by the first `up` and the first
+    // teardown: a new directory costs an inode allocation and a sync of its parent, a one-time
+    // cost that belongs to the command that makes the team.
+    for d in ["workers", "runtime", "trash"] {
+        fsutil::state_create_dir(root, &team_dir.join(d))?;
+    }
     let started_at = fsutil::now_rfc3339();
     let pid_start = team_core::process::start_time(std::process::id())
         .ok()
