@@ -112,6 +112,9 @@ pub struct EmptyTrashArgs {
     pub root: std::path::PathBuf,
     /// The team name.
     pub team: String,
+    /// Wait until standard input closes (the command that started it has ended), then empty.
+    #[arg(long)]
+    pub after_stdin_closes: bool,
 }
 
 /// `team-scale supervise ...` alone (see `main`): the subcommand word, then its arguments.

@@ -46,9 +46,10 @@ pub fn run(cli: Cli) -> CliResult<i32> {
     };
     if let Some(team) = interruptible {
         interrupts::install()?;
+        let emptier = empty_trash::Emptier::start_early(&ctx, &cmd, &team);
         let res = dispatch(&ctx, cmd);
         let res = interrupts::finish(&ctx, &team, res);
-        empty_trash::spawn_if_needed(&ctx, &team);
+        empty_trash::after(&ctx, &team, emptier);
         return res;
     }
     dispatch(&ctx, cmd)
