@@ -816,6 +816,12 @@ fn remove_tree_in(
             let Some(w) = parent.child(name, false)? else {
                 return Ok(());
             };
+            if mount_of(&w.fd, &w.path)? != mount_of(&parent.fd, &parent.path)? {
+                return Err(unsafe_path(
+                    dir,
+                    "is a mount point (a file system is mounted there); nothing is removed through it",
+                ));
+            }
             clear_dir(&w, 0)?;
             emptied();
             match rustix::fs::unlinkat(&parent.fd, name, AtFlags::REMOVEDIR) {
@@ -847,6 +853,7 @@ fn clear_dir(w: &Walk, depth: usize) -> Result<()> {
     if depth > TREE_DEPTH {
         return Err(unsafe_path(&w.path, "is nested too deep to remove"));
     }
+    let mount = mount_of(&w.fd, &w.path)?;
     let d = rustix::fs::Dir::read_from(w.fd.as_fd())
         .map_err(|e| Error::io("read directory", &w.path, errno_io(e)))?;
     let mut entries = Vec::new();
@@ -873,6 +880,12 @@ fn clear_dir(w: &Walk, depth: usize) -> Result<()> {
             // Opened without following, so a directory swapped for a symlink is not entered.
             match w.child(&name, false) {
                 Ok(Some(sub)) => {
+                    if mount_of(&sub.fd, &sub.path)? != mount {
+                        return Err(unsafe_path(
+                            &sub.path,
+                            "is a mount point (a file system is mounted there); nothing is removed through it",
+                        ));
+                    }
                     clear_dir(&sub, depth + 1)?;
                     AtFlags::REMOVEDIR
                 }
@@ -889,6 +902,28 @@ fn clear_dir(w: &Walk, depth: usize) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The mount a directory held open is on: its mount id (Linux 5.8+), else its device. A bind
+/// mount of the same file system has the device of the directory it is mounted in, but a
+/// mount id of its own.
+fn mount_of(fd: &OwnedFd, path: &Path) -> Result<(u64, u64)> {
+    let st = rustix::fs::statx(
+        fd,
+        "",
+        AtFlags::EMPTY_PATH,
+        rustix::fs::StatxFlags::BASIC_STATS | rustix::fs::StatxFlags::MNT_ID,
+    )
+    .map_err(|e| Error::io("inspect", path, errno_io(e)))?;
+    let dev = (u64::from(st.stx_dev_major) << 32) | u64::from(st.stx_dev_minor);
+    let id = if rustix::fs::StatxFlags::from_bits_retain(st.stx_mask)
+        .contains(rustix::fs::StatxFlags::MNT_ID)
+    {
+        st.stx_mnt_id
+    } else {
+        0
+    };
+    Ok((dev, id))
 }
 
 /// fsyncs a directory inside the state root. Absent is success.

@@ -280,6 +280,58 @@ fn a_symlinked_trash_is_refused_before_any_effect() {
     assert!(team_dir(&sb).join("workers/worker-2/inbox.md").exists());
 }
 
+/// Attack (nineteenth black-box round): a worker bind-mounts a directory of the user's inside
+/// its own worker directory (it runs as root), then is removed. Its directory goes to the
+/// trash and is deleted there, and the deletion used to go down through the mount: the
+/// user's files were gone and `down` exited 0. No removal enters a mount point: the mounted
+/// files stay, and so does the trash entry that holds the mount point.
+#[test]
+fn a_file_system_mounted_in_a_workers_directory_is_never_removed_through() {
+    let sb = Sandbox::new();
+    team_of_two(&sb);
+    let victim = sb.dir.path().join("victim");
+    std::fs::create_dir_all(victim.join("deep")).unwrap();
+    std::fs::write(victim.join("a.txt"), "keep1\n").unwrap();
+    std::fs::write(victim.join("deep/b.txt"), "keep2\n").unwrap();
+    let sub = team_dir(&sb).join("workers/worker-2/sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    // The bind mount lives in a private mount namespace, with the `down` that sees it (one
+    // worker's files are deleted by `down` itself, in that namespace).
+    let script = format!(
+        "mount --bind '{}' '{}' || exit 200; exec '{}' down s3 --worker worker-2 --force --grace 1s",
+        victim.display(),
+        sub.display(),
+        tests::bin("team-scale").display()
+    );
+    let o = sb
+        .command("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    if o.status.code() == Some(200) || o.status.code() == Some(1) && o.stdout.is_empty() {
+        eprintln!(
+            "no private mount namespace here (needs root): the mount test not run: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        return;
+    }
+    assert_code(&o, 0);
+    assert_eq!(
+        std::fs::read_to_string(victim.join("a.txt")).unwrap(),
+        "keep1\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(victim.join("deep/b.txt")).unwrap(),
+        "keep2\n"
+    );
+    assert!(!team_dir(&sb).join("workers/worker-2").exists());
+    assert!(
+        trash_names(&sb).iter().any(|n| n.ends_with("-worker-2")),
+        "the entry holding the mount point stays in the trash: {:?}",
+        trash_names(&sb)
+    );
+}
+
 /// Attack: symlinks planted in the trash (to a directory and to a file of the user's), next to
 /// a leftover a crash could have left. Emptying the trash unlinks each symlink itself and
 /// deletes the leftover, and never reaches what a symlink points to.
