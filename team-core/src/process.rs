@@ -114,8 +114,12 @@ enum Basis {
         owner: String,
         worker: Option<String>,
     },
-    /// Below a worker's supervisor, with no other `TEAM_INCARNATION` than the worker's.
-    Ancestry { incarnation: String },
+    /// Below a worker's supervisor, with no other `TEAM_INCARNATION` than the worker's and no
+    /// other terminal than the supervisor's (`root`, its environment when proven).
+    Ancestry {
+        incarnation: String,
+        root: crate::proctree::ProcEnv,
+    },
 }
 
 /// The result of a `/proc` scan: what matched, and how many entries could not be read
@@ -920,8 +924,8 @@ impl Proven {
             // Ancestry cannot be gained by a foreign process (a process only ever moves up to
             // a reaper), and the pidfd pins the process: re-check what it could have changed
             // by exec'ing (its name, its token).
-            Basis::Ancestry { incarnation } => {
-                let v = verify_member(self.id.pid, self.id.start_time, incarnation);
+            Basis::Ancestry { incarnation, root } => {
+                let v = verify_member(self.id.pid, self.id.start_time, incarnation, root);
                 if sys::exited(self.fd.as_fd()) {
                     ProcVerdict::Gone
                 } else {
@@ -960,6 +964,34 @@ pub fn env_token(pid: u32, key: &str) -> crate::proctree::EnvToken {
     EnvToken::Is(String::from_utf8_lossy(first).into_owned())
 }
 
+/// `TEAM_INCARNATION`, `TMUX` and `TMUX_PANE` of a process, from one read of its environment
+/// (see [`env_token`] for each).
+pub fn proc_env(pid: u32) -> crate::proctree::ProcEnv {
+    use crate::proctree::{EnvToken, ProcEnv};
+    let env = match read_proc(pid, "environ") {
+        Ok(Some(env)) => env,
+        _ => return ProcEnv::unknown(),
+    };
+    let token = |key: &str| {
+        if env.is_empty() {
+            return EnvToken::Absent;
+        }
+        let mut vals = env_values(&env, key);
+        let Some(first) = vals.next() else {
+            return EnvToken::Absent;
+        };
+        if vals.any(|v| v != first) {
+            return EnvToken::Is("<conflicting duplicates>".into());
+        }
+        EnvToken::Is(String::from_utf8_lossy(first).into_owned())
+    };
+    ProcEnv {
+        incarnation: token(ENV_INCARNATION),
+        tmux: token("TMUX"),
+        tmux_pane: token("TMUX_PANE"),
+    }
+}
+
 /// The `stat` of a process, parsed whole; `None` when it is gone.
 pub fn node_of(pid: u32) -> Result<Option<crate::proctree::Node>> {
     match read_proc(pid, "stat")? {
@@ -971,9 +1003,16 @@ pub fn node_of(pid: u32) -> Result<Option<crate::proctree::Node>> {
 }
 
 /// Checks what a worker's process could change about itself: it is alive with the same start
-/// time, runs as our uid, is neither tmux nor a supervisor, and carries no other
-/// `TEAM_INCARNATION` than `incarnation` (none at all is fine: ancestry is the proof).
-fn verify_member(pid: u32, start: u64, incarnation: &str) -> ProcVerdict {
+/// time, runs as our uid, is neither tmux nor a supervisor, carries no other
+/// `TEAM_INCARNATION` than `incarnation` (none at all is fine: ancestry is the proof), and
+/// names no other terminal than `root`'s, its supervisor's environment
+/// ([`crate::proctree::ProcEnv::foreign_terminal`]).
+fn verify_member(
+    pid: u32,
+    start: u64,
+    incarnation: &str,
+    root: &crate::proctree::ProcEnv,
+) -> ProcVerdict {
     let n = match node_of(pid) {
         Ok(Some(n)) => n,
         Ok(None) => return ProcVerdict::Gone,
@@ -1000,11 +1039,15 @@ fn verify_member(pid: u32, start: u64, incarnation: &str) -> ProcVerdict {
         Ok(None) => return ProcVerdict::Gone,
         Err(e) => return unverifiable(e.to_string()),
     }
-    match env_token(pid, ENV_INCARNATION) {
+    let env = proc_env(pid);
+    match &env.incarnation {
         crate::proctree::EnvToken::Is(v) if v != incarnation => not_owned(format!(
             "pid {pid} carries {ENV_INCARNATION}={v:?}, not this worker's {incarnation}"
         )),
-        _ => ProcVerdict::Owned,
+        _ => match env.foreign_terminal(root) {
+            Some(why) => not_owned(format!("pid {pid}: {why}")),
+            None => ProcVerdict::Owned,
+        },
     }
 }
 
@@ -1082,7 +1125,10 @@ pub fn prove_below(
         }
     };
     use std::os::fd::AsFd;
-    let mut v = verify_member(pid, member.start_time, incarnation);
+    // The supervisor's environment, read before the member's ancestry is checked: the check
+    // that follows confirms the supervisor by its start time.
+    let root = proc_env(sup.pid);
+    let mut v = verify_member(pid, member.start_time, incarnation, &root);
     if v == ProcVerdict::Owned {
         v = below_supervisor(pid, sup);
     }
@@ -1097,6 +1143,7 @@ pub fn prove_below(
                 fd,
                 basis: Basis::Ancestry {
                     incarnation: incarnation.to_owned(),
+                    root,
                 },
             }),
         ),

@@ -378,6 +378,8 @@ impl Tree {
             .map(|n| n.id.pid);
         let mut frontier = vec![root.id.pid];
         let mut seen: HashSet<u32> = HashSet::from([root.id.pid]);
+        // The supervisor's own environment, read once, when a member is first judged.
+        let mut root_env: Option<ProcEnv> = None;
         for _ in 0..MAX_DEPTH {
             let mut next = Vec::new();
             for pid in frontier {
@@ -426,7 +428,8 @@ impl Tree {
                             continue;
                         }
                     }
-                    match inspect.incarnation(n.id.pid) {
+                    let env = inspect.env(n.id.pid);
+                    match &env.incarnation {
                         EnvToken::Absent | EnvToken::Unreadable => {}
                         EnvToken::Is(v) if v == incarnation => {}
                         EnvToken::Is(v) => {
@@ -435,6 +438,14 @@ impl Tree {
                             )));
                             continue;
                         }
+                    }
+                    if let Some(why) = env
+                        .foreign_terminal(root_env.get_or_insert_with(|| inspect.env(root.id.pid)))
+                    {
+                        out.skipped.push(skip(format!(
+                            "{why}: never signalled, nor anything below it"
+                        )));
+                        continue;
                     }
                     // Detached: it left the pane's session (`setsid`), or it is an orphan the
                     // supervisor adopted (a double fork without `setsid`): any direct child of
@@ -475,11 +486,69 @@ pub enum EnvToken {
     Is(String),
 }
 
+/// What a walk reads of a process's environment, in one read: the worker token it carries and
+/// the terminal tmux started it in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcEnv {
+    /// `TEAM_INCARNATION`.
+    pub incarnation: EnvToken,
+    /// `TMUX`: the server (socket, pid, session) of the pane it was started in.
+    pub tmux: EnvToken,
+    /// `TMUX_PANE`: that pane.
+    pub tmux_pane: EnvToken,
+}
+
+impl ProcEnv {
+    /// An environment that says nothing.
+    pub fn unknown() -> ProcEnv {
+        ProcEnv {
+            incarnation: EnvToken::Unreadable,
+            tmux: EnvToken::Unreadable,
+            tmux_pane: EnvToken::Unreadable,
+        }
+    }
+
+    /// Why a process with this environment was started in a terminal other than the one of
+    /// `root` (the worker's supervisor, which tmux started in the worker's pane); `None` when
+    /// it may have been started in the worker's. A process below a supervisor can come from
+    /// another terminal: a tmux server a worker started is re-parented to the supervisor when
+    /// it daemonizes, and so is every process that leaves one of that server's panes (a
+    /// `setsid -f` or `( cmd & )` typed there by the user). Each names the other server or
+    /// pane in `TMUX`/`TMUX_PANE`, which tmux sets for every pane and the worker's own
+    /// processes inherit from its supervisor. A process may drop or change these variables:
+    /// that only keeps it from being signalled, never makes a foreign process ours.
+    pub fn foreign_terminal(&self, root: &ProcEnv) -> Option<String> {
+        for (var, mine, theirs) in [
+            ("TMUX", &self.tmux, &root.tmux),
+            ("TMUX_PANE", &self.tmux_pane, &root.tmux_pane),
+        ] {
+            let EnvToken::Is(v) = mine else {
+                continue;
+            };
+            match theirs {
+                EnvToken::Is(r) if r == v => {}
+                EnvToken::Is(r) => {
+                    return Some(format!(
+                        "its {var} is {v:?}, not its supervisor's {r:?}: it was started in another terminal (a pane of another tmux server, or another pane)"
+                    ));
+                }
+                _ => {
+                    return Some(format!(
+                        "its {var} is {v:?} and its supervisor's cannot be told: it may have been started in another terminal"
+                    ));
+                }
+            }
+        }
+        None
+    }
+}
+
 /// The `/proc` reads a walk needs beyond `stat`.
 pub trait Inspect {
     fn our_uid(&self) -> u32;
     fn uid(&self, pid: u32) -> Option<u32>;
-    fn incarnation(&self, pid: u32) -> EnvToken;
+    /// `TEAM_INCARNATION`, `TMUX` and `TMUX_PANE`, from one read of its environment.
+    fn env(&self, pid: u32) -> ProcEnv;
     /// Whether the process holds a listening socket (unix, TCP or UDP-bound TCP6).
     fn listens(&self, pid: u32) -> bool;
 }
@@ -533,8 +602,8 @@ impl Inspect for Proc {
         crate::process::uid(pid).ok().flatten()
     }
 
-    fn incarnation(&self, pid: u32) -> EnvToken {
-        crate::process::env_token(pid, crate::process::ENV_INCARNATION)
+    fn env(&self, pid: u32) -> ProcEnv {
+        crate::process::proc_env(pid)
     }
 
     fn listens(&self, pid: u32) -> bool {
@@ -632,6 +701,7 @@ mod tests {
 
     struct Fake {
         env: HashMap<u32, &'static str>,
+        tmux: HashMap<u32, &'static str>,
         listen: HashSet<u32>,
         foreign: HashSet<u32>,
     }
@@ -643,10 +713,18 @@ mod tests {
         fn uid(&self, pid: u32) -> Option<u32> {
             Some(if self.foreign.contains(&pid) { 0 } else { 1000 })
         }
-        fn incarnation(&self, pid: u32) -> EnvToken {
-            self.env
-                .get(&pid)
-                .map_or(EnvToken::Absent, |v| EnvToken::Is((*v).into()))
+        fn env(&self, pid: u32) -> ProcEnv {
+            ProcEnv {
+                incarnation: self
+                    .env
+                    .get(&pid)
+                    .map_or(EnvToken::Absent, |v| EnvToken::Is((*v).into())),
+                tmux: self
+                    .tmux
+                    .get(&pid)
+                    .map_or(EnvToken::Absent, |v| EnvToken::Is((*v).into())),
+                tmux_pane: EnvToken::Absent,
+            }
         }
         fn listens(&self, pid: u32) -> bool {
             self.listen.contains(&pid)
@@ -676,6 +754,7 @@ mod tests {
     #[test]
     fn walk_keeps_out_tmux_servers_supervisors_and_other_incarnations() {
         // 10 supervisor (sid 10) -> 11 agent -> 12 setsid env -i child (sid 12)
+        //                        -> 27 from another server's pane (TMUX) -> 28
         //                        -> 13 tmux server (nested team) -> 14 B's leader shell
         //                        -> 15 another supervisor -> 16
         //                        -> 17 with another TEAM_INCARNATION -> 18
@@ -702,10 +781,22 @@ mod tests {
             node(24, 10, 10, "double-forked"),
             node(25, 10, 25, "mux: server"),
             node(26, 25, 26, "sleep"),
+            // Left a pane of a tmux server the worker started (re-parented to the
+            // supervisor), and what it started; and one in the worker's own terminal.
+            node(27, 10, 27, "sleep"),
+            node(28, 27, 27, "sleep"),
+            node(29, 11, 10, "make"),
             node(99, 1, 99, "unrelated"),
         ]);
         let fake = Fake {
             env: HashMap::from([(11, "inc-a"), (17, "inc-b"), (19, "inc-a")]),
+            tmux: HashMap::from([
+                (10, "/s/team,100,0"),
+                (11, "/s/team,100,0"),
+                (27, "/s/nested,200,0"),
+                (28, "/s/nested,200,0"),
+                (29, "/s/team,100,0"),
+            ]),
             listen: HashSet::from([19, 11, 24]),
             foreign: HashSet::from([20]),
         };
@@ -714,7 +805,7 @@ mod tests {
         pids.sort();
         assert_eq!(
             pids,
-            vec![11, 12, 19, 22, 24],
+            vec![11, 12, 19, 22, 24, 29],
             "a zombie's children are still walked"
         );
         let m = |p: u32| b.members.iter().find(|m| m.node.id.pid == p).unwrap();
@@ -732,8 +823,8 @@ mod tests {
         skipped.sort();
         assert_eq!(
             skipped,
-            vec![13, 15, 17, 20, 23, 25],
-            "tmux (renamed too), supervisors, other incarnations, other uids, below a shared daemon"
+            vec![13, 15, 17, 20, 23, 25, 27],
+            "tmux (renamed too), supervisors, other incarnations, other uids, below a shared daemon, another terminal"
         );
     }
 

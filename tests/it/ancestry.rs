@@ -144,6 +144,80 @@ fn a_team_started_from_a_worker_survives_that_workers_removal_and_the_reaper() {
     );
 }
 
+/// Attack (nineteenth black-box round): a worker of team A starts team B, whose tmux server is
+/// re-parented below the worker's supervisor (a subreaper). In B's leader pane, processes leave
+/// the pane (`setsid -f`, `( cmd & )`): they lose B's server as their parent and are
+/// re-parented to A's supervisor too. By ancestry alone they read as the worker's, and `down`
+/// and the reaper killed them (exit 0). Each names B's server and pane in `TMUX`/`TMUX_PANE`,
+/// not the supervisor's: they are never signalled, by `down` or by the reaper.
+#[test]
+fn processes_that_leave_a_nested_servers_pane_are_not_the_workers() {
+    let sb = Sandbox::new();
+    let wsb = sb.dir.path().join("wsb");
+    std::fs::create_dir_all(&wsb).unwrap();
+    let wsb = wsb.canonicalize().unwrap();
+    let (p1, p2) = (sb.dir.path().join("p1"), sb.dir.path().join("p2"));
+    let ts = bin("team-scale");
+    // B's leader (in B's server) starts two processes that leave its pane, then waits.
+    let leader = format!(
+        "setsid -f sh -c \"echo \\$\\$ > {p1}; exec sleep 100005\"; (sh -c \"echo \\$\\$ > {p2}; exec sleep 100006\" &); exec sleep 100004",
+        p1 = p1.display(),
+        p2 = p2.display()
+    );
+    let cmd = format!(
+        "if [ \"$TEAM_WORKER\" = worker-2 ]; then cd {wsb} && env -u TEAM_STATE_DIR {ts} init b --private --leader-cmd '{leader}'; fi; exec sleep 100000",
+        wsb = wsb.display(),
+        ts = ts.display()
+    );
+    team_with_workers(&sb, "a", &cmd, 2);
+    let (e1, e2) = (read_pid(&p1), read_pid(&p2));
+    let _cleanup = KillOnDrop(vec![e1, e2]);
+    let sup = worker_pane_pid(&sb, "a", "worker-2");
+    let ppid = |p: u32| {
+        std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .ok()
+            .and_then(|s| {
+                let rest = &s[s.rfind(')')? + 2..];
+                rest.split(' ').nth(1)?.parse::<u32>().ok()
+            })
+            .unwrap_or(0)
+    };
+    // The premise: both now hang directly below worker-2's supervisor.
+    wait_for("the re-parenting", Duration::from_secs(5), || {
+        ppid(e1) == sup && ppid(e2) == sup
+    });
+
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "a", "--worker", "worker-2", "--force", "--grace", "1s", "--json",
+        ],
+    );
+    assert_code(&o, 0);
+    let report = String::from_utf8_lossy(&o.stdout);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        alive(e1) && alive(e2),
+        "down signalled what left a pane of b's server: {report}"
+    );
+
+    // The reaper sees worker-2's supervisor, still running, with no member behind it.
+    let o = reap(&sb, &["--json", "--grace", "1s"]);
+    let lines = json_lines(&o.stdout);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        alive(e1) && alive(e2),
+        "the reaper signalled what left a pane of b's server: {lines:?}"
+    );
+    for r in &lines {
+        let pid = r["pid"].as_u64().unwrap_or(0) as u32;
+        assert!(
+            !((pid == e1 || pid == e2) && r["action"] == "killed"),
+            "{r}"
+        );
+    }
+}
+
 /// A daemon worker-2 started (detached, listening on a unix socket) serves worker-1: removing
 /// worker-2 must leave it running (reported `shared`), and worker-1 keeps working.
 #[test]
