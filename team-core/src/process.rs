@@ -114,11 +114,13 @@ enum Basis {
         owner: String,
         worker: Option<String>,
     },
-    /// Below a worker's supervisor, with no other `TEAM_INCARNATION` than the worker's and no
-    /// other terminal than the supervisor's (`root`, its environment when proven).
+    /// Below a worker's supervisor `sup`, with no other `TEAM_INCARNATION` than the worker's
+    /// and, outside the supervisor's session, no other terminal than the supervisor's (`root`:
+    /// its environment, when the proof read it).
     Ancestry {
         incarnation: String,
-        root: crate::proctree::ProcEnv,
+        sup: u32,
+        root: std::cell::OnceCell<crate::proctree::ProcEnv>,
     },
 }
 
@@ -924,8 +926,17 @@ impl Proven {
             // Ancestry cannot be gained by a foreign process (a process only ever moves up to
             // a reaper), and the pidfd pins the process: re-check what it could have changed
             // by exec'ing (its name, its token).
-            Basis::Ancestry { incarnation, root } => {
-                let v = verify_member(self.id.pid, self.id.start_time, incarnation, root);
+            Basis::Ancestry {
+                incarnation,
+                sup,
+                root,
+            } => {
+                let origin = Origin {
+                    sup: *sup,
+                    root,
+                    reprove: true,
+                };
+                let v = verify_member(self.id.pid, self.id.start_time, incarnation, &origin);
                 if sys::exited(self.fd.as_fd()) {
                     ProcVerdict::Gone
                 } else {
@@ -1002,17 +1013,25 @@ pub fn node_of(pid: u32) -> Result<Option<crate::proctree::Node>> {
     }
 }
 
+/// Where a worker's process was started, for [`verify_member`]: in the session of the
+/// supervisor `sup` (every process of that session descends from the supervisor without
+/// passing through a tmux pane, each of which is a session of its own), or else in the
+/// terminal its `TMUX`/`TMUX_PANE` name, which must be the supervisor's (`root`, read from the
+/// supervisor when first needed; see [`crate::proctree::ProcEnv::foreign_terminal`]).
+struct Origin<'a> {
+    sup: u32,
+    root: &'a std::cell::OnceCell<crate::proctree::ProcEnv>,
+    /// Whether the terminal is checked only when the process is outside `sup`'s session (a
+    /// first proof), or only when it was checked at the first proof (a re-proof).
+    reprove: bool,
+}
+
 /// Checks what a worker's process could change about itself: it is alive with the same start
 /// time, runs as our uid, is neither tmux nor a supervisor, carries no other
-/// `TEAM_INCARNATION` than `incarnation` (none at all is fine: ancestry is the proof), and
-/// names no other terminal than `root`'s, its supervisor's environment
-/// ([`crate::proctree::ProcEnv::foreign_terminal`]).
-fn verify_member(
-    pid: u32,
-    start: u64,
-    incarnation: &str,
-    root: &crate::proctree::ProcEnv,
-) -> ProcVerdict {
+/// `TEAM_INCARNATION` than `incarnation` (none at all is fine: ancestry is the proof), and,
+/// outside its supervisor's session, names no other terminal than the supervisor's
+/// ([`Origin`]).
+fn verify_member(pid: u32, start: u64, incarnation: &str, origin: &Origin<'_>) -> ProcVerdict {
     let n = match node_of(pid) {
         Ok(Some(n)) => n,
         Ok(None) => return ProcVerdict::Gone,
@@ -1040,15 +1059,25 @@ fn verify_member(
         Err(e) => return unverifiable(e.to_string()),
     }
     let env = proc_env(pid);
-    match &env.incarnation {
-        crate::proctree::EnvToken::Is(v) if v != incarnation => not_owned(format!(
+    if let crate::proctree::EnvToken::Is(v) = &env.incarnation
+        && v != incarnation
+    {
+        return not_owned(format!(
             "pid {pid} carries {ENV_INCARNATION}={v:?}, not this worker's {incarnation}"
-        )),
-        _ => match env.foreign_terminal(root) {
-            Some(why) => not_owned(format!("pid {pid}: {why}")),
-            None => ProcVerdict::Owned,
-        },
+        ));
     }
+    let check = if origin.reprove {
+        origin.root.get().is_some()
+    } else {
+        n.sid != origin.sup
+    };
+    if check {
+        let root = origin.root.get_or_init(|| proc_env(origin.sup));
+        if let Some(why) = env.foreign_terminal(root) {
+            return not_owned(format!("pid {pid}: {why}"));
+        }
+    }
+    ProcVerdict::Owned
 }
 
 /// Whether `pid` is (still) below the supervisor `sup`, read afresh from `/proc`: the chain of
@@ -1125,10 +1154,15 @@ pub fn prove_below(
         }
     };
     use std::os::fd::AsFd;
-    // The supervisor's environment, read before the member's ancestry is checked: the check
-    // that follows confirms the supervisor by its start time.
-    let root = proc_env(sup.pid);
-    let mut v = verify_member(pid, member.start_time, incarnation, &root);
+    // The supervisor's environment, when it is read, is read before the member's ancestry is
+    // checked: that check confirms the supervisor by its start time.
+    let root = std::cell::OnceCell::new();
+    let origin = Origin {
+        sup: sup.pid,
+        root: &root,
+        reprove: false,
+    };
+    let mut v = verify_member(pid, member.start_time, incarnation, &origin);
     if v == ProcVerdict::Owned {
         v = below_supervisor(pid, sup);
     }
@@ -1143,6 +1177,7 @@ pub fn prove_below(
                 fd,
                 basis: Basis::Ancestry {
                     incarnation: incarnation.to_owned(),
+                    sup: sup.pid,
                     root,
                 },
             }),

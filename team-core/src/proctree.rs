@@ -439,8 +439,12 @@ impl Tree {
                             continue;
                         }
                     }
-                    if let Some(why) = env
-                        .foreign_terminal(root_env.get_or_insert_with(|| inspect.env(root.id.pid)))
+                    // Only outside the supervisor's session can a process come from another
+                    // terminal: every tmux pane is a session of its own.
+                    if n.sid != root.sid
+                        && let Some(why) = env.foreign_terminal(
+                            root_env.get_or_insert_with(|| inspect.env(root.id.pid)),
+                        )
                     {
                         out.skipped.push(skip(format!(
                             "{why}: never signalled, nor anything below it"
