@@ -386,10 +386,18 @@ const TERMINAL_CLIENTS: &[&str] = &[
 
 /// Programs that run the lines they read (or may be told to: `sqlite3 .shell`, `gdb shell`,
 /// `ed !cmd`, `sed e`, `awk system()`, `xargs sh -c`), whatever their arguments: none of them
-/// is an agent reading its prompt from the terminal.
-const LINE_RUNNERS: &[&str] = &[
+/// is an agent reading its prompt from the terminal. Pagers, viewers, editors, browsers, mail
+/// and file-transfer clients and database clients count too: typed text reaching one is a
+/// command there, and most of them run a shell line given after `!` or `|` (`less !cmd`, `man`
+/// through its pager, `vi :!cmd`, `lynx !`, `mutt !`, `ftp !`, `psql \!`, `mysql \!`). Matched
+/// by `comm`, also without a `.suffix` (`vim.basic`) or a version (`emacs-29.1`).
+pub const LINE_RUNNERS: &[&str] = &[
     "sqlite3",
+    "sqlite",
+    "duckdb",
     "gdb",
+    "lldb",
+    "jdb",
     "ed",
     "red",
     "ex",
@@ -404,10 +412,88 @@ const LINE_RUNNERS: &[&str] = &[
     "dc",
     "psql",
     "mysql",
+    "mariadb",
     "redis-cli",
+    "valkey-cli",
+    "mongo",
+    "mongosh",
+    "cqlsh",
     "expect",
     "busybox",
+    // Pagers and viewers.
+    "less",
+    "more",
+    "most",
+    "pg",
+    "man",
+    "info",
+    "pinfo",
+    "w3m",
+    "lynx",
+    "links",
+    "links2",
+    "elinks",
+    "tig",
+    // Editors.
+    "vi",
+    "vim",
+    "nvim",
+    "view",
+    "vimdiff",
+    "rvim",
+    "gvim",
+    "emacs",
+    "nano",
+    "pico",
+    "joe",
+    "jed",
+    "mg",
+    "micro",
+    "kak",
+    "hx",
+    "mcedit",
+    // File managers that run command lines.
+    "mc",
+    "ranger",
+    "nnn",
+    "lf",
+    "vifm",
+    // Mail, news and file-transfer clients.
+    "mail",
+    "mailx",
+    "s-nail",
+    "mutt",
+    "neomutt",
+    "alpine",
+    "pine",
+    "ftp",
+    "sftp",
+    "lftp",
+    "tftp",
+    // REPLs that are programs of their own (not `python -i`): whatever they run is code.
+    "ipython",
+    "ipython3",
+    "bpython",
+    "ptpython",
+    "pry",
+    "iex",
+    "erl",
+    "ocaml",
+    "utop",
+    "swipl",
+    "gforth",
+    "clisp",
 ];
+
+/// Whether `comm` names one of `list`: as it is, without a `.suffix` (`vim.basic`,
+/// `vim.tiny`), or without a trailing version (`emacs-29.1`, `lua5.4`).
+fn named_in(list: &[&str], comm: &str) -> bool {
+    let base = comm.split('.').next().unwrap_or(comm);
+    let unversioned = comm.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    [comm, base, unversioned]
+        .iter()
+        .any(|n| !n.is_empty() && list.contains(n))
+}
 
 /// Interpreters by `comm` (digits and dots trimmed: `python3.11`): reading the terminal with
 /// no script file (no program, `-i`, perl's `-d`, or code given inline, which may read and run
@@ -419,8 +505,10 @@ const REPLS: &[&str] = &[
 ];
 
 /// A process below `root` (a worker's supervisor) that would run or forward text typed into
-/// the worker's pane, reading the pane's terminal (its stdin is the supervisor's): a terminal
-/// client (a nested `tmux attach`, `ssh`), a shell given no script and no `-c`, or an
+/// the worker's pane, reading the pane's terminal (its stdin is the supervisor's, or, for a
+/// terminal client or a line runner, a descriptor it opened on it): a terminal client (a
+/// nested `tmux attach`, `ssh`), a program that runs the lines it reads (`sqlite3`, a pager
+/// such as `less`, an editor; [`LINE_RUNNERS`]), a shell given no script and no `-c`, or an
 /// interpreter's REPL (no program, `-i`, perl's `-d`). Described, or `None`. The same programs
 /// reading another terminal or a pipe (an agent's own tools) are not reported; nor is what
 /// cannot be read (the tmux-side check still sees a shell in the foreground).
@@ -437,16 +525,21 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
         let comm = n.comm.as_str();
         let stem = comm.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
         let client = TERMINAL_CLIENTS.contains(&comm);
-        let runner = LINE_RUNNERS.contains(&comm);
+        let runner = named_in(LINE_RUNNERS, comm);
         let shell = SHELL_NAMES.contains(&comm);
         let repl = REPLS.contains(&stem);
         if !(client || runner || shell || repl) {
             continue;
         }
-        let reads_pane = tty_of(n.id.pid).is_some_and(|t| match &pane_tty {
-            Some(p) => &t == p,
-            None => is_tty(&t),
-        });
+        let on_pane = |t: &std::path::Path| match &pane_tty {
+            Some(p) => t == p,
+            None => is_tty(t),
+        };
+        // A pager, an editor or a terminal client reads its keys from the terminal it opens
+        // itself (`/dev/tty`, a descriptor above 2) even when its input is a pipe (`git log |
+        // less`, `cat f | less`).
+        let reads_pane = tty_of(n.id.pid).is_some_and(|t| on_pane(&t))
+            || ((client || runner) && opened_terminal(n.id.pid, &on_pane));
         if !reads_pane {
             continue;
         }
@@ -536,6 +629,23 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether `pid` holds a descriptor above 2 on a terminal `on_pane` accepts: one it opened
+/// itself (`/dev/tty`) to read keys from, whatever its standard input.
+fn opened_terminal(pid: u32, on_pane: &dyn Fn(&std::path::Path) -> bool) -> bool {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    dir.filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+                .is_some_and(|n| n > 2)
+        })
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .any(|t| on_pane(&t))
 }
 
 /// Whether `/proc/<pid>/environ` carries every `KEY=value` of `pairs` (duplicated keys must all
@@ -1599,6 +1709,40 @@ fn wait_pending(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Pagers, editors and clients are matched by `comm` also under their packaged names.
+    #[test]
+    fn line_runners_by_name() {
+        for comm in [
+            "less",
+            "more",
+            "man",
+            "vim.basic",
+            "vim.tiny",
+            "nvim",
+            "emacs-29.1",
+            "lynx",
+            "mutt",
+            "sftp",
+            "psql",
+            "sqlite3",
+            "lldb",
+            "ipython3",
+        ] {
+            assert!(named_in(LINE_RUNNERS, comm), "{comm}");
+        }
+        for comm in [
+            "codex",
+            "node",
+            "claude",
+            "python3",
+            "fake-agent",
+            "lesser",
+            "",
+        ] {
+            assert!(!named_in(LINE_RUNNERS, comm), "{comm}");
+        }
+    }
 
     /// A real line of `/proc/self/stat` with `comm` replaced.
     fn stat_line(comm: &str, start: u64) -> String {

@@ -42,6 +42,11 @@ impl Team {
 
     /// A team `demo` of the fake agent's profile whose workers run `cmd(<scratch dir>)`.
     fn running(cmd: impl FnOnce(&std::path::Path) -> String) -> Team {
+        Team::running_as("fake", cmd)
+    }
+
+    /// A team `demo` of the agent profile `agent` whose workers run `cmd(<scratch dir>)`.
+    fn running_as(agent: &str, cmd: impl FnOnce(&std::path::Path) -> String) -> Team {
         let sb = Sandbox::new();
         std::fs::create_dir_all(sb.ws.join(".team")).unwrap();
         std::fs::write(sb.ws.join(".team/agents.toml"), PROFILE).unwrap();
@@ -54,7 +59,7 @@ impl Team {
                 "demo",
                 "--private",
                 "--agent",
-                "fake",
+                agent,
                 "--worker-cmd",
                 &cmd,
             ],
@@ -422,6 +427,149 @@ fn send_types_nothing_into_a_shell_or_another_terminal() {
         "processes of this team outlived its shutdown"
     );
     assert_audit_pairs(&sb.ws.join(".team/audit.jsonl"));
+}
+
+/// The `send-keys` intents in `sb`'s audit log: every typing writes one first.
+fn send_intents(sb: &Sandbox) -> usize {
+    std::fs::read_to_string(sb.ws.join(".team/audit.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("\"action\":\"send-keys\"") && l.contains("\"stage\":\"intent\""))
+        .count()
+}
+
+/// Black-box round: `less` was not recognised. `up`'s first prompt was typed into it
+/// ("delivered (typed...)"), and `send '!touch ...'` ran the command (less runs a `!` line in
+/// a shell). A pager or viewer reading the pane (`exec less f`, `cat f | less`, whose keys
+/// come from the `/dev/tty` it opens, `more` on a long file) gets nothing from `up`.
+#[test]
+fn up_types_no_first_prompt_into_a_pager() {
+    let sb = Sandbox::new();
+    let dir = sb.dir.path();
+    let long = dir.join("long.txt");
+    std::fs::write(
+        &long,
+        (1..400).map(|i| format!("line {i}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let script = dir.join("pager.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "case $TEAM_WORKER in\n\
+             worker-1) exec less {l} ;;\n\
+             worker-2) cat {l} | less ;;\n\
+             *) exec more {l} ;;\n\
+             esac\n",
+            l = long.display()
+        ),
+    )
+    .unwrap();
+    let cmd = format!("sh {}", script.display());
+    let o = sb.run(
+        "team-scale",
+        &[
+            "init",
+            "demo",
+            "--private",
+            "--agent",
+            "custom",
+            "--worker-cmd",
+            &cmd,
+        ],
+    );
+    assert_code(&o, 0);
+    assert_code(
+        &sb.run("team-scale", &["policy", "demo", "--max-workers", "3"]),
+        0,
+    );
+    let o = sb.run(
+        "team-scale",
+        &["up", "demo", "3", "--ready-timeout", "6s", "--json"],
+    );
+    assert_code(&o, 1);
+    let lines = json_lines(&o.stdout);
+    for w in ["worker-1", "worker-2", "worker-3"] {
+        let l = lines
+            .iter()
+            .find(|l| l["worker"] == w)
+            .unwrap_or_else(|| panic!("{w}: {lines:?}"));
+        assert_eq!(l["delivery"], "undelivered", "{w}: {l}");
+    }
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("less") && e.contains("more"),
+        "the pager is named: {e}"
+    );
+    assert_eq!(send_intents(&sb), 0, "keys were typed: {}", text(&o));
+}
+
+/// The same round: an agent that hands its terminal to a pager. `send '!touch <canary>'`
+/// must type nothing, so the pager runs no command. (The `custom` profile, as the attacker's
+/// team had: ready once the screen is still, so only the pager check stops the typing.)
+#[test]
+fn send_types_nothing_into_a_pager() {
+    let t = Team::running_as("custom", |dir| {
+        let long = dir.join("long.txt");
+        std::fs::write(
+            &long,
+            (1..400).map(|i| format!("line {i}\n")).collect::<String>(),
+        )
+        .unwrap();
+        let script = dir.join("agent.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "{agent} --done-after 300 --die-after 2500 --received {d}/received-$TEAM_WORKER.txt\n\
+                 case $TEAM_WORKER in\n\
+                 worker-1) exec less {l} ;;\n\
+                 worker-2) cat {l} | less ;;\n\
+                 *) exec more {l} ;;\n\
+                 esac\n",
+                agent = tests::bin("fake-agent").display(),
+                d = dir.display(),
+                l = long.display()
+            ),
+        )
+        .unwrap();
+        format!("sh {}", script.display())
+    });
+    let (sb, dir) = (&t.sb, &t.dir);
+    assert_code(&t.run(&["policy", "demo", "--max-workers", "3"]), 0);
+    assert_code(&t.run(&["up", "demo", "3", "--ready-timeout", "20s"]), 0);
+    // The agents exit; a pager takes each pane's terminal.
+    std::thread::sleep(std::time::Duration::from_millis(4000));
+    let intents = send_intents(sb);
+    for w in ["worker-1", "worker-2", "worker-3"] {
+        let canary = dir.join(format!("PWNED-{w}"));
+        let o = sb.run(
+            "team-scale",
+            &[
+                "send",
+                "demo",
+                w,
+                &format!("!touch {}", canary.display()),
+                "--ready-timeout",
+                "5s",
+                "--json",
+            ],
+        );
+        assert_code(&o, 1);
+        let d = json_lines(&o.stdout)
+            .into_iter()
+            .find(|l| l["type"] == "delivery")
+            .unwrap();
+        assert_eq!(d["result"], "undelivered", "{w}: {d}");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert!(
+            !canary.exists(),
+            "{w}: the pager ran the typed command: {d}"
+        );
+        assert_eq!(send_intents(sb), intents, "{w}: keys were typed: {d}");
+    }
+    // The pagers ignore nothing the tools send: the team goes the tools' way.
+    let o = sb.run("team-scale", &["shutdown", "demo", "--grace", "2s"]);
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{o:?}");
 }
 
 #[test]

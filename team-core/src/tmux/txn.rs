@@ -77,13 +77,16 @@ impl Guard {
         })
     }
 
-    /// Also requires that the pane's terminal is not held by a shell or a terminal client in
-    /// its foreground (`#{pane_current_command}`: an interactive shell takes the foreground),
-    /// which would run or forward what is typed. For typing only.
+    /// Also requires that the pane's terminal is not held by a shell, a terminal client or a
+    /// program that runs the lines it reads (a pager, an editor: `process::LINE_RUNNERS`) in
+    /// its foreground (`#{pane_current_command}`: an interactive shell takes the foreground,
+    /// and so does a pager it starts), which would run or forward what is typed. For typing
+    /// only.
     pub fn typing_reaches_the_program(mut self) -> Guard {
         self.conds.push(format!(
-            "#{{?#{{m/r:^-?({}|tmux|screen|ssh|mosh-client|telnet|su|sudo|login)$,#{{pane_current_command}}}},0,1}}",
-            crate::process::SHELL_NAMES.join("|")
+            "#{{?#{{m/r:^-?({}|{}|tmux|screen|ssh|mosh-client|telnet|su|sudo|login)([.][a-z0-9]+)?$,#{{pane_current_command}}}},0,1}}",
+            crate::process::SHELL_NAMES.join("|"),
+            crate::process::LINE_RUNNERS.join("|")
         ));
         self
     }
