@@ -399,3 +399,99 @@ fn workers_that_never_reported_are_busy_and_a_drain_timeout_removes_nothing() {
     );
     assert_eq!(socket_panes(&sb.private_sock()), panes - 1);
 }
+
+/// The text of `o`'s stdout and stderr.
+fn both(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Black-box round: a Codex command-approval menu (`› 1. Yes, proceed (y)` on the cursor line,
+/// no bracketed paste) took `send`'s paste as keys: its `y`/`a` answered it, though no Enter
+/// was pressed. Codex's profile has no ready cursor, so any still screen was "ready". A
+/// selected menu choice is now an `approval` screen for every profile: not one byte reaches
+/// it, and the command says so (`blocked`, exit 1).
+#[test]
+fn an_approval_menu_gets_no_keys_whatever_the_profile() {
+    // Typed first prompt (`custom`: ready once still): `up` types nothing into the menu.
+    let f = Fake::new("--screen approval", &["--agent", "custom"]);
+    let o = f.up(&["1", "--ready-timeout", "6s", "--json"]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        f.typed(),
+        b"",
+        "keys reached the approval menu: {}",
+        both(&o)
+    );
+    assert_code(&o, 1);
+    let e = stderr(&o);
+    assert!(e.contains("blocked by the approval screen"), "{e}");
+    assert!(e.contains("Yes, proceed (y)"), "last lines shown: {e}");
+    let lines = json_lines(&o.stdout);
+    assert_eq!(lines[0]["delivery"], "blocked", "{lines:?}");
+
+    // Codex's profile (the attacker's): the prompt goes in at launch, then the agent asks for
+    // an approval; `send` and `broadcast` type nothing into the menu.
+    let f = Fake::new(
+        "--done-after 200 --approval-after 2000",
+        &["--agent", "codex"],
+    );
+    let o = f.up(&["1", "--ready-timeout", "20s"]);
+    assert_code(&o, 0);
+    let sb = &f.sb;
+    tests::wait_for("the approval menu", Duration::from_secs(10), || {
+        let o = sb.run("team-scale", &["peek", "demo", "worker-1"]);
+        String::from_utf8_lossy(&o.stdout).contains("Yes, proceed (y)")
+    });
+    let o = sb.run(
+        "team-scale",
+        &[
+            "send",
+            "demo",
+            "worker-1",
+            "stop after the current task",
+            "--ready-timeout",
+            "5s",
+            "--json",
+        ],
+    );
+    assert_code(&o, 1);
+    let d = json_lines(&o.stdout)
+        .into_iter()
+        .find(|l| l["type"] == "delivery")
+        .unwrap();
+    assert_eq!(d["result"], "blocked", "{d}");
+    assert!(
+        d["detail"].as_str().unwrap().contains("approval"),
+        "the command says why: {d}"
+    );
+    let o = sb.run(
+        "team-scale",
+        &[
+            "broadcast",
+            "demo",
+            "yes, approve all",
+            "--ready-timeout",
+            "3s",
+        ],
+    );
+    assert_code(&o, 1);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        String::from_utf8_lossy(&f.typed()),
+        "",
+        "keys reached the approval menu"
+    );
+    let peek = sb.run("team-scale", &["peek", "demo", "worker-1"]);
+    assert!(
+        !String::from_utf8_lossy(&peek.stdout).contains("(approved)"),
+        "{}",
+        both(&peek)
+    );
+    // Not even an intent to type was written.
+    let log = std::fs::read_to_string(sb.ws.join(".team/audit.jsonl")).unwrap_or_default();
+    assert!(!log.contains("\"action\":\"send-keys\""), "{log}");
+}

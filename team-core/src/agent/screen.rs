@@ -9,6 +9,17 @@
 //!   `--ready-pattern` visible too when set, and the screen unchanged for `stable_ms`. A typed
 //!   draft "left the input line" when its last 16 characters (whitespace ignored, since a wrap
 //!   point loses it) no longer run into the cursor line, or the cursor line is empty.
+//!
+//! - **A selected menu choice blocks every profile** (the `approval` screen, checked before
+//!   the profile's busy and ready texts): the cursor line showing a selection marker (`›`, `❯`,
+//!   `>`, `●`, ...) before a numbered choice (`› 1. Yes, proceed (y)`) or before a choice that
+//!   offers yes/approve/allow/proceed/trust/accept/confirm, or any line showing a marked
+//!   numbered choice that offers one of those. A key typed into such a menu answers it (an
+//!   agent's command approval, a trust or first-run question), so nothing is typed, whatever
+//!   the profile's own texts say. A line that is the delivery's own pasted draft, still at the
+//!   cursor, is no menu.
+
+use std::sync::LazyLock;
 
 use crate::tmux::Screen;
 
@@ -29,8 +40,23 @@ pub enum Seen<'p> {
     Waiting,
 }
 
+/// The screen every profile shares: a menu with a selected choice (see [`menu_choice`]).
+pub static APPROVAL: LazyLock<Blocker> = LazyLock::new(|| {
+    Blocker {
+    name: "approval".into(),
+    any: Vec::new(),
+    next_step: "{worker} shows a menu with a choice selected (a command approval, a trust or first-run question); nothing was typed into it: answer it yourself in the pane (`team-scale attach`), then send again".into(),
+}
+});
+
 /// Classifies `s`. `extra_ready` is the team's `--ready-pattern`, which must also show.
-pub fn classify<'p>(p: &'p Profile, s: &Screen, extra_ready: Option<&str>) -> Seen<'p> {
+/// `typed` is the text the delivery has pasted, if it has: its draft at the cursor is no menu.
+pub fn classify<'p>(
+    p: &'p Profile,
+    s: &Screen,
+    extra_ready: Option<&str>,
+    typed: Option<&str>,
+) -> Seen<'p> {
     if s.dead {
         return Seen::Dead;
     }
@@ -41,6 +67,9 @@ pub fn classify<'p>(p: &'p Profile, s: &Screen, extra_ready: Option<&str>) -> Se
         .find(|b| b.any.iter().any(|t| text.contains(t.as_str())))
     {
         return Seen::Blocked(b);
+    }
+    if menu_choice(s, typed).is_some() {
+        return Seen::Blocked(&APPROVAL);
     }
     if p.busy.iter().any(|t| text.contains(t.as_str())) {
         return Seen::Busy;
@@ -56,6 +85,62 @@ pub fn classify<'p>(p: &'p Profile, s: &Screen, extra_ready: Option<&str>) -> Se
     } else {
         Seen::Waiting
     }
+}
+
+/// Markers a menu draws before its selected choice.
+const MARKERS: &[char] = &[
+    '›', '❯', '>', '»', '▶', '▸', '►', '→', '➜', '➤', '●', '◉', '◆', '☛',
+];
+
+/// Words of a choice that answers a question with consent.
+const CONSENT: &[&str] = &[
+    "yes", "y", "approve", "approved", "allow", "always", "proceed", "trust", "accept", "confirm",
+];
+
+/// A menu's selected choice in `line`: `(numbered, text)` when, past box-drawing and blanks,
+/// it starts with a selection marker and then a choice (`1. text`, `2) text`, or plain text).
+fn selected_choice(line: &str) -> Option<(bool, &str)> {
+    let t = line.trim_start_matches(|c: char| c.is_whitespace() || "│┃║|╭╰┌└".contains(c));
+    let rest = t.strip_prefix(MARKERS)?.trim_start();
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if (1..=2).contains(&digits)
+        && let Some(after) = rest[digits..].strip_prefix(['.', ')'])
+        && (after.is_empty() || after.starts_with(char::is_whitespace))
+    {
+        return Some((true, after.trim()));
+    }
+    Some((false, rest.trim()))
+}
+
+/// Whether a choice's text offers consent (in its first few words).
+fn offers_consent(text: &str) -> bool {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(4)
+        .any(|w| CONSENT.contains(&w.to_lowercase().as_str()))
+}
+
+/// The menu choice `s` shows selected, if any: the cursor line as a numbered choice or one
+/// offering consent, or any line as a numbered choice offering consent. With `typed` (text
+/// the delivery pasted and that is still at the cursor), lines that are part of it do not
+/// count.
+pub fn menu_choice<'s>(s: &'s Screen, typed: Option<&str>) -> Option<&'s str> {
+    let own_draft = typed.filter(|t| draft_at_cursor(s, t)).map(squeeze);
+    let ours = |text: &str| {
+        own_draft
+            .as_ref()
+            .is_some_and(|d| !squeeze(text).is_empty() && d.contains(&squeeze(text)))
+    };
+    s.lines.iter().enumerate().find_map(|(y, line)| {
+        let (numbered, text) = selected_choice(line)?;
+        let consent = offers_consent(text);
+        let menu = if y == s.cursor_y {
+            numbered || consent
+        } else {
+            numbered && consent
+        };
+        (menu && !ours(text)).then_some(line.as_str())
+    })
 }
 
 /// A short piece of `text` that shows whether it is still in an input line: its last
@@ -128,25 +213,83 @@ mod tests {
         let aider = profile("aider");
         // A `>` elsewhere on the screen (a header) is not readiness.
         let s = screen(&["> header", "loading", ""], 2);
-        assert_eq!(classify(&aider, &s, None), Seen::Waiting);
+        assert_eq!(classify(&aider, &s, None, None), Seen::Waiting);
         let s = screen(&["aider v0", "> "], 1);
-        assert_eq!(classify(&aider, &s, None), Seen::Ready);
+        assert_eq!(classify(&aider, &s, None, None), Seen::Ready);
     }
 
     #[test]
     fn blocking_screens_win_over_prompts() {
         let codex = profile("codex");
         let s = screen(&["Welcome to Codex", "1. Sign in with ChatGPT", "› "], 2);
-        match classify(&codex, &s, None) {
+        match classify(&codex, &s, None, None) {
             Seen::Blocked(b) => assert_eq!(b.name, "sign-in"),
             other => panic!("{other:?}"),
         }
         let gemini = profile("gemini");
         let s = screen(&["Do you trust this folder?", "● 1. Trust folder"], 1);
-        assert!(matches!(classify(&gemini, &s, None), Seen::Blocked(b) if b.name == "trust"));
+        assert!(matches!(classify(&gemini, &s, None, None), Seen::Blocked(b) if b.name == "trust"));
         let mut dead = screen(&["x"], 0);
         dead.dead = true;
-        assert_eq!(classify(&gemini, &dead, None), Seen::Dead);
+        assert_eq!(classify(&gemini, &dead, None, None), Seen::Dead);
+    }
+
+    /// Black-box round: a Codex command-approval menu (`› 1. Yes, proceed (y)` on the cursor
+    /// line) classified as ready, since Codex's profile has no ready cursor: the paste's
+    /// letters answered it. Any selected menu choice blocks every profile.
+    #[test]
+    fn a_selected_menu_choice_blocks_every_profile() {
+        let approval = [
+            "Would you like to run the following command?",
+            "$ rm -rf build",
+            "› 1. Yes, proceed (y)",
+            "  2. Yes, and don't ask again for this command (a)",
+            "  3. No, and tell Codex what to do differently (esc)",
+        ];
+        for name in ["codex", "claude", "gemini", "aider", "custom", "shell"] {
+            let p = profile(name);
+            // The cursor on the selected choice, or elsewhere (a hidden cursor).
+            for y in [2, 4] {
+                let s = screen(&approval, y);
+                assert!(
+                    matches!(classify(&p, &s, None, None), Seen::Blocked(b) if b.name == "approval"),
+                    "{name}, cursor on {y}"
+                );
+            }
+        }
+        let custom = profile("custom");
+        let blocked = |lines: &[&str], y: usize| {
+            matches!(
+                classify(&custom, &screen(lines, y), None, None),
+                Seen::Blocked(_)
+            )
+        };
+        // Other markers, boxes, other consent words; a numbered choice at the cursor.
+        assert!(blocked(&["│ ❯ 1. Yes, I trust this folder │"], 0));
+        assert!(blocked(&["header", "> Allow once", ""], 1));
+        assert!(blocked(&["● 2) Always allow"], 0));
+        assert!(blocked(&["❯ 2. No (recommended)"], 0));
+        // Not menus: a prompt, a draft without a marker, a transcript line without consent,
+        // a plain list.
+        assert!(!blocked(&["> "], 0));
+        assert!(!blocked(&["fake> yes please"], 0));
+        assert!(!blocked(&["› 1. fix the tests", "› "], 1));
+        assert!(!blocked(&["1. Yes, proceed", "> "], 1));
+        // The delivery's own pasted draft at the cursor is no menu; before the paste it is.
+        let s = screen(&["› 1. yes, proceed with the plan"], 0);
+        assert!(matches!(
+            classify(&custom, &s, None, None),
+            Seen::Blocked(_)
+        ));
+        assert_eq!(
+            classify(&custom, &s, None, Some("1. yes, proceed with the plan")),
+            Seen::Ready
+        );
+        // A menu that is not the draft still blocks after the paste.
+        assert!(matches!(
+            classify(&custom, &s, None, Some("something else entirely")),
+            Seen::Blocked(_)
+        ));
     }
 
     #[test]

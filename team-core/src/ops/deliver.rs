@@ -6,8 +6,10 @@
 //!
 //! 1. the screen is read each round: a dead pane (or a matching `exit.json`) ends it as
 //!    `undelivered` with the exit status and the last lines; a blocking screen (sign-in, trust,
-//!    first-run question) ends it as `blocked` with the next step. **Nothing is ever typed into
-//!    a blocking screen**, and a readiness timeout types nothing;
+//!    first-run question, and for every profile a menu with a choice selected: the `approval`
+//!    screen) ends it as `blocked` with the next step. **Nothing is ever typed into a blocking
+//!    screen** (the screen of the same round decides each paste and each Enter), and a
+//!    readiness timeout types nothing;
 //! 2. launch-argument and banner profiles type nothing: delivered once the agent shows the
 //!    text (or shows that it works);
 //! 3. typed profiles: once the prompt is on the cursor line and the screen has been still for
@@ -23,17 +25,30 @@
 //! - **Typing reaches only the agent**: a proven pane can still hold a program that runs or
 //!   forwards what is typed (a worker that became a shell, a nested `tmux attach`, `ssh`).
 //!   Every typing transaction's guard also requires that `#{pane_current_command}` is not a
-//!   shell or a terminal client (an interactive shell takes the terminal's foreground), checked
+//!   shell, a terminal client or a line runner (an interactive shell takes the terminal's
+//!   foreground, and so does a pager it starts), checked
 //!   by tmux in the same step as the keys; and before each paste (before its audit intent) the
 //!   processes below the worker's supervisor that read the pane's own terminal are looked at:
 //!   a terminal client by `comm` (`script` too), a program that runs the lines it reads
-//!   (`sqlite3`, `gdb`, `ed`, `awk`, `sed`, `xargs`, ...), a shell with no script and no `-c`, or
+//!   (`sqlite3`, `gdb`, `ed`, `awk`, `sed`, `xargs`, ...; pagers, viewers, editors, mail, ftp
+//!   and database clients too: `less`, `more`, `man`, `vi`, `lynx`, `mutt`, `sftp`, `psql`,
+//!   ..., which run a `!cmd` line; these and terminal clients also when they read their keys
+//!   from a `/dev/tty` of their own, as `cat f | less` does), a shell with no script and no `-c`, or
 //!   an interpreter with no script file (a REPL, or inline code that may read and run lines),
 //!   or a shell given `-c` code that has no live child (a read/eval loop; a wrapper waits for
 //!   its agent) makes the delivery `undelivered` with nothing typed (no intent either). An
 //!   interpreter running a script file is taken for the agent (agents are such programs). The same programs on another terminal or a pipe (an agent's own `ssh`
 //!   for git, a shell in its own pty) do not count. The `/proc` look is not atomic with the keys; the tmux
 //!   check is.
+//!
+//! - **A list of what not to type into, not a list of what to type into**: the `custom`
+//!   profile and the user's own profiles type into any program by design, and the agents are
+//!   `node` or `python3` running a script (as a REPL's user can be), so an allowlist of the
+//!   programs reading the pane would either refuse the documented `custom` agents or name
+//!   interpreters it cannot tell from a REPL. The refusals stay a list by name (shells,
+//!   terminal clients, line runners, REPLs), checked against `/proc` before each paste and, in
+//!   the foreground, by tmux with the keys; a selected menu choice on screen is refused for
+//!   every profile whatever the lists say.
 //!
 //! - **Trust questions are never answered by the tools**, and there is no opt-in to do so: trusting
 //!   a folder is a security decision the user makes once in the CLI itself. The blocked result says
@@ -50,7 +65,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::agent::screen::{draft_at_cursor, draft_head, shows};
+use crate::agent::screen::{APPROVAL, draft_at_cursor, draft_head, shows};
 use crate::agent::{Profile, PromptMode, Seen, classify};
 use crate::audit::{AuditLog, Entry};
 use crate::model::PaneIncarnation;
@@ -224,8 +239,20 @@ pub fn deliver(
                 last_screen[i] = Some(screen);
                 continue;
             }
-            let seen = classify(&t.profile, &screen, t.ready_pattern.as_deref());
-            if let Seen::Blocked(b) = seen {
+            // Once pasted, the draft at the cursor is ours, not a menu.
+            let typed = match st[i] {
+                St::Pasted { .. } | St::Entered { .. } => Some(t.text.as_str()),
+                _ => None,
+            };
+            let seen = classify(&t.profile, &screen, t.ready_pattern.as_deref(), typed);
+            // A launch argument or a banner is in before any menu: an agent that shows its
+            // prompt and then asks for an approval has it (nothing is typed either way).
+            let menu = matches!(seen, Seen::Blocked(b) if std::ptr::eq(b, &*APPROVAL));
+            let asks_after_its_prompt =
+                menu && t.mode != PromptMode::Typed && shows(&screen, &draft_head(&t.text));
+            if let Seen::Blocked(b) = seen
+                && !asks_after_its_prompt
+            {
                 st[i] = St::Done(Delivery::Blocked {
                     screen: b.name.clone(),
                     next_step: b

@@ -5,8 +5,11 @@
 //! - `--late MS`: the input prompt appears only after MS;
 //! - `--first-screen MS`: a prompt-looking input box shows for MS, then is replaced by the
 //!   `--screen` (a short-lived first screen);
-//! - `--screen trust|signin`: a blocking screen; on the trust screen digits and Enter act as
-//!   menu choices (as in the real CLIs);
+//! - `--screen trust|signin|approval`: a blocking screen; on the trust screen digits and Enter
+//!   act as menu choices (as in the real CLIs); `approval` is a command-approval menu whose
+//!   cursor line is `› 1. Yes, proceed (y)` (as Codex draws it), with no bracketed paste, so a
+//!   paste's letters arrive as keys: `y`, `a` or Enter approve (logged on screen);
+//! - `--approval-after MS`: MS after the start, the approval menu replaces the screen;
 //! - `--separate-enter`: an Enter that arrives within 40 ms of typed text is ignored (the text
 //!   stays in the input line, unsent), as the real CLIs do with a paste and its Enter;
 //! - `--exit-at-start CODE`: prints an error and exits at once with CODE;
@@ -29,6 +32,7 @@ struct Opts {
     late: u64,
     first_screen: u64,
     screen: Option<String>,
+    approval_after: Option<u64>,
     separate_enter: bool,
     exit_at_start: Option<i32>,
     die_after: Option<u64>,
@@ -45,6 +49,7 @@ fn parse() -> Opts {
         late: 0,
         first_screen: 0,
         screen: None,
+        approval_after: None,
         separate_enter: false,
         exit_at_start: None,
         die_after: None,
@@ -62,6 +67,7 @@ fn parse() -> Opts {
             "--late" => o.late = val().parse().expect("ms"),
             "--first-screen" => o.first_screen = val().parse().expect("ms"),
             "--screen" => o.screen = Some(val()),
+            "--approval-after" => o.approval_after = Some(val().parse().expect("ms")),
             "--separate-enter" => o.separate_enter = true,
             "--exit-at-start" => o.exit_at_start = Some(val().parse().expect("code")),
             "--die-after" => o.die_after = Some(val().parse().expect("ms")),
@@ -90,6 +96,18 @@ fn append(path: &Option<String>, bytes: &[u8]) {
             .expect("open record file");
         f.write_all(bytes).expect("record");
     }
+}
+
+/// A command-approval menu, the cursor on its selected first choice.
+fn approval_menu() {
+    clear();
+    out(">_ Fake Agent (v0.1)\r\n\r\n");
+    out("Would you like to run the following command?\r\n\r\n  $ rm -rf build\r\n\r\n");
+    out("\x1b[?2004l");
+    out("› 1. Yes, proceed (y)\r\n");
+    out("  2. Yes, and don't ask again for this command (a)\r\n");
+    out("  3. No, and tell Fake what to do differently (esc)");
+    out("\x1b[2A\r");
 }
 
 fn clear() {
@@ -135,6 +153,7 @@ fn main() {
     });
     let start = Instant::now();
     let die_at = o.die_after.map(|ms| start + Duration::from_millis(ms));
+    let mut approval_at = o.approval_after.map(|ms| start + Duration::from_millis(ms));
     out(">_ Fake Agent (v0.1)\r\n\r\n");
     if o.first_screen > 0 {
         out("Ask the fake agent to do anything\r\n");
@@ -165,6 +184,15 @@ fn main() {
             out("\r\nfake-agent: lost the connection, exiting\r\n");
             exit(&o, 7);
         }
+        if shown
+            && let Some(t) = approval_at
+            && Instant::now() >= t
+        {
+            approval_at = None;
+            blocking = true;
+            busy_until = None;
+            approval_menu();
+        }
         if !shown && Instant::now() >= ready_at {
             shown = true;
             clear();
@@ -174,6 +202,10 @@ fn main() {
                     blocking = true;
                     out("Do you trust the files in this folder?\r\n\r\n");
                     out("> 1. Yes, proceed\r\n  2. No, exit\r\n\r\nPress enter to continue");
+                }
+                Some("approval") => {
+                    blocking = true;
+                    approval_menu();
                 }
                 Some("signin") => {
                     blocking = true;
@@ -199,6 +231,8 @@ fn main() {
             // Menu keys act: a digit or Enter answers the question (recorded above).
             if bytes.iter().any(|b| b.is_ascii_digit() || *b == b'\r') {
                 out("\r\n(answered)\r\n");
+            } else if bytes.iter().any(|b| matches!(b, b'y' | b'a')) {
+                out("\r\n(approved)\r\n");
             }
             continue;
         }
