@@ -154,6 +154,24 @@
 //! - **The eighth round**: in a line that runs tmux, a redirection to anything but
 //!   `/dev/null`, `/dev/stdout`, `/dev/stderr` or a descriptor is no filter, nor are `sort -o`
 //!   and `uniq IN OUT` (they write files: `cgroup.procs`).
+//!
+//! - **The ninth round: an argument that is shell code is code**: a program may hand any
+//!   argument to a shell, so every argument of a program the guard does not know (`generic`),
+//!   and of `make`, is read as a command line ([`code_in_word`]: the word, what follows its
+//!   first `=`, the word without a leading `!`) and denied when a command in it (or behind a
+//!   wrapper in it) has a name only known at run time (`$x`, `$(...)`, a backquote), is tmux,
+//!   is a shell or interpreter given code or reading a pipe, or when it holds arithmetic on a
+//!   variable. Only `$` and backquotes that reach the program as text count (`Word::lit`:
+//!   single-quoted, escaped, or a `$'\x24'` escape, decoded): the outer shell's own
+//!   expansions are values (`-v "$PWD:/app"` passes). Decided: text that merely looks like
+//!   such a command (a GraphQL `query($owner: ...)` in single quotes) is denied too. Also
+//!   named: `split --filter`; `start-stop-daemon`, whose program (`--startas`, else `--exec`)
+//!   is judged with the words after `--` (and `PROG /bin/sh -- -c` drops that `--` for any
+//!   program); `apt`/`apt-get`/`aptitude -o` of anything but a short list of plain keys
+//!   (`apt_option_is_plain`), `-c FILE` as a file run; `dpkg --pre-invoke`/`--post-invoke`/
+//!   `--status-logger`; `crontab` unless `-l`/`-r`; GNU long-option prefixes for `tar`,
+//!   `sort --compress-program`, `split --filter` (`long_opt`). `git grep` joins the inert git
+//!   subcommands (`-O` is still denied).
 
 use crate::oracle::Server;
 
@@ -685,6 +703,11 @@ struct Word {
     text: String,
     /// Holds an expansion: the value is only known when the shell runs.
     dynamic: bool,
+    /// Holds a `$` or a backquote the shell passes on as text (quoted or escaped): the
+    /// program receives it, and may give it to a shell of its own.
+    lit: bool,
+    /// Holds a `$'...'` escape the guard does not decode (`\x24`, `\044`, `\u0024`).
+    undecoded: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -822,11 +845,12 @@ fn lex(src: &str) -> Lexed {
                 }
                 words.push(Word {
                     text: "((".into(),
-                    dynamic: false,
+                    ..Word::default()
                 });
                 words.push(Word {
                     text: body,
                     dynamic: true,
+                    ..Word::default()
                 });
                 i = end + 1;
                 finish_cmd!();
@@ -946,6 +970,7 @@ fn lex(src: &str) -> Lexed {
                 let w = word.get_or_insert_with(Word::default);
                 i += 1;
                 while i < n && c[i] != '\'' {
+                    w.lit |= matches!(c[i], '$' | '`');
                     w.text.push(c[i]);
                     i += 1;
                 }
@@ -960,7 +985,9 @@ fn lex(src: &str) -> Lexed {
             '\\' => {
                 if i + 1 < n {
                     if c[i + 1] != '\n' {
-                        word.get_or_insert_with(Word::default).text.push(c[i + 1]);
+                        let w = word.get_or_insert_with(Word::default);
+                        w.lit |= matches!(c[i + 1], '$' | '`');
+                        w.text.push(c[i + 1]);
                     }
                     i += 2;
                 } else {
@@ -983,10 +1010,12 @@ fn lex(src: &str) -> Lexed {
                                 w.text.push('\\');
                                 w.text.push(other);
                                 w.dynamic = true;
+                                w.undecoded = true;
                             }
                         }
                         i += 2;
                     } else {
+                        w.lit |= matches!(c[i], '$' | '`');
                         w.text.push(c[i]);
                         i += 1;
                     }
@@ -1052,6 +1081,7 @@ fn lex_double_quoted(c: &[char], mut i: usize, word: &mut Option<Word>, out: &mu
                 if c[i + 1] != '\n'
                     && let Some(w) = word.as_mut()
                 {
+                    w.lit |= matches!(c[i + 1], '$' | '`');
                     w.text.push(c[i + 1]);
                 }
                 i += 2;
@@ -1162,6 +1192,7 @@ fn lex_dollar(c: &[char], i: usize, word: &mut Option<Word>, out: &mut Lexed) ->
         }
         _ => {
             w.text.push('$');
+            w.lit = true;
             i + 1
         }
     }
@@ -1660,6 +1691,7 @@ fn is_inert(base: &str, args: &[Word]) -> bool {
                         | "tag"
                         | "switch"
                         | "checkout"
+                        | "grep"
                 )
             }) && !args.iter().any(|a| {
                 a.text.starts_with("--ext") || a.text == "-O" || a.text.starts_with("--open")
@@ -2192,6 +2224,213 @@ fn sed_script_is_plain(script: &str) -> bool {
     true
 }
 
+/// `\xHH`, `\NNN`, `\uHHHH` and `\UHHHHHHHH` decoded: what a `$'...'` word gives a program.
+fn decode_escapes(s: &str) -> String {
+    let c: Vec<char> = s.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < c.len() {
+        let (radix, from, max) = match (c[i], c.get(i + 1)) {
+            ('\\', Some('x')) => (16, i + 2, 2),
+            ('\\', Some('u')) => (16, i + 2, 4),
+            ('\\', Some('U')) => (16, i + 2, 8),
+            ('\\', Some('0'..='7')) => (8, i + 1, 3),
+            _ => {
+                out.push(c[i]);
+                i += 1;
+                continue;
+            }
+        };
+        let mut j = from;
+        let mut v: u32 = 0;
+        while j < c.len() && j - from < max && c[j].is_digit(radix) {
+            v = v
+                .saturating_mul(radix)
+                .saturating_add(c[j].to_digit(radix).unwrap_or(0));
+            j += 1;
+        }
+        match char::from_u32(v).filter(|_| j > from) {
+            Some(ch) => {
+                out.push(ch);
+                i = j;
+            }
+            None => {
+                out.push(c[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// A command word whose name is only known when a shell runs it: it holds `$name`, `${...}`,
+/// `$(...)` or a backquote (not a literal `$` at the end of a regex, `a$`).
+fn runtime_name(w: &str) -> bool {
+    w.contains('`')
+        || w.match_indices('$').any(|(i, _)| {
+            w[i + 1..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || "_{(@*#?!$-".contains(c))
+        })
+}
+
+/// Why an argument word of a program the guard does not know is shell code the guard will not
+/// pass, if it is (the ninth round's generic rule). A program may hand any argument to a
+/// shell (`split --filter='...'`, `apt-get -o APT::Update::Pre-Invoke::='...'`, `--hook
+/// '...'`), so the word, what follows its first `=`, and the word without a leading `!` (git
+/// aliases) are each read as a command line; it is code when a command in it has a name only
+/// known when it runs (`$x`, `${x}`, `$(...)`, a backquote), is tmux, is a shell or an
+/// interpreter given code (`sh -c`, `python3 -c`, `eval`) or reading a pipe, or when it holds
+/// arithmetic on a variable or `${!x}`; a command behind a wrapper (`nohup`, `timeout`,
+/// `sudo` ...) counts as well. `expansions`: whether the `$` and backquotes in `text` reach
+/// the program as text (quoted or escaped); when they are the outer shell's own (already
+/// checked, and replaced by values before the program runs), only the command words count.
+/// Everyday words stay data: `-m "fix; stuff"`, `'a|b'`, `'s/a/b/;s/c/d/'`, `"$PWD:/app"`.
+fn code_in_word(text: &str, expansions: bool, depth: usize) -> Option<String> {
+    if !text.contains(|c: char| c.is_whitespace() || matches!(c, ';' | '|' | '&' | '$' | '`')) {
+        return None;
+    }
+    if depth > MAX_DEPTH {
+        return Some("shell code nested too deep to be checked".into());
+    }
+    let mut cands = vec![text];
+    if let Some((_, v)) = text.split_once('=') {
+        cands.push(v);
+    }
+    for cand in cands {
+        let cand = cand.strip_prefix('!').unwrap_or(cand);
+        let lexed = lex(cand);
+        for cmd in &lexed.cmds {
+            let words = &cmd.words;
+            let mut k = 0;
+            while k < words.len()
+                && (is_assignment(&words[k].text) || KEYWORDS.contains(&words[k].text.as_str()))
+            {
+                k += 1;
+            }
+            // After a wrapper, any later word may be the command it runs.
+            let mut after_wrapper = false;
+            for (j, w) in words.iter().enumerate().skip(k) {
+                if j != k && !after_wrapper {
+                    break;
+                }
+                if w.text.starts_with('-') {
+                    continue;
+                }
+                if expansions && w.dynamic && runtime_name(&w.text) {
+                    return Some(format!(
+                        "shell code whose command `{}` is only known when it runs",
+                        w.text
+                    ));
+                }
+                let b = basename(&w.text);
+                let later = &words[j + 1..];
+                let only_flags = later.iter().all(|x| x.text.starts_with('-'));
+                if b == "tmux" {
+                    return Some("shell code that runs tmux".into());
+                }
+                if b == "eval" {
+                    return Some("shell code that runs `eval`".into());
+                }
+                if SHELLS.contains(&b)
+                    && later.iter().any(|x| {
+                        x.text.starts_with('-') && !x.text.starts_with("--") && x.text.contains('c')
+                    })
+                {
+                    return Some(format!("shell code that runs `{b} -c`"));
+                }
+                if is_interpreter(b) && later.iter().any(|x| inline_code_flag(&x.text)) {
+                    return Some(format!("shell code that runs `{b}` with inline code"));
+                }
+                if (SHELLS.contains(&b)
+                    || (is_interpreter(b) && !matches!(b, "sed" | "gsed" | "awk" | "gawk")))
+                    && only_flags
+                    && matches!(cmd.input, Input::Pipe)
+                {
+                    return Some(format!("shell code that pipes a program to `{b}`"));
+                }
+                if WRAPPERS.iter().any(|(x, ..)| *x == b)
+                    || SHELL_LIKE.contains(&b)
+                    || matches!(b, "busybox" | "start-stop-daemon")
+                {
+                    after_wrapper = true;
+                } else if !after_wrapper {
+                    break;
+                }
+            }
+        }
+        if expansions {
+            if let Some(a) = lexed.arith.iter().find(|a| arith_name(a).is_some()) {
+                return Some(format!("shell code with arithmetic on a variable (`{a}`)"));
+            }
+            if let Some(e) = lexed.evals.first() {
+                return Some(format!("shell code that expands `{e}` as a name"));
+            }
+            for sub in &lexed.subs {
+                if let Some(why) = code_in_word(sub, true, depth + 1) {
+                    return Some(why);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// `t` is the long option `full` (`--opt` or `--opt=value`), or a prefix of it at least `min`
+/// characters long, which GNU getopt takes for the whole option when it is unambiguous.
+fn long_opt(t: &str, full: &str, min: usize) -> bool {
+    let name = t.split('=').next().unwrap_or("");
+    name.starts_with("--") && name.len() >= min && full.starts_with(name)
+}
+
+/// An apt `-o Key=Value` that cannot make apt run a command: a key from a short list of plain
+/// ones (`Acquire::Retries`, `APT::Get::Assume-Yes`, `Debug::...`, ...), and dpkg options only
+/// when they are `--force-...`. Everything else (`*::Pre-Invoke`, `*::Post-Invoke*`,
+/// `DPkg::Pre-Install-Pkgs`, `Dir::Bin::*`, `Acquire::http::Proxy-Auto-Detect`,
+/// `DPkg::Tools::*`, `Dir::Etc::*` ...) may name a command or a file of commands.
+fn apt_option_is_plain(kv: &str) -> bool {
+    let (key, value) = kv.split_once('=').unwrap_or((kv, ""));
+    let k = key.trim_end_matches(':').to_ascii_lowercase();
+    if k == "dpkg::options" {
+        return value.starts_with("--force-") && !value.contains(char::is_whitespace);
+    }
+    [
+        "invoke", "pkgs", "dir", "detect", "method", "path", "command", "tool", "bin", "sandbox",
+        "script", "hook", "exec", "pager", "program", "options",
+    ]
+    .iter()
+    .all(|b| !k.contains(b))
+        && [
+            "acquire::",
+            "apt::get::",
+            "apt::install-recommends",
+            "apt::install-suggests",
+            "apt::default-release",
+            "apt::color",
+            "apt::architecture",
+            "debug::",
+            "quiet",
+            "dpkg::use-pty",
+            "dpkg::progress-fancy",
+            "dpkg::lock::timeout",
+        ]
+        .iter()
+        .any(|p| k.starts_with(p))
+}
+
+/// [`code_in_word`] for one word of a command line, as the program receives it.
+fn arg_code(w: &Word) -> Option<String> {
+    let decoded;
+    let text = if w.undecoded {
+        decoded = decode_escapes(&w.text);
+        decoded.as_str()
+    } else {
+        w.text.as_str()
+    };
+    code_in_word(text, !w.dynamic || w.lit || w.undecoded, 0)
+}
+
 /// `-S`-style option values of a command (`-o val`, `-oval`, `--opt=val`, `--opt val`).
 fn option_values<'a>(words: &'a [Word], short: char, long: &str) -> Vec<&'a str> {
     let mut out = Vec::new();
@@ -2567,8 +2806,48 @@ impl Scan {
             {
                 return unread(&format!("`{base} -c` runs a command string"));
             }
-            "sort" if starts("--compress-program") => {
+            "sort"
+                if rest
+                    .iter()
+                    .any(|w| long_opt(&w.text, "--compress-program", 4)) =>
+            {
                 return unread("`sort --compress-program` runs a program");
+            }
+            "make" | "gmake" | "just" if rest.iter().any(|w| arg_code(w).is_some()) => {
+                return unread(&format!(
+                    "`{base}` is given shell code (a variable its recipes may run)"
+                ));
+            }
+            "split" if rest.iter().any(|w| long_opt(&w.text, "--filter", 3)) => {
+                return unread("`split --filter` runs a command string through a shell");
+            }
+            "apt" | "apt-get" | "aptitude" | "apt-cache" | "apt-mark" | "apt-config" => {
+                for f in option_values(words, 'c', "--config-file") {
+                    self.note_run_file(f, format!("reads apt configuration from `{f}`"));
+                }
+                if let Some(kv) = option_values(words, 'o', "--option")
+                    .into_iter()
+                    .find(|kv| !apt_option_is_plain(kv))
+                {
+                    return unread(&format!(
+                        "`{base} -o {kv}` sets configuration (a `Pre-Invoke`/`Post-Invoke` hook, \
+                         `DPkg::Pre-Install-Pkgs`, a tool, a path, dpkg options) that may run a \
+                         command"
+                    ));
+                }
+            }
+            "dpkg"
+                if rest.iter().any(|w| {
+                    let name = w.text.split('=').next().unwrap_or("");
+                    matches!(name, "--pre-invoke" | "--post-invoke" | "--status-logger")
+                }) =>
+            {
+                return unread(
+                    "`dpkg --pre-invoke`/`--post-invoke`/`--status-logger` runs a command",
+                );
+            }
+            "crontab" if !rest.iter().any(|w| matches!(w.text.as_str(), "-l" | "-r")) => {
+                return unread("`crontab` installs commands that run later");
             }
             "man" if starts("-P") || starts("--pager") || starts("-H") || starts("--html") => {
                 return unread("`man -P` runs a pager command");
@@ -2646,19 +2925,20 @@ impl Scan {
             "tar" | "bsdtar"
                 if rest.iter().any(|w| {
                     let t = w.text.as_str();
+                    // GNU tar takes any unambiguous prefix of a long option (`--to-c=`).
                     [
-                        "--checkpoint-action",
-                        "--use-compress-program",
-                        "--to-command",
-                        "--info-script",
-                        "--new-volume-script",
-                        "--rsh-command",
-                        "--rmt-command",
-                        "-I",
-                        "-F",
+                        ("--checkpoint-action", 14),
+                        ("--use-compress-program", 5),
+                        ("--to-command", 6),
+                        ("--info-script", 5),
+                        ("--new-volume-script", 7),
+                        ("--rsh-command", 5),
+                        ("--rmt-command", 5),
                     ]
                     .iter()
-                    .any(|o| t.starts_with(o))
+                    .any(|(o, min)| long_opt(t, o, *min))
+                        || t.starts_with("-I")
+                        || t.starts_with("-F")
                         || (t.starts_with('-')
                             && !t.starts_with("--")
                             && (t.contains('I') || t.contains('F')))
@@ -2925,6 +3205,25 @@ impl Scan {
                 self.simple(rest, input, stdin, ctx.inner("busybox"));
                 return;
             }
+            "start-stop-daemon" => {
+                // `--startas PROG` (else `--exec PROG`) runs PROG with the words after `--`.
+                let all = &words[i..];
+                let prog = option_values(all, 'a', "--startas")
+                    .last()
+                    .copied()
+                    .or_else(|| option_values(all, 'x', "--exec").last().copied());
+                if let Some(p) = prog {
+                    let mut argv = vec![Word {
+                        text: p.to_string(),
+                        dynamic: all[1..].iter().any(|w| w.dynamic && w.text.contains(p)),
+                        ..Word::default()
+                    }];
+                    if let Some(k) = all.iter().position(|w| w.text == "--") {
+                        argv.extend(all[k + 1..].iter().cloned());
+                    }
+                    self.simple(&argv, &Input::Inherit, None, ctx.inner("start-stop-daemon"));
+                }
+            }
             "kill" | "pkill" | "killall" | "skill" | "slay" => {
                 if words.iter().any(|w| mentions_tmux(&w.text)) {
                     self.deny(
@@ -3020,15 +3319,34 @@ impl Scan {
 
     /// A program the guard does not know: it may run any of its arguments as a command.
     fn generic(&mut self, base: &str, words: &[Word], ctx: Ctx) {
+        // An argument that is shell code (`--filter='x=$(...); $x ...'`): the program may
+        // hand it to a shell.
+        for w in &words[1..] {
+            if let Some(why) = arg_code(w) {
+                self.deny(
+                    words,
+                    format!(
+                        "`{base}` is given `{}`, {why}: a program may run an argument as shell \
+                         code, which the guard cannot read",
+                        w.text
+                    ),
+                );
+                return;
+            }
+        }
         for (j, w) in words.iter().enumerate().skip(1) {
             let b = basename(&w.text);
             if b == "tmux" || SHELLS.contains(&b) || b == "eval" || is_interpreter(b) {
-                self.simple(
-                    &words[j..],
-                    &Input::Inherit,
-                    None,
-                    ctx.inner("another program"),
-                );
+                // `PROG /bin/sh -- -c '...'`: the `--` ends the outer program's options
+                // (`start-stop-daemon`), not the shell's.
+                let mut run: Vec<Word> = vec![w.clone()];
+                let tail = &words[j + 1..];
+                let tail = match tail {
+                    [dd, next, ..] if dd.text == "--" && next.text.starts_with('-') => &tail[1..],
+                    _ => tail,
+                };
+                run.extend(tail.iter().cloned());
+                self.simple(&run, &Input::Inherit, None, ctx.inner("another program"));
                 return;
             }
             if w.text.contains(char::is_whitespace) && mentions_tmux(&w.text) {
@@ -3789,6 +4107,81 @@ mod tests {
         analyze(src, None)
             .iter()
             .any(|f| matches!(f.check, Check::Deny(_)))
+    }
+
+    #[test]
+    fn arguments_that_are_shell_code() {
+        // Round 9: the word a program may hand to a shell.
+        for code in [
+            "x=$(echo xumt|rev); $x -S /tmp/v.sock kill-serv",
+            "--filter=x=$(echo xumt|rev); $x kill-serv",
+            "APT::Update::Pre-Invoke::=x=$(echo xumt|rev); $x kill-serv",
+            "alias.z=!$x kill-serv",
+            "`echo xumt|rev` kill-serv",
+            "${x} kill-serv",
+            "timeout 5 $x kill-serv",
+            "echo $(y=1; $y kill-serv)",
+            "a=x; echo $((a))",
+            "sh -c id",
+            "!bash -c id",
+            "python3 -c 'print(1)'",
+            "eval id",
+            "echo aWQ= | base64 -d | sh",
+            "tmux kill-server",
+        ] {
+            assert!(code_in_word(code, true, 0).is_some(), "{code}");
+        }
+        for data in [
+            "a|b",
+            "fix; stuff",
+            "s/a/b/;s/c/d/",
+            "--nocapture",
+            "Authorization: Bearer x",
+            ".*\\.rs$",
+            "sleep 0.1",
+            "%H $x",
+            "echo hi | sed 's/a/b/'",
+        ] {
+            assert!(code_in_word(data, true, 0).is_none(), "{data}");
+        }
+        // The outer shell's own expansions are values, not code: only command words count.
+        assert!(code_in_word("$PWD:/app", false, 0).is_none());
+        assert!(code_in_word("$(cat msg.md)", false, 0).is_none());
+        assert!(code_in_word("python3 -c 'print($X)'", false, 0).is_some());
+        assert_eq!(decode_escapes("\\x24x \\044y \\u0024z"), "$x $y $z");
+        assert!(long_opt("--f=gzip", "--filter", 3) && long_opt("--filter", "--filter", 3));
+        assert!(!long_opt("--fx", "--filter", 3) && !long_opt("-f", "--filter", 3));
+        assert!(apt_option_is_plain("Acquire::Retries=3"));
+        assert!(apt_option_is_plain("Dpkg::Options::=--force-confold"));
+        for hook in [
+            "APT::Update::Pre-Invoke::=x",
+            "DPkg::Pre-Install-Pkgs::=x",
+            "Dpkg::Options::=--pre-invoke=x",
+            "Dir::Bin::dpkg=/tmp/x",
+            "Acquire::http::Proxy-Auto-Detect=/tmp/x",
+            "Unknown::Key=x",
+        ] {
+            assert!(!apt_option_is_plain(hook), "{hook}");
+        }
+        for line in [
+            "start-stop-daemon --start --name zzq --startas /bin/sh -- -c 'x=$(echo xumt|rev); $x kill-serv'",
+            "echo a | split -l 1 --filter='true'",
+            "apt-get -o APT::Update::Pre-Invoke::=true update",
+            "dpkg --post-invoke=true -i a.deb",
+            "echo '* * * * * true' | crontab -",
+            "foo --hook $'\\x24x kill-serv'",
+            "foo --hook \"\\$x kill-serv $HOME\"",
+        ] {
+            assert!(denied(line), "{line}");
+        }
+        for line in [
+            "git grep -n '$HOME'",
+            "docker run -v \"$PWD:/app\" img make test",
+            "start-stop-daemon -S -a /bin/bash -- -c 'echo hi'",
+            "apt-get -o Dpkg::Options::=--force-confold install -y curl",
+        ] {
+            assert!(!denied(line), "{line}");
+        }
     }
 
     #[test]
