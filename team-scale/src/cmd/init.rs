@@ -6,6 +6,12 @@
 //!
 //! - **`init` on an existing team** refuses (exit 1) unless the team is `stopped`; then it
 //!   re-creates the team with a new owner id (so old panes become `owner_mismatch` orphans).
+//!
+//! - **`init` lays out the team's directories** (issue 15): `workers/`, `runtime/` and
+//!   `trash/`, each made durably, before the team is stored. The first `up` and the first
+//!   teardown made them before: a new directory is an inode allocation and a sync of its
+//!   parent, a one-time cost that belongs to the command that makes the team. Teams made
+//!   before still get them made where they are first needed.
 
 use serde_json::json;
 use team_core::model::{
@@ -165,9 +171,7 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
     }
     let team_dir = ctx.root.team_dir(&team);
     fsutil::state_create_dir(root, &team_dir)?;
-    // The team's whole layout, made (durably) here rather than by the first `up` and the first
-    // teardown: a new directory costs an inode allocation and a sync of its parent, a one-time
-    // cost that belongs to the command that makes the team.
+    // The team's whole layout (see the module docs).
     for d in ["workers", "runtime", "trash"] {
         fsutil::state_create_dir(root, &team_dir.join(d))?;
     }
