@@ -1069,13 +1069,16 @@ pub fn uid(pid: u32) -> Result<Option<u32>> {
 /// The value of `key` (a `TEAM_*` token) in a process's environment. Conflicting duplicates
 /// read as a value no worker has.
 pub fn env_token(pid: u32, key: &str) -> crate::proctree::EnvToken {
+    match read_proc(pid, "environ") {
+        Ok(Some(env)) => token_in(&env, key),
+        _ => crate::proctree::EnvToken::Unreadable,
+    }
+}
+
+/// The value of `key` in an environment block read from `/proc` (see [`env_token`]).
+fn token_in(env: &[u8], key: &str) -> crate::proctree::EnvToken {
     use crate::proctree::EnvToken;
-    let env = match read_proc(pid, "environ") {
-        Ok(Some(env)) if !env.is_empty() => env,
-        Ok(Some(_)) => return EnvToken::Absent,
-        _ => return EnvToken::Unreadable,
-    };
-    let mut vals = env_values(&env, key);
+    let mut vals = env_values(env, key);
     let Some(first) = vals.next() else {
         return EnvToken::Absent;
     };
@@ -1088,25 +1091,12 @@ pub fn env_token(pid: u32, key: &str) -> crate::proctree::EnvToken {
 /// `TEAM_INCARNATION`, `TMUX` and `TMUX_PANE` of a process, from one read of its environment
 /// (see [`env_token`] for each).
 pub fn proc_env(pid: u32) -> crate::proctree::ProcEnv {
-    use crate::proctree::{EnvToken, ProcEnv};
     let env = match read_proc(pid, "environ") {
         Ok(Some(env)) => env,
-        _ => return ProcEnv::unknown(),
+        _ => return crate::proctree::ProcEnv::unknown(),
     };
-    let token = |key: &str| {
-        if env.is_empty() {
-            return EnvToken::Absent;
-        }
-        let mut vals = env_values(&env, key);
-        let Some(first) = vals.next() else {
-            return EnvToken::Absent;
-        };
-        if vals.any(|v| v != first) {
-            return EnvToken::Is("<conflicting duplicates>".into());
-        }
-        EnvToken::Is(String::from_utf8_lossy(first).into_owned())
-    };
-    ProcEnv {
+    let token = |key: &str| token_in(&env, key);
+    crate::proctree::ProcEnv {
         incarnation: token(ENV_INCARNATION),
         tmux: token("TMUX"),
         tmux_pane: token("TMUX_PANE"),
