@@ -297,24 +297,15 @@ fn a_file_system_mounted_in_a_workers_directory_is_never_removed_through() {
     std::fs::create_dir_all(&sub).unwrap();
     // The bind mount lives in a private mount namespace, with the `down` that sees it (one
     // worker's files are deleted by `down` itself, in that namespace).
-    let script = format!(
-        "mount --bind '{}' '{}' || exit 200; exec '{}' down s3 --worker worker-2 --force --grace 1s",
-        victim.display(),
-        sub.display(),
-        tests::bin("team-scale").display()
-    );
-    let o = sb
-        .command("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c", &script])
-        .output()
-        .unwrap();
-    if o.status.code() == Some(200) || o.status.code() == Some(1) && o.stdout.is_empty() {
-        eprintln!(
-            "no private mount namespace here (needs root): the mount test not run: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+    let Some(o) = sb.team_scale_with_bind_mount(
+        &victim,
+        &sub,
+        &[
+            "down", "s3", "--worker", "worker-2", "--force", "--grace", "1s",
+        ],
+    ) else {
         return;
-    }
+    };
     assert_code(&o, 0);
     assert_eq!(
         std::fs::read_to_string(victim.join("a.txt")).unwrap(),

@@ -744,24 +744,15 @@ fn a_file_system_mounted_in_a_worktree_is_never_removed_through() {
     std::fs::write(victim.join("precious.txt"), "PRECIOUS\n").unwrap();
     std::fs::create_dir_all(wt.join("mnt")).unwrap();
     // The bind mount lives in a private mount namespace, with the `down` that sees it.
-    let script = format!(
-        "mount --bind '{}' '{}' || exit 200; exec '{}' down demo --worker worker-2 --force --grace 1s --json",
-        victim.display(),
-        wt.join("mnt").display(),
-        tests::bin("team-scale").display()
-    );
-    let o = sb
-        .command("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c", &script])
-        .output()
-        .unwrap();
-    if o.status.code() == Some(200) || o.status.code() == Some(1) && o.stdout.is_empty() {
-        eprintln!(
-            "no private mount namespace here (needs root): the mount test not run: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+    let Some(o) = sb.team_scale_with_bind_mount(
+        &victim,
+        &wt.join("mnt"),
+        &[
+            "down", "demo", "--worker", "worker-2", "--force", "--grace", "1s", "--json",
+        ],
+    ) else {
         return;
-    }
+    };
     let lines = json_lines(&o.stdout);
     assert_eq!(o.status.code(), Some(3), "{lines:?}");
     assert!(

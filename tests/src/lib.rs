@@ -297,6 +297,39 @@ impl Sandbox {
         c
     }
 
+    /// Runs `team-scale args` in a private mount namespace where `src` is bind-mounted on
+    /// `dst` (the namespace, and the mount, end with the command). `None` when this machine
+    /// gives no private mount namespace (it needs root): the caller's test then says so and
+    /// stops.
+    pub fn team_scale_with_bind_mount(
+        &self,
+        src: &Path,
+        dst: &Path,
+        args: &[&str],
+    ) -> Option<std::process::Output> {
+        let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+        let script = format!(
+            "mount --bind '{}' '{}' || exit 200; exec '{}' {}",
+            src.display(),
+            dst.display(),
+            bin("team-scale").display(),
+            quoted.join(" ")
+        );
+        let o = self
+            .command("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", &script])
+            .output()
+            .unwrap();
+        if o.status.code() == Some(200) || o.status.code() == Some(1) && o.stdout.is_empty() {
+            eprintln!(
+                "no private mount namespace here (needs root): the mount test not run: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            return None;
+        }
+        Some(o)
+    }
+
     /// The sandbox's `HOME`.
     pub fn home(&self) -> PathBuf {
         self.dir.path().join("home")
