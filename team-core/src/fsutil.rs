@@ -217,11 +217,21 @@ impl Walk {
         }
     }
 
-    /// Walks `names` below this directory.
-    fn descend(mut self, names: &[&OsStr], create: bool) -> Result<Option<Walk>> {
-        for n in names {
+    /// Walks `names` below this directory. Past the first `free` components, each must be on
+    /// the mount of the one above it: no state below the state root is reached through a
+    /// mount point (a file system a worker mounted over a directory of its own).
+    fn descend(mut self, names: &[&OsStr], create: bool, free: usize) -> Result<Option<Walk>> {
+        for (i, n) in names.iter().enumerate() {
             match self.child(n, create)? {
-                Some(w) => self = w,
+                Some(w) => {
+                    if i >= free && mount_of(&w.fd, &w.path)? != mount_of(&self.fd, &self.path)? {
+                        return Err(unsafe_path(
+                            &w.path,
+                            "is a mount point (a file system is mounted there); state is never reached through one",
+                        ));
+                    }
+                    self = w;
+                }
                 None => return Ok(None),
             }
         }
@@ -255,6 +265,7 @@ fn state_walk(root: &Path, dir: &Path, create: bool) -> Result<Option<Walk>> {
     let rel: PathBuf = names.iter().collect();
     let how = rustix::fs::ResolveFlags::NO_SYMLINKS
         | rustix::fs::ResolveFlags::NO_MAGICLINKS
+        | rustix::fs::ResolveFlags::NO_XDEV
         | rustix::fs::ResolveFlags::BENEATH;
     match rustix::fs::openat2(
         &w.fd,
@@ -272,7 +283,10 @@ fn state_walk(root: &Path, dir: &Path, create: bool) -> Result<Option<Walk>> {
         Err(Errno::NOENT) if !create => return Ok(None),
         Err(_) => {}
     }
-    w.descend(&names, create)
+    // The state root itself may be a mount point of its own (the user's choice); nothing
+    // below it may.
+    let free = rel_components(anchor, root)?.len();
+    w.descend(&names, create, free)
 }
 
 /// The parent walk and file name of `path` inside `root`.
@@ -362,6 +376,13 @@ fn open_in(dir: &Walk, name: &OsStr, access: Access) -> Result<Option<Opened>> {
                 "has {} hard links; a file written in place must have one",
                 st.st_nlink
             ),
+        ));
+    }
+    // A file bind-mounted over a state file is someone else's file: never written in place.
+    if access != Access::Read && mount_of(&fd, &full)? != mount_of(&dir.fd, &dir.path)? {
+        return Err(unsafe_path(
+            &full,
+            "is a mount point (a file is mounted over it); a file written in place must not be",
         ));
     }
     // Back to blocking I/O (it makes no difference for a regular file, but say what we mean).

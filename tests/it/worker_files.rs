@@ -323,6 +323,71 @@ fn a_file_system_mounted_in_a_workers_directory_is_never_removed_through() {
     );
 }
 
+/// Attack (twentieth black-box round): a worker (root) bind-mounts a directory of the user's
+/// over its own worker directory, then is removed. Its supervisor, outliving the pane, wrote
+/// its `exit.json` through the mount: the user's file of that name was overwritten. And a
+/// file of the user's mounted over the team's lock file got the lock's holder record written
+/// into it. No state is reached through a mount point below `.team`, and no file mounted
+/// over a state file is written in place.
+#[test]
+fn no_state_is_written_through_a_mount() {
+    let sb = Sandbox::new();
+    let victim = sb.dir.path().join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::write(victim.join("exit.json"), "{\"user\":\"precious data\"}\n").unwrap();
+    let lockv = sb.dir.path().join("lockv");
+    std::fs::write(&lockv, "the user's notes\n").unwrap();
+    let ts = tests::bin("team-scale");
+    let wdir = team_dir(&sb).join("workers/worker-2");
+    // The team, its mounts and its teardown live in one private mount namespace (its tmux
+    // server and supervisors too: the namespace ends with the server the sandbox kills).
+    let script = format!(
+        "set -e; T='{ts}'; \
+         \"$T\" init s3 --private --leader-cmd 'exec sleep 100000' --worker-cmd 'exec sleep 100000'; \
+         \"$T\" up s3 2 --ready-timeout 0 >/dev/null; \
+         mount --bind '{victim}' '{wdir}' || exit 200; \
+         set +e; \"$T\" down s3 --worker worker-2 --force --grace 1s; echo \"down=$?\"; \
+         mount --bind '{lockv}' '{lock}' || exit 200; \
+         \"$T\" up s3 1 --ready-timeout 0; echo \"up=$?\"; \
+         sleep 1",
+        ts = ts.display(),
+        victim = victim.display(),
+        wdir = wdir.display(),
+        lockv = lockv.display(),
+        lock = sb.ws.join(".team/locks/s3.scale.lock").display(),
+    );
+    let o = sb
+        .command("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    if o.status.code() == Some(200) || o.status.code() == Some(1) && o.stdout.is_empty() {
+        eprintln!(
+            "no private mount namespace here (needs root): the mount test not run: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        return;
+    }
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(out.contains("down=3"), "worker-2 is kept: {out}{err}");
+    assert!(
+        !out.contains("up=0"),
+        "up wrote through a lock file mounted over: {out}{err}"
+    );
+    assert!(err.contains("mount point"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(victim.join("exit.json")).unwrap(),
+        "{\"user\":\"precious data\"}\n",
+        "the supervisor wrote through the mount: {out}{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&lockv).unwrap(),
+        "the user's notes\n",
+        "{out}{err}"
+    );
+}
+
 /// Attack: symlinks planted in the trash (to a directory and to a file of the user's), next to
 /// a leftover a crash could have left. Emptying the trash unlinks each symlink itself and
 /// deletes the leftover, and never reaches what a symlink points to.
