@@ -476,7 +476,60 @@ impl Tree {
             }
             frontier = next;
         }
+        self.keep_detached_below_a_server(root, &mut out);
         out
+    }
+
+    /// With a tmux server below the worker (a team or session it started, re-parented to the
+    /// supervisor when it daemonized), a detached member may have come from one of that
+    /// server's panes (`setsid -f` typed there, a `pipe-pane` job): re-parented to the
+    /// supervisor, it keeps no trace of that server, and nothing in its environment need say
+    /// so (tmux sets none for `pipe-pane` jobs; `env -i` drops all). Every detached member, and
+    /// everything below one, is then skipped: never signalled, reported.
+    fn keep_detached_below_a_server(&self, root: &Node, out: &mut Below) {
+        let Some(server) = out
+            .skipped
+            .iter()
+            .find(|s| s.comm.ends_with(": server"))
+            .map(|s| s.id.pid)
+        else {
+            return;
+        };
+        let why = format!(
+            "a tmux server runs below this worker (pid {server}): a detached process may have left one of its panes; never signalled, nor anything below it"
+        );
+        let mut kept: HashSet<u32> = HashSet::new();
+        let below_kept = |pid: u32, kept: &HashSet<u32>| {
+            let mut cur = pid;
+            for _ in 0..MAX_DEPTH {
+                let Some(n) = self.nodes.get(&cur) else {
+                    return false;
+                };
+                if n.ppid == root.id.pid || n.ppid <= 1 {
+                    return false;
+                }
+                if kept.contains(&n.ppid) {
+                    return true;
+                }
+                cur = n.ppid;
+            }
+            false
+        };
+        let mut members = Vec::new();
+        // Breadth first: a member's parent was judged before it.
+        for m in std::mem::take(&mut out.members) {
+            if m.detached || below_kept(m.node.id.pid, &kept) {
+                kept.insert(m.node.id.pid);
+                out.skipped.push(Skipped {
+                    id: m.node.id,
+                    comm: m.node.comm.clone(),
+                    reason: why.clone(),
+                });
+            } else {
+                members.push(m);
+            }
+        }
+        out.members = members;
     }
 }
 
@@ -768,7 +821,7 @@ mod tests {
             node(10, 1, 10, crate::supervisor::COMM),
             node(11, 10, 10, "codex"),
             node(12, 11, 12, "sleep"),
-            node(13, 10, 13, "tmux: server"),
+            node(13, 10, 13, "tmux: client"),
             node(14, 13, 14, "bash"),
             node(15, 10, 15, crate::supervisor::COMM),
             node(16, 15, 15, "sh"),
@@ -783,7 +836,7 @@ mod tests {
             node(22, 21, 22, "sleep"),
             node(23, 19, 19, "daemon-worker"),
             node(24, 10, 10, "double-forked"),
-            node(25, 10, 25, "mux: server"),
+            node(25, 10, 25, "mux: client"),
             node(26, 25, 26, "sleep"),
             // Left a pane of a tmux server the worker started (re-parented to the
             // supervisor), and what it started; and one in the worker's own terminal.
@@ -830,6 +883,54 @@ mod tests {
             vec![13, 15, 17, 20, 23, 25, 27],
             "tmux (renamed too), supervisors, other incarnations, other uids, below a shared daemon, another terminal"
         );
+    }
+
+    #[test]
+    fn with_a_tmux_server_below_no_detached_process_is_the_workers() {
+        // 10 supervisor -> 11 agent -> 12 setsid child (detached) -> 30 its child (attached to 12)
+        //               -> 13 tmux server (a team the worker started) -> 14 a pane's shell
+        //               -> 24 re-parented orphan (left a pane of 13, environment cleared)
+        //               -> 31 in the supervisor's session -> 32
+        let t = Tree::from_nodes([
+            node(10, 1, 10, crate::supervisor::COMM),
+            node(11, 10, 10, "codex"),
+            node(12, 11, 12, "sleep"),
+            node(30, 12, 12, "sleep"),
+            node(13, 10, 13, "mux: server"),
+            node(14, 13, 14, "bash"),
+            node(24, 10, 24, "sleep"),
+            node(31, 11, 10, "make"),
+            node(32, 31, 10, "cc"),
+        ]);
+        let fake = Fake {
+            env: HashMap::new(),
+            tmux: HashMap::new(),
+            listen: HashSet::new(),
+            foreign: HashSet::new(),
+        };
+        let b = t.below(t.node(10).unwrap(), "inc-a", &fake);
+        let mut pids: Vec<u32> = b.members.iter().map(|m| m.node.id.pid).collect();
+        pids.sort();
+        assert_eq!(
+            pids,
+            vec![11, 31, 32],
+            "only what stays in the pane's session"
+        );
+        let mut skipped: Vec<u32> = b.skipped.iter().map(|s| s.id.pid).collect();
+        skipped.sort();
+        assert_eq!(skipped, vec![12, 13, 24, 30]);
+        // Without the server, the detached ones are the worker's again.
+        let t = Tree::from_nodes([
+            node(10, 1, 10, crate::supervisor::COMM),
+            node(11, 10, 10, "codex"),
+            node(12, 11, 12, "sleep"),
+            node(30, 12, 12, "sleep"),
+            node(24, 10, 24, "sleep"),
+        ]);
+        let b = t.below(t.node(10).unwrap(), "inc-a", &fake);
+        let mut pids: Vec<u32> = b.members.iter().map(|m| m.node.id.pid).collect();
+        pids.sort();
+        assert_eq!(pids, vec![11, 12, 24, 30]);
     }
 
     #[test]

@@ -156,13 +156,19 @@ fn processes_that_leave_a_nested_servers_pane_are_not_the_workers() {
     let wsb = sb.dir.path().join("wsb");
     std::fs::create_dir_all(&wsb).unwrap();
     let wsb = wsb.canonicalize().unwrap();
-    let (p1, p2) = (sb.dir.path().join("p1"), sb.dir.path().join("p2"));
+    let (p1, p2, p3) = (
+        sb.dir.path().join("p1"),
+        sb.dir.path().join("p2"),
+        sb.dir.path().join("p3"),
+    );
     let ts = bin("team-scale");
-    // B's leader (in B's server) starts two processes that leave its pane, then waits.
+    // B's leader (in B's server) starts three processes that leave its pane, the third with
+    // no environment at all (as `env -i` or a `pipe-pane` job would have), then waits.
     let leader = format!(
-        "setsid -f sh -c \"echo \\$\\$ > {p1}; exec sleep 100005\"; (sh -c \"echo \\$\\$ > {p2}; exec sleep 100006\" &); exec sleep 100004",
+        "setsid -f sh -c \"echo \\$\\$ > {p1}; exec sleep 100005\"; (sh -c \"echo \\$\\$ > {p2}; exec sleep 100006\" &); env -i /usr/bin/setsid -f /bin/sh -c \"echo \\$\\$ > {p3}; exec /usr/bin/sleep 100007\"; exec sleep 100004",
         p1 = p1.display(),
-        p2 = p2.display()
+        p2 = p2.display(),
+        p3 = p3.display()
     );
     let cmd = format!(
         "if [ \"$TEAM_WORKER\" = worker-2 ]; then cd {wsb} && env -u TEAM_STATE_DIR {ts} init b --private --leader-cmd '{leader}'; fi; exec sleep 100000",
@@ -170,8 +176,8 @@ fn processes_that_leave_a_nested_servers_pane_are_not_the_workers() {
         ts = ts.display()
     );
     team_with_workers(&sb, "a", &cmd, 2);
-    let (e1, e2) = (read_pid(&p1), read_pid(&p2));
-    let _cleanup = KillOnDrop(vec![e1, e2]);
+    let (e1, e2, e3) = (read_pid(&p1), read_pid(&p2), read_pid(&p3));
+    let _cleanup = KillOnDrop(vec![e1, e2, e3]);
     let sup = worker_pane_pid(&sb, "a", "worker-2");
     let ppid = |p: u32| {
         std::fs::read_to_string(format!("/proc/{p}/stat"))
@@ -184,7 +190,7 @@ fn processes_that_leave_a_nested_servers_pane_are_not_the_workers() {
     };
     // The premise: both now hang directly below worker-2's supervisor.
     wait_for("the re-parenting", Duration::from_secs(5), || {
-        ppid(e1) == sup && ppid(e2) == sup
+        ppid(e1) == sup && ppid(e2) == sup && ppid(e3) == sup
     });
 
     let o = sb.run(
@@ -200,19 +206,23 @@ fn processes_that_leave_a_nested_servers_pane_are_not_the_workers() {
         alive(e1) && alive(e2),
         "down signalled what left a pane of b's server: {report}"
     );
+    assert!(
+        alive(e3),
+        "down signalled what left a pane of b's server with no environment: {report}"
+    );
 
     // The reaper sees worker-2's supervisor, still running, with no member behind it.
     let o = reap(&sb, &["--json", "--grace", "1s"]);
     let lines = json_lines(&o.stdout);
     std::thread::sleep(Duration::from_millis(300));
     assert!(
-        alive(e1) && alive(e2),
+        alive(e1) && alive(e2) && alive(e3),
         "the reaper signalled what left a pane of b's server: {lines:?}"
     );
     for r in &lines {
         let pid = r["pid"].as_u64().unwrap_or(0) as u32;
         assert!(
-            !((pid == e1 || pid == e2) && r["action"] == "killed"),
+            !((pid == e1 || pid == e2 || pid == e3) && r["action"] == "killed"),
             "{r}"
         );
     }
