@@ -390,8 +390,21 @@ const TERMINAL_CLIENTS: &[&str] = &[
 /// and file-transfer clients and database clients count too: typed text reaching one is a
 /// command there, and most of them run a shell line given after `!` or `|` (`less !cmd`, `man`
 /// through its pager, `vi :!cmd`, `lynx !`, `mutt !`, `ftp !`, `psql \!`, `mysql \!`). Matched
-/// by `comm`, also without a `.suffix` (`vim.basic`) or a version (`emacs-29.1`).
+/// by `comm`, `argv[0]` and the executable's own name (`/proc/<pid>/exe`, which follows
+/// Debian's alternatives: `pager` is `less`, `editor` is `vim.basic`), also without a `.suffix`
+/// (`vim.basic`) or a version (`emacs-29.1`); the alternatives' own names are here too, for
+/// tmux's foreground check, which sees only `argv[0]`.
 pub const LINE_RUNNERS: &[&str] = &[
+    // Debian's alternatives and wrappers for a pager, an editor or a browser.
+    "pager",
+    "sensible-pager",
+    "editor",
+    "sensible-editor",
+    "select-editor",
+    "www-browser",
+    "x-www-browser",
+    "sensible-browser",
+    "infobrowser",
     "sqlite3",
     "sqlite",
     "duckdb",
@@ -425,6 +438,7 @@ pub const LINE_RUNNERS: &[&str] = &[
     "more",
     "most",
     "pg",
+    "lv",
     "man",
     "info",
     "pinfo",
@@ -441,8 +455,15 @@ pub const LINE_RUNNERS: &[&str] = &[
     "view",
     "vimdiff",
     "rvim",
+    "rview",
     "gvim",
+    "nvi",
+    "elvis",
+    "vile",
+    "vis",
     "emacs",
+    "zile",
+    "jove",
     "nano",
     "pico",
     "joe",
@@ -509,7 +530,9 @@ const REPLS: &[&str] = &[
 /// terminal client or a line runner, a descriptor it opened on it): a terminal client (a
 /// nested `tmux attach`, `ssh`), a program that runs the lines it reads (`sqlite3`, a pager
 /// such as `less`, an editor; [`LINE_RUNNERS`]), a shell given no script and no `-c`, or an
-/// interpreter's REPL (no program, `-i`, perl's `-d`). Described, or `None`. The same programs
+/// interpreter's REPL (no program, `-i`, perl's `-d`). Each process is known by its comm, its
+/// `argv[0]` and its executable (`program_names`; REPLs not by the executable). Described,
+/// or `None`. The same programs
 /// reading another terminal or a pipe (an agent's own tools) are not reported; nor is what
 /// cannot be read (the tmux-side check still sees a shell in the foreground).
 pub fn terminal_reader_below(root: u32) -> Option<String> {
@@ -522,15 +545,43 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
         if n.id.pid == root || n.state == b'Z' {
             continue;
         }
-        let comm = n.comm.as_str();
-        let stem = comm.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
-        let client = TERMINAL_CLIENTS.contains(&comm);
-        let runner = named_in(LINE_RUNNERS, comm);
-        let shell = SHELL_NAMES.contains(&comm);
-        let repl = REPLS.contains(&stem);
-        if !(client || runner || shell || repl) {
+        // What the process is, not only what it was called: its comm (the name it was run
+        // by, `pager`), its `argv[0]`, and its executable's own name (`less`, through the
+        // alternatives' symlinks).
+        let (names, exe) = program_names(n.id.pid, &n.comm);
+        let all: Vec<&String> = names.iter().chain(&exe).collect();
+        let any = |f: &dyn Fn(&str) -> bool| all.iter().find(|n| f(n)).map(|n| n.to_string());
+        let stem = |n: &str| {
+            n.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')
+                .to_owned()
+        };
+        let client = any(&|n| TERMINAL_CLIENTS.contains(&n));
+        let runner = any(&|n| named_in(LINE_RUNNERS, n));
+        let shell_name = any(&|n| SHELL_NAMES.contains(&n));
+        // Not by the executable: an agent written for `node` that names itself (`process.title
+        // = "claude"`) keeps no arguments to tell it from a REPL.
+        let repl_name = names
+            .iter()
+            .find(|n| REPLS.contains(&stem(n).as_str()))
+            .cloned();
+        let Some(what) = client
+            .clone()
+            .or_else(|| runner.clone())
+            .or_else(|| shell_name.clone())
+            .or_else(|| repl_name.clone())
+        else {
             continue;
-        }
+        };
+        let (client, runner) = (client.is_some(), runner.is_some());
+        let (shell, repl) = (shell_name.is_some(), repl_name.is_some());
+        let perl = repl_name.as_deref().is_some_and(|n| stem(n) == "perl");
+        // The name shown: the comm, and what it really is when that differs (`pager (less)`).
+        let comm = if what == n.comm {
+            n.comm.clone()
+        } else {
+            format!("{} ({what})", n.comm)
+        };
+        let comm = comm.as_str();
         let on_pane = |t: &std::path::Path| match &pane_tty {
             Some(p) => t == p,
             None => is_tty(t),
@@ -562,8 +613,7 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
             .collect();
         let flag = |a: &&[u8]| a.starts_with(b"-") || a.starts_with(b"+");
         let interactive = args.iter().any(|a| {
-            matches!(*a, b"-i" | b"--interactive" | b"repl")
-                || (repl && stem == "perl" && a.starts_with(b"-d"))
+            matches!(*a, b"-i" | b"--interactive" | b"repl") || (perl && a.starts_with(b"-d"))
         });
         // A script that is the terminal itself (`sh /dev/stdin`, `/dev/tty`, `/proc/self/fd/0`)
         // is no script.
@@ -629,6 +679,35 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
         }
     }
     None
+}
+
+/// The names a process goes by: its `comm` and the last component of its `argv[0]` (without a
+/// login shell's `-`); and, apart, the name of its executable (`/proc/<pid>/exe`: the file the
+/// alternatives' symlinks lead to, `/usr/bin/pager` being `/usr/bin/less`), when it is another.
+/// A multi-call binary's executable (`busybox`) says nothing of the applet it runs, so it is
+/// left out. What cannot be read is left out (the comm is always there).
+fn program_names(pid: u32, comm: &str) -> (Vec<String>, Option<String>) {
+    let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_owned();
+    let mut names = vec![comm.to_owned()];
+    if let Ok(Some(argv)) = read_proc(pid, "cmdline")
+        && let Some(arg0) = argv.split(|b| *b == 0).next()
+    {
+        let arg0 = base(&String::from_utf8_lossy(arg0));
+        let arg0 = arg0.strip_prefix('-').unwrap_or(&arg0);
+        if !arg0.is_empty() && arg0 != comm {
+            names.push(arg0.to_owned());
+        }
+    }
+    let exe = std::fs::read_link(proc_path(pid, "exe"))
+        .ok()
+        .map(|exe| {
+            let exe = exe.to_string_lossy();
+            base(exe.strip_suffix(" (deleted)").unwrap_or(&exe))
+        })
+        .filter(|e| {
+            !e.is_empty() && !names.contains(e) && !matches!(e.as_str(), "busybox" | "toybox")
+        });
+    (names, exe)
 }
 
 /// Whether `pid` holds a descriptor above 2 on a terminal `on_pane` accepts: one it opened
@@ -1718,6 +1797,12 @@ mod tests {
             "sqlite3",
             "lldb",
             "ipython3",
+            // Debian's alternatives, which run one of the above.
+            "pager",
+            "editor",
+            "sensible-editor",
+            "sensible-pager",
+            "www-browser",
         ] {
             assert!(named_in(LINE_RUNNERS, comm), "{comm}");
         }

@@ -78,10 +78,11 @@ impl Guard {
     }
 
     /// Also requires that the pane's terminal is not held by a shell, a terminal client or a
-    /// program that runs the lines it reads (a pager, an editor: `process::LINE_RUNNERS`) in
-    /// its foreground (`#{pane_current_command}`: an interactive shell takes the foreground,
-    /// and so does a pager it starts), which would run or forward what is typed. For typing
-    /// only.
+    /// program that runs the lines it reads (a pager, an editor: `process::LINE_RUNNERS`, Debian's
+    /// alternatives' names `pager`, `editor`, `sensible-editor` included, since tmux sees only
+    /// `argv[0]`) in its foreground (`#{pane_current_command}`: an interactive shell takes the
+    /// foreground, and so does a pager it starts), which would run or forward what is typed.
+    /// For typing only.
     pub fn typing_reaches_the_program(mut self) -> Guard {
         self.conds.push(format!(
             "#{{?#{{m/r:^-?({}|{}|tmux|screen|ssh|mosh-client|telnet|su|sudo|login)([.][a-z0-9]+)?$,#{{pane_current_command}}}},0,1}}",
