@@ -18,6 +18,16 @@
 //!   agent's command approval, a trust or first-run question), so nothing is typed, whatever
 //!   the profile's own texts say. A line that is the delivery's own pasted draft, still at the
 //!   cursor, is no menu.
+//!
+//! - **A menu may mark its choice with nothing but an attribute**, and a question may have no
+//!   menu at all: a numbered choice shown in reverse video or on a background colour (the
+//!   capture keeps the attributes apart, [`Screen::highlighted`]) while a numbered choice
+//!   next to it is not highlighted, and a yes/no question (`[y/N]`, `(yes/no)`, `Allow ...?`,
+//!   `Would you like to run`, `Do you want to proceed`, `Press enter to confirm`, `Enter ...
+//!   esc to cancel`) on one of the lines around the cursor or among the last lines of the
+//!   screen, are the `approval` screen too. One highlighted list (a transcript's quoted
+//!   message) is no selection, and `esc to cancel` alone is a busy line (Gemini CLI's), not a
+//!   question.
 
 use std::sync::LazyLock;
 
@@ -40,12 +50,13 @@ pub enum Seen<'p> {
     Waiting,
 }
 
-/// The screen every profile shares: a menu with a selected choice (see [`menu_choice`]).
+/// The screen every profile shares: a menu with a selected choice or a yes/no question (see
+/// [`menu_choice`] and [`question`]).
 pub static APPROVAL: LazyLock<Blocker> = LazyLock::new(|| {
     Blocker {
     name: "approval".into(),
     any: Vec::new(),
-    next_step: "{worker} shows a menu with a choice selected (a command approval, a trust or first-run question); nothing was typed into it: answer it yourself in the pane (`team-scale attach`), then send again".into(),
+    next_step: "{worker} shows a menu with a choice selected or a yes/no question (a command approval, a trust or first-run question); nothing was typed into it: answer it yourself in the pane (`team-scale attach`), then send again".into(),
 }
 });
 
@@ -68,7 +79,7 @@ pub fn classify<'p>(
     {
         return Seen::Blocked(b);
     }
-    if menu_choice(s, typed).is_some() {
+    if menu_choice(s, typed).is_some() || question(s, typed).is_some() {
         return Seen::Blocked(&APPROVAL);
     }
     if p.busy.iter().any(|t| text.contains(t.as_str())) {
@@ -120,18 +131,54 @@ fn offers_consent(text: &str) -> bool {
         .any(|w| CONSENT.contains(&w.to_lowercase().as_str()))
 }
 
+/// A numbered choice in `line`, with no marker: past box-drawing, blanks and any marker, one
+/// or two digits and `.` or `)`. Returns the char positions of the number and of the choice's
+/// text (or the number's again, when there is no text).
+fn numbered_choice(line: &str) -> Option<(usize, usize)> {
+    let chars: Vec<char> = line.chars().collect();
+    let mut i = 0;
+    while i < chars.len()
+        && (chars[i].is_whitespace()
+            || "│┃║|╭╰┌└".contains(chars[i])
+            || MARKERS.contains(&chars[i]))
+    {
+        i += 1;
+    }
+    let number = i;
+    while i < chars.len() && chars[i].is_ascii_digit() {
+        i += 1;
+    }
+    if !(1..=2).contains(&(i - number)) || !matches!(chars.get(i), Some('.' | ')')) {
+        return None;
+    }
+    i += 1;
+    match chars.get(i) {
+        None => return Some((number, number)),
+        Some(c) if c.is_whitespace() => {}
+        Some(_) => return None,
+    }
+    while i < chars.len() && chars[i].is_whitespace() {
+        i += 1;
+    }
+    Some((number, if i < chars.len() { i } else { number }))
+}
+
+/// Whether line `y` is a numbered choice highlighted where it starts (its number or its text).
+fn highlighted_choice(s: &Screen, y: usize) -> Option<bool> {
+    let (number, text) = numbered_choice(s.lines.get(y)?)?;
+    let marked: Vec<char> = s.highlighted_line(y).chars().collect();
+    let on = |i: usize| marked.get(i).is_some_and(|c| !c.is_whitespace());
+    Some(on(number) || on(text))
+}
+
 /// The menu choice `s` shows selected, if any: the cursor line as a numbered choice or one
-/// offering consent, or any line as a numbered choice offering consent. With `typed` (text
-/// the delivery pasted and that is still at the cursor), lines that are part of it do not
-/// count.
+/// offering consent, or any line as a numbered choice offering consent; or a numbered choice
+/// shown highlighted (reverse video, a background colour) next to one that is not. With
+/// `typed` (text the delivery pasted and that is still at the cursor), lines that are part of
+/// it do not count.
 pub fn menu_choice<'s>(s: &'s Screen, typed: Option<&str>) -> Option<&'s str> {
-    let own_draft = typed.filter(|t| draft_at_cursor(s, t)).map(squeeze);
-    let ours = |text: &str| {
-        own_draft
-            .as_ref()
-            .is_some_and(|d| !squeeze(text).is_empty() && d.contains(&squeeze(text)))
-    };
-    s.lines.iter().enumerate().find_map(|(y, line)| {
+    let ours = own_draft(s, typed);
+    let marked = s.lines.iter().enumerate().find_map(|(y, line)| {
         let (numbered, text) = selected_choice(line)?;
         let consent = offers_consent(text);
         let menu = if y == s.cursor_y {
@@ -140,7 +187,105 @@ pub fn menu_choice<'s>(s: &'s Screen, typed: Option<&str>) -> Option<&'s str> {
             numbered && consent
         };
         (menu && !ours(text)).then_some(line.as_str())
+    });
+    let draft = shows_draft(s, typed);
+    marked.or_else(|| {
+        (0..s.lines.len()).find_map(|y| {
+            if highlighted_choice(s, y) != Some(true) || draft(&s.lines[y]) {
+                return None;
+            }
+            // A sibling choice within three lines that is not highlighted: one list all
+            // highlighted is a quoted message, not a selection.
+            let near = y.saturating_sub(3)..=y + 3;
+            near.filter(|&z| z != y)
+                .any(|z| highlighted_choice(s, z) == Some(false))
+                .then_some(s.lines[y].as_str())
+        })
     })
+}
+
+/// Whether a text is part of the delivery's own draft, still at the cursor.
+fn own_draft(s: &Screen, typed: Option<&str>) -> impl Fn(&str) -> bool {
+    let draft = typed.filter(|t| draft_at_cursor(s, t)).map(squeeze);
+    move |text: &str| {
+        draft
+            .as_ref()
+            .is_some_and(|d| !squeeze(text).is_empty() && d.contains(&squeeze(text)))
+    }
+}
+
+/// Whether a line shows a piece of the delivery's own draft (still at the cursor): at least 12
+/// characters of it (all of a shorter draft), whitespace ignored, so an input line's prompt
+/// before it does not matter.
+fn shows_draft(s: &Screen, typed: Option<&str>) -> impl Fn(&str) -> bool {
+    let draft: Option<Vec<char>> = typed
+        .filter(|t| draft_at_cursor(s, t))
+        .map(|t| squeeze(t).chars().collect());
+    move |line: &str| {
+        let Some(d) = draft.as_ref().filter(|d| !d.is_empty()) else {
+            return false;
+        };
+        let l: Vec<char> = squeeze(line).chars().collect();
+        let k = d.len().min(12);
+        l.windows(k).any(|w| d.windows(k).any(|x| x == w))
+    }
+}
+
+/// Phrases of a question whose answer is a key (lowercase).
+const QUESTIONS: &[&str] = &[
+    "would you like to run",
+    "would you like to make",
+    "would you like to allow",
+    "do you want to proceed",
+    "do you want to run",
+    "do you want to allow",
+    "do you want to make",
+    "enter to confirm",
+];
+
+/// Whether `line` asks a yes/no question: a `[y/N]`-like choice (`[Y/n]`, `(y/n)`, `(yes/no)`,
+/// `[y/N/a]`, `(Y)es/(N)o`), a known phrase (`Would you like to run`, `Do you want to proceed`,
+/// `Press enter to confirm`), `Allow ...?`, or `esc to cancel` with an Enter to answer (alone
+/// it is a busy line: Gemini CLI's `(esc to cancel, 3s)`).
+fn asks(line: &str) -> bool {
+    let l = line.to_lowercase();
+    let t = l.trim_matches(|c: char| {
+        c.is_whitespace() || "│┃║|╭╮╰╯┌┐└┘".contains(c) || MARKERS.contains(&c)
+    });
+    let choice = [
+        "[y/n",
+        "(y/n",
+        "[n/y",
+        "(n/y",
+        "[yes/no",
+        "(yes/no",
+        "(y)es/(n)o",
+    ]
+    .iter()
+    .any(|p| l.contains(p));
+    let allow = t.starts_with("allow ") && t.ends_with('?');
+    let cancel = l.contains("esc to cancel") && l.contains("enter");
+    choice || allow || cancel || QUESTIONS.iter().any(|q| l.contains(q))
+}
+
+/// The yes/no question `s` asks, if any: on the cursor line, the two lines above it or the one
+/// below, or among the last three non-empty lines of the screen (a question's footer). With
+/// `typed` that asks such a question itself, lines showing the delivery's own draft (still at
+/// the cursor) do not count.
+pub fn question<'s>(s: &'s Screen, typed: Option<&str>) -> Option<&'s str> {
+    let asking = typed.is_some_and(|t| asks(&t.replace(['\n', '\r'], " ")));
+    let draft = shows_draft(s, typed);
+    let ours = |l: &str| asking && draft(l);
+    let near = s.cursor_y.saturating_sub(2)..=s.cursor_y + 1;
+    let bottom: Vec<usize> = (0..s.lines.len())
+        .rev()
+        .filter(|&y| !s.lines[y].trim().is_empty())
+        .take(3)
+        .collect();
+    (0..s.lines.len())
+        .filter(|y| near.contains(y) || bottom.contains(y))
+        .map(|y| s.lines[y].as_str())
+        .find(|l| asks(l) && !ours(l))
 }
 
 /// A short piece of `text` that shows whether it is still in an input line: its last
@@ -288,6 +433,93 @@ mod tests {
         // A menu that is not the draft still blocks after the paste.
         assert!(matches!(
             classify(&custom, &s, None, Some("something else entirely")),
+            Seen::Blocked(_)
+        ));
+    }
+
+    /// Black-box round: a Codex-style approval menu whose selected choice has no marker, only
+    /// reverse video, and a plain `[y/N]` question, were classified as ready: the first key of
+    /// the paste answered them. Both block every profile.
+    #[test]
+    fn a_highlighted_choice_or_a_yes_no_question_blocks_every_profile() {
+        let menu = [
+            "Would you like to run the following command?",
+            "$ rm -rf build/",
+            " 1. Yes, proceed",
+            "  2. No, and tell Codex what to do differently",
+            "Press enter to confirm or esc to cancel",
+        ];
+        let hl = |lines: &[&str], y: usize, marked: &str| {
+            let mut s = screen(lines, lines.len() - 1);
+            s.highlighted = vec![String::new(); lines.len()];
+            s.highlighted[y] = marked.into();
+            s
+        };
+        let blocked = |p: &Profile, s: &Screen| matches!(classify(p, s, None, None), Seen::Blocked(b) if b.name == "approval");
+        for name in ["codex", "claude", "gemini", "aider", "custom", "shell"] {
+            let p = profile(name);
+            // The menu as drawn, its footer and question included.
+            assert!(blocked(&p, &hl(&menu, 2, " 1. Yes, proceed")), "{name}");
+            // Only the highlighted choice tells it (no question text on screen).
+            let bare = ["run it?", " 1. Yes, proceed", "  2. No", "", "status bar"];
+            assert!(blocked(&p, &hl(&bare, 1, " 1.")), "{name}: number");
+            assert!(blocked(&p, &hl(&bare, 2, "     No")), "{name}: 2nd");
+            assert!(
+                blocked(&p, &hl(&bare, 1, "    Yes, proceed")),
+                "{name}: text"
+            );
+            // A yes/no question at the cursor, or a question's footer at the bottom.
+            for q in [
+                "Allow this command? [y/N]",
+                "Continue? [Y/n]",
+                "Overwrite file (y/n)?",
+                "Are you sure (yes/no)?",
+                "Allow network access?",
+                "Do you want to proceed?",
+                "Enter to select · Esc to cancel",
+            ] {
+                let s = screen(&["output", q], 1);
+                assert!(blocked(&p, &s), "{name}: {q}");
+                let s = screen(&["header", q, "", "", "", "", "", "", "", "x"], 9);
+                assert!(blocked(&p, &s), "{name}: {q}, footer");
+            }
+        }
+        let custom = profile("custom");
+        let not = |s: &Screen| !matches!(classify(&custom, s, None, None), Seen::Blocked(_));
+        // Not menus: a list without highlight; a highlighted list (a quoted message); a
+        // highlighted line that is no numbered choice; highlight in the middle of an item.
+        let list = ["Plan:", "1. fix the tests", "2. run them", "> "];
+        assert!(not(&screen(&list, 3)));
+        let mut all = screen(&list, 3);
+        all.highlighted = vec![
+            String::new(),
+            "1. fix the tests".into(),
+            "2. run them".into(),
+            String::new(),
+        ];
+        assert!(not(&all));
+        assert!(not(&hl(&list, 0, "Plan:")));
+        assert!(not(&hl(&list, 1, "         tests")));
+        // Not questions: a busy line with `esc to cancel`, a question far from the cursor and
+        // the bottom, a prompt.
+        assert!(not(&screen(
+            &["⠏ Thinking... (esc to cancel, 3s)", "> "],
+            1
+        )));
+        let far = ["Continue? [y/N] y", "a", "b", "c", "d", "e", "> ", "footer"];
+        assert!(not(&screen(&far, 6)));
+        assert!(not(&screen(&["Type a task and press Enter.", "fake> "], 1)));
+        // The delivery's own pasted draft asking a question is no question; an agent's
+        // question after it still is.
+        let s = screen(&["fake> do you want to proceed? [y/N]"], 0);
+        assert!(!not(&s));
+        assert_eq!(
+            classify(&custom, &s, None, Some("do you want to proceed? [y/N]")),
+            Seen::Ready
+        );
+        let s = screen(&["Allow this command? [y/N]", "fake> go on"], 1);
+        assert!(matches!(
+            classify(&custom, &s, None, Some("go on")),
             Seen::Blocked(_)
         ));
     }
