@@ -401,6 +401,80 @@ fn workers_that_never_reported_are_busy_and_a_drain_timeout_removes_nothing() {
 }
 
 /// The text of `o`'s stdout and stderr.
+/// Black-box round: a Codex-style approval menu whose selected choice is shown only in reverse
+/// video (no marker glyph), and a plain `Allow this command? [y/N]` question, were typed into:
+/// `send` reported `undelivered`, but the agent had every byte, and its first key `y` answered.
+/// Whatever the style, the menu or question gets not one byte, from `up` (a typed profile) or
+/// `send` (Codex's), and not even an intent is written.
+#[test]
+fn an_unmarked_menu_or_a_yes_no_question_gets_no_keys() {
+    for style in ["reverse", "codex", "yn"] {
+        // Typed first prompt (`custom`): `up` types nothing.
+        let f = Fake::new(
+            &format!("--screen approval --approval-style {style}"),
+            &["--agent", "custom"],
+        );
+        let o = f.up(&["1", "--ready-timeout", "6s", "--json"]);
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(
+            String::from_utf8_lossy(&f.typed()),
+            "",
+            "{style}: keys reached the approval: {}",
+            both(&o)
+        );
+        assert_code(&o, 1);
+        let e = stderr(&o);
+        assert!(e.contains("blocked by the approval screen"), "{style}: {e}");
+
+        // Codex's profile: the prompt goes in at launch, then the agent asks; `send` types
+        // nothing.
+        let f = Fake::new(
+            &format!("--done-after 200 --approval-after 2000 --approval-style {style}"),
+            &["--agent", "codex"],
+        );
+        let o = f.up(&["1", "--ready-timeout", "20s"]);
+        assert_code(&o, 0);
+        let sb = &f.sb;
+        tests::wait_for("the approval", Duration::from_secs(10), || {
+            let o = sb.run("team-scale", &["peek", "demo", "worker-1"]);
+            String::from_utf8_lossy(&o.stdout).contains("rm -rf build/")
+        });
+        let o = sb.run(
+            "team-scale",
+            &[
+                "send",
+                "demo",
+                "worker-1",
+                "yes, continue with the next task",
+                "--ready-timeout",
+                "5s",
+                "--json",
+            ],
+        );
+        assert_code(&o, 1);
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(
+            String::from_utf8_lossy(&f.typed()),
+            "",
+            "{style}: keys reached the approval: {}",
+            both(&o)
+        );
+        let d = json_lines(&o.stdout)
+            .into_iter()
+            .find(|l| l["type"] == "delivery")
+            .unwrap();
+        assert_eq!(d["result"], "blocked", "{style}: {d}");
+        let peek = sb.run("team-scale", &["peek", "demo", "worker-1"]);
+        assert!(
+            !String::from_utf8_lossy(&peek.stdout).contains("(approved)"),
+            "{style}: {}",
+            both(&peek)
+        );
+        let log = std::fs::read_to_string(sb.ws.join(".team/audit.jsonl")).unwrap_or_default();
+        assert!(!log.contains("\"action\":\"send-keys\""), "{style}: {log}");
+    }
+}
+
 fn both(o: &std::process::Output) -> String {
     format!(
         "{}{}",

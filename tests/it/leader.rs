@@ -572,6 +572,171 @@ fn send_types_nothing_into_a_pager() {
     assert!(matches!(o.status.code(), Some(0 | 3)), "{o:?}");
 }
 
+/// A directory of programs under other names, as Debian's alternatives give them: `pager`
+/// (`/usr/bin/pager` when there is one, else a symlink to `less`), `editor` (`/usr/bin/editor`,
+/// vim on Debian, else a symlink to `less`), and `codex`, a symlink to `less` named as an
+/// agent. Returns the directory, to put first on the worker's `PATH`.
+fn alternatives(dir: &std::path::Path) -> PathBuf {
+    let bin = dir.join("alt-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let less = ["/usr/bin/less", "/bin/less"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .expect("less is installed");
+    for (name, real) in [("pager", "/usr/bin/pager"), ("editor", "/usr/bin/editor")] {
+        let target = if std::path::Path::new(real).exists() {
+            PathBuf::from(real)
+        } else {
+            less.clone()
+        };
+        std::os::unix::fs::symlink(target, bin.join(name)).unwrap();
+    }
+    std::os::unix::fs::symlink(&less, bin.join("codex")).unwrap();
+    bin
+}
+
+/// Black-box round: programs were recognised only by the name they were run by. `exec pager
+/// f` (`pager` is Debian's alternative for `less`) got `up`'s first prompt and `send '!touch
+/// ...'` ran the command; `editor` and `sensible-editor` (vim) got the text too. A program is
+/// known by its executable as well (`/proc/<pid>/exe`), and the alternatives' names are known:
+/// `up` types nothing into a pager or an editor under those names, nor into `less` named
+/// `codex`.
+#[test]
+fn up_types_no_first_prompt_into_a_pager_under_another_name() {
+    let sb = Sandbox::new();
+    let dir = sb.dir.path();
+    let long = dir.join("long.txt");
+    std::fs::write(
+        &long,
+        (1..400).map(|i| format!("line {i}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let bin = alternatives(dir);
+    let script = dir.join("pager.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "PATH={b}:$PATH\n\
+             case $TEAM_WORKER in\n\
+             worker-1) exec pager {l} ;;\n\
+             worker-2) exec editor {l} ;;\n\
+             *) exec codex {l} ;;\n\
+             esac\n",
+            b = bin.display(),
+            l = long.display()
+        ),
+    )
+    .unwrap();
+    let cmd = format!("sh {}", script.display());
+    let o = sb.run(
+        "team-scale",
+        &[
+            "init",
+            "demo",
+            "--private",
+            "--agent",
+            "custom",
+            "--worker-cmd",
+            &cmd,
+        ],
+    );
+    assert_code(&o, 0);
+    assert_code(
+        &sb.run("team-scale", &["policy", "demo", "--max-workers", "3"]),
+        0,
+    );
+    let o = sb.run(
+        "team-scale",
+        &["up", "demo", "3", "--ready-timeout", "6s", "--json"],
+    );
+    assert_code(&o, 1);
+    let lines = json_lines(&o.stdout);
+    for w in ["worker-1", "worker-2", "worker-3"] {
+        let l = lines
+            .iter()
+            .find(|l| l["worker"] == w)
+            .unwrap_or_else(|| panic!("{w}: {lines:?}"));
+        assert_eq!(l["delivery"], "undelivered", "{w}: {l}");
+    }
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("pager") && e.contains("editor") && e.contains("codex (less)"),
+        "each program is named: {e}"
+    );
+    assert_eq!(send_intents(&sb), 0, "keys were typed: {}", text(&o));
+}
+
+/// The same round, through `send`: an agent hands its terminal to `pager`, `editor` or `less`
+/// named `codex`; `send '!touch <canary>'` types nothing (no intent either), so no command
+/// runs.
+#[test]
+fn send_types_nothing_into_a_pager_under_another_name() {
+    let t = Team::running_as("custom", |dir| {
+        let long = dir.join("long.txt");
+        std::fs::write(
+            &long,
+            (1..400).map(|i| format!("line {i}\n")).collect::<String>(),
+        )
+        .unwrap();
+        let bin = alternatives(dir);
+        let script = dir.join("agent.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "{agent} --done-after 300 --die-after 2500 --received {d}/received-$TEAM_WORKER.txt\n\
+                 PATH={b}:$PATH\n\
+                 case $TEAM_WORKER in\n\
+                 worker-1) exec pager {l} ;;\n\
+                 worker-2) exec editor {l} ;;\n\
+                 *) exec codex {l} ;;\n\
+                 esac\n",
+                agent = tests::bin("fake-agent").display(),
+                d = dir.display(),
+                b = bin.display(),
+                l = long.display()
+            ),
+        )
+        .unwrap();
+        format!("sh {}", script.display())
+    });
+    let (sb, dir) = (&t.sb, &t.dir);
+    assert_code(&t.run(&["policy", "demo", "--max-workers", "3"]), 0);
+    assert_code(&t.run(&["up", "demo", "3", "--ready-timeout", "20s"]), 0);
+    // The agents exit; a pager or an editor takes each pane's terminal.
+    std::thread::sleep(std::time::Duration::from_millis(4000));
+    let intents = send_intents(sb);
+    for w in ["worker-1", "worker-2", "worker-3"] {
+        let canary = dir.join(format!("PWNED-{w}"));
+        let o = sb.run(
+            "team-scale",
+            &[
+                "send",
+                "demo",
+                w,
+                &format!("!touch {}", canary.display()),
+                "--ready-timeout",
+                "5s",
+                "--json",
+            ],
+        );
+        assert_code(&o, 1);
+        let d = json_lines(&o.stdout)
+            .into_iter()
+            .find(|l| l["type"] == "delivery")
+            .unwrap();
+        assert_eq!(d["result"], "undelivered", "{w}: {d}");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert!(
+            !canary.exists(),
+            "{w}: the pager ran the typed command: {d}"
+        );
+        assert_eq!(send_intents(sb), intents, "{w}: keys were typed: {d}");
+    }
+    let o = sb.run("team-scale", &["shutdown", "demo", "--grace", "2s"]);
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{o:?}");
+}
+
 #[test]
 fn send_reaches_the_agent_and_a_respawned_pane_gets_nothing() {
     let t = Team::new();

@@ -10,6 +10,10 @@
 //!   cursor line is `› 1. Yes, proceed (y)` (as Codex draws it), with no bracketed paste, so a
 //!   paste's letters arrive as keys: `y`, `a` or Enter approve (logged on screen);
 //! - `--approval-after MS`: MS after the start, the approval menu replaces the screen;
+//! - `--approval-style reverse|codex|yn`: how the approval asks: `reverse`, a menu whose
+//!   selected choice has no marker, only reverse video, and no question text; `codex`, the same
+//!   under Codex's question and footer (`Would you like to run ...`, `Press enter to confirm or
+//!   esc to cancel`); `yn`, no menu, the cursor after `Allow this command? [y/N] `;
 //! - `--separate-enter`: an Enter that arrives within 40 ms of typed text is ignored (the text
 //!   stays in the input line, unsent), as the real CLIs do with a paste and its Enter;
 //! - `--exit-at-start CODE`: prints an error and exits at once with CODE;
@@ -33,6 +37,7 @@ struct Opts {
     first_screen: u64,
     screen: Option<String>,
     approval_after: Option<u64>,
+    approval_style: Option<String>,
     separate_enter: bool,
     exit_at_start: Option<i32>,
     die_after: Option<u64>,
@@ -50,6 +55,7 @@ fn parse() -> Opts {
         first_screen: 0,
         screen: None,
         approval_after: None,
+        approval_style: None,
         separate_enter: false,
         exit_at_start: None,
         die_after: None,
@@ -68,6 +74,7 @@ fn parse() -> Opts {
             "--first-screen" => o.first_screen = val().parse().expect("ms"),
             "--screen" => o.screen = Some(val()),
             "--approval-after" => o.approval_after = Some(val().parse().expect("ms")),
+            "--approval-style" => o.approval_style = Some(val()),
             "--separate-enter" => o.separate_enter = true,
             "--exit-at-start" => o.exit_at_start = Some(val().parse().expect("code")),
             "--die-after" => o.die_after = Some(val().parse().expect("ms")),
@@ -98,10 +105,35 @@ fn append(path: &Option<String>, bytes: &[u8]) {
     }
 }
 
-/// A command-approval menu, the cursor on its selected first choice.
-fn approval_menu() {
+/// A command-approval menu, the cursor on its selected first choice (or drawn in `style`).
+fn approval_menu(style: Option<&str>) {
     clear();
     out(">_ Fake Agent (v0.1)\r\n\r\n");
+    match style {
+        Some("reverse" | "codex") => {
+            let codex = style == Some("codex");
+            if codex {
+                out("Would you like to run the following command?\r\n\r\n");
+            } else {
+                out("Fake wants to run a command\r\n\r\n");
+            }
+            out("  $ rm -rf build/\r\n\r\n\x1b[?2004l");
+            out("\x1b[7m 1. Yes, proceed          \x1b[0m\r\n");
+            out("  2. No, and tell Fake what to do differently\r\n\r\n");
+            if codex {
+                out("Press enter to confirm or esc to cancel");
+            } else {
+                out("(arrows move)");
+            }
+            return;
+        }
+        Some("yn") => {
+            out("Fake wants to run: rm -rf build/\r\n\r\n\x1b[?2004l");
+            out("Allow this command? [y/N] ");
+            return;
+        }
+        _ => {}
+    }
     out("Would you like to run the following command?\r\n\r\n  $ rm -rf build\r\n\r\n");
     out("\x1b[?2004l");
     out("› 1. Yes, proceed (y)\r\n");
@@ -191,7 +223,7 @@ fn main() {
             approval_at = None;
             blocking = true;
             busy_until = None;
-            approval_menu();
+            approval_menu(o.approval_style.as_deref());
         }
         if !shown && Instant::now() >= ready_at {
             shown = true;
@@ -205,7 +237,7 @@ fn main() {
                 }
                 Some("approval") => {
                     blocking = true;
-                    approval_menu();
+                    approval_menu(o.approval_style.as_deref());
                 }
                 Some("signin") => {
                     blocking = true;
