@@ -6,8 +6,9 @@
 //!
 //! 1. the screen is read each round: a dead pane (or a matching `exit.json`) ends it as
 //!    `undelivered` with the exit status and the last lines; a blocking screen (sign-in, trust,
-//!    first-run question, and for every profile a menu with a choice selected: the `approval`
-//!    screen) ends it as `blocked` with the next step. **Nothing is ever typed into a blocking
+//!    first-run question, and for every profile a menu with a choice selected, by a marker or
+//!    only by reverse video, or a yes/no question: the `approval` screen) ends it as `blocked`
+//!    with the next step. **Nothing is ever typed into a blocking
 //!    screen** (the screen of the same round decides each paste and each Enter), and a
 //!    readiness timeout types nothing;
 //! 2. launch-argument and banner profiles type nothing: delivered once the agent shows the
@@ -36,7 +37,11 @@
 //!   from a `/dev/tty` of their own, as `cat f | less` does), a shell with no script and no `-c`, or
 //!   an interpreter with no script file (a REPL, or inline code that may read and run lines),
 //!   or a shell given `-c` code that has no live child (a read/eval loop; a wrapper waits for
-//!   its agent) makes the delivery `undelivered` with nothing typed (no intent either). An
+//!   its agent) makes the delivery `undelivered` with nothing typed (no intent either). A
+//!   process is known by its comm, its `argv[0]` and its executable (`/proc/<pid>/exe`), so
+//!   Debian's `pager` and `editor` are the `less` and `vim` they run, and `less` behind a
+//!   symlink named `codex` is `less` (REPLs only by the first two: an agent on `node` may name
+//!   itself and drop its arguments). An
 //!   interpreter running a script file is taken for the agent (agents are such programs). The same programs on another terminal or a pipe (an agent's own `ssh`
 //!   for git, a shell in its own pty) do not count. The `/proc` look is not atomic with the keys; the tmux
 //!   check is.
@@ -47,8 +52,8 @@
 //!   programs reading the pane would either refuse the documented `custom` agents or name
 //!   interpreters it cannot tell from a REPL. The refusals stay a list by name (shells,
 //!   terminal clients, line runners, REPLs), checked against `/proc` before each paste and, in
-//!   the foreground, by tmux with the keys; a selected menu choice on screen is refused for
-//!   every profile whatever the lists say.
+//!   the foreground, by tmux with the keys; a selected menu choice or a yes/no question on
+//!   screen is refused for every profile whatever the lists say.
 //!
 //! - **Trust questions are never answered by the tools**, and there is no opt-in to do so: trusting
 //!   a folder is a security decision the user makes once in the CLI itself. The blocked result says
