@@ -25,8 +25,9 @@
 //! that can expand to it (`t?ux`, `t[m]ux`, `t{m,}ux`, `/tmp/t?ux-0/*`; not `*` or `*.rs`:
 //! [`spells_tmux_by_glob`]); constructs that run code
 //! the guard cannot read (arithmetic on variables, `trap`, prompt variables, `sed e`, `git -c`,
-//! program hooks, a file written and run in the same line) are denials; and a kill that is not
-//! the whole line is a denial. Commands that neither are tmux nor name it nor run hidden code
+//! program hooks, a file written and run in the same line, a program that loads code from the
+//! current directory in a line that writes a file the guard cannot read) are denials; and a
+//! kill that is not the whole line is a denial. Commands that neither are tmux nor name it nor run hidden code
 //! (`cargo test`, `grep -rn pane src/`) are no finding at all.
 //!
 //! # Decisions the design left open
@@ -172,6 +173,32 @@
 //!   `--status-logger`; `crontab` unless `-l`/`-r`; GNU long-option prefixes for `tar`,
 //!   `sort --compress-program`, `split --filter` (`long_opt`). `git grep` joins the inert git
 //!   subcommands (`-O` is still denied).
+//!
+//! - **The tenth round: a file written unread is loaded by nothing** (rule 6). Rule 4 matched
+//!   a file run by its name; a program that *loads* code finds its file itself (`python3 -m m`,
+//!   `import m`, `PYTHONPATH=.` and sitecustomize.py, pytest's conftest.py, `pip install .`,
+//!   `node -r`/`require`, `perl -I. -MM`/`require`/`do`, `ruby -r`, `lua -l`, package.json
+//!   scripts, `build.rs`, git hooks), so those lines passed. Decided: the simple, broad rule.
+//!   A file is written *unread* by a decoder or inline interpreter code (`note_decoder`), by
+//!   `cp`/`mv`/`ln`/`install`/`rsync`/`scp`/`patch`/`dd of=`/`curl -o`/`wget`/`tee`/`sed -i`
+//!   (`copies_unread`), by a compound command's redirection, or by a simple command's
+//!   redirection unless that command is `echo` of literal words (no `\`, no `-e`), `printf`
+//!   of literal words with only `%s`, `%%`, `\n`, `\t`, `\\`, `:`/`true`, or `cat` of a
+//!   here-document ([`literal_output`]), and the text, alone and joined with the line's other
+//!   literal text, holds no `$`, backquote or what inline code is denied for (`opaque_text`).
+//!   Every simple command is a *loader* unless `loads_no_code` knows it (text and file tools,
+//!   decoders, `curl`/`wget`, shell builtins, `awk` without `-f`/`@include`, `find` without
+//!   `-exec`, a shell given `-c` or a here-document); wrappers are judged by the command they
+//!   run. An unread write and a loader that is another command deny the line, in any order (a
+//!   substitution runs first, `&` and pipes run side by side), except that a write by `tee` or
+//!   a text filter reading a pipe is not held against the command just before it in that pipe
+//!   (`cargo test 2>&1 | tee log`), nor a redirection against its own command (`cargo test >
+//!   log`). Commands are told apart by `Scan::seq`; the lexer keeps each command's own
+//!   redirections (`Simple::writes`) and those of no simple command (`orphan_writes`). The
+//!   trade-off, accepted: `cp .env.example .env && npm run dev`, `pytest > log; pytest --lf`,
+//!   `node -e ...; npm test` are denied (two calls pass). Left: inline code that writes a file
+//!   and imports it itself (`python3 -c "open('m.py','w')...; import m"`) is one command, and
+//!   is judged as inline code.
 
 use crate::oracle::Server;
 
@@ -328,6 +355,32 @@ pub fn analyze(src: &str, tmux_bin: Option<&std::path::Path>) -> Vec<Finding> {
             format!(
                 "the line {what}: it may run code written or decoded in the same line, which the \
                  guard cannot read"
+            ),
+        ));
+    }
+    // Rule 6: in a line that writes a file with content the guard cannot read, no other
+    // command may load code from the current directory or a path (`python3 -m m`, `pytest`'s
+    // conftest.py, `node -r`, `perl -I. -MM`, a Makefile, package.json scripts, git hooks):
+    // which file a program loads is not in the line. In any order, but for a write that only
+    // saves the output of the command just before it in a pipe.
+    let pair = sc.unreadable.iter().find_map(|(at, what, origin)| {
+        let (_, how) = sc
+            .loaders
+            .iter()
+            .find(|(s, _)| s != at && Some(*s) != *origin)?;
+        Some((what, how))
+    });
+    if let Some((what, how)) = pair {
+        sc.findings.push(Finding::deny(
+            "shell",
+            vec![],
+            format!(
+                "the line {what}, content the guard cannot read, and {how}, which can \
+                 load code from the current directory or a path (a module or `-m`, `-r`, `-I`, \
+                 `-M`, `PYTHONPATH`, sitecustomize.py, conftest.py, setup.py, package.json \
+                 scripts, a Makefile, a build script, git hooks); a line that writes such a \
+                 file may hold, besides the command whose output it saves, only commands that \
+                 load no code (grep, cat, ls, ...)"
             ),
         ));
     }
@@ -728,6 +781,8 @@ struct Simple {
     input: Input,
     /// Where the command stands in the source (char indices, end exclusive).
     span: (usize, usize),
+    /// Targets of its own output redirections (what it prints lands there).
+    writes: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -745,6 +800,9 @@ struct Lexed {
     evals: Vec<String>,
     /// Targets of output redirections (`> file`, `>> file`, `&> file`).
     writes: Vec<String>,
+    /// Redirection targets of no simple command (`(...) > f`), with the index of the command
+    /// that follows them.
+    orphan_writes: Vec<(usize, String)>,
 }
 
 #[allow(unused_assignments)] // the last `finish_cmd!` resets state no one reads
@@ -771,6 +829,8 @@ fn lex(src: &str) -> Lexed {
     let mut heredocs: Vec<(String, bool, usize)> = Vec::new();
     // Where the command being read started.
     let mut cmd_start: Option<usize> = None;
+    // The first of `out.writes` that belongs to the command being read.
+    let mut cmd_writes = 0usize;
 
     let text = |a: usize, b: usize| -> String { c[a.min(n)..b.min(n)].iter().collect() };
 
@@ -805,8 +865,17 @@ fn lex(src: &str) -> Lexed {
                     words: std::mem::take(&mut words),
                     input: std::mem::replace(&mut input, Inherit),
                     span: (start, i.min(n)),
+                    writes: out.writes[cmd_writes..].to_vec(),
                 });
+            } else {
+                let at = out.cmds.len();
+                let orphans: Vec<(usize, String)> = out.writes[cmd_writes..]
+                    .iter()
+                    .map(|w| (at, w.clone()))
+                    .collect();
+                out.orphan_writes.extend(orphans);
             }
+            cmd_writes = out.writes.len();
         };
     }
     use Input::Inherit;
@@ -1331,6 +1400,18 @@ struct Scan {
     decoder: Option<String>,
     /// Files the line runs as code (`. f`, `bash f`, `./f`, a makefile), with how.
     runs: Vec<(String, String)>,
+    /// Simple commands seen so far: tells a command from the others.
+    seq: usize,
+    /// Files written with content the guard cannot read (a decoder's output, a copy, a
+    /// download, a program's output, a dynamic here-document): the writing command's `seq`,
+    /// what wrote it, and the `seq` of the command whose output it saves, if it only saves
+    /// what the command before it in a pipe printed (`cargo test | tee log`).
+    unreadable: Vec<(usize, String, Option<usize>)>,
+    /// Literal text written to files so far (`echo text > f`), judged as one program.
+    literal_written: String,
+    /// Commands that can load code from the current directory or a path (interpreters,
+    /// build tools, package managers, shells running a script), by `seq`, with how.
+    loaders: Vec<(usize, String)>,
     /// A tmux command anywhere in the line (read-only ones included).
     runs_tmux: bool,
     /// The first command in the line, other than tmux, that is not a text filter.
@@ -1701,6 +1782,146 @@ fn is_inert(base: &str, args: &[Word]) -> bool {
         "cargo" => !args
             .iter()
             .any(|a| a.text.starts_with("--config") || a.text.starts_with("-Z")),
+        _ => false,
+    }
+}
+
+/// A redirection target that is no file: `/dev/null`, the standard streams, a descriptor.
+fn discarded(w: &str) -> bool {
+    matches!(w, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty")
+        || w.starts_with("/dev/fd/")
+        || w.trim_start_matches('&')
+            .chars()
+            .all(|c| c.is_ascii_digit())
+}
+
+/// What a simple command prints when the guard can read it: `echo` of literal words (no
+/// escapes, no `-e`), `printf` of a literal format with only `%s`, `%%`, `\n`, `\t`, `\\`,
+/// `:`/`true`, `cat` of a here-document. `None` for anything else (a decoder, a copy, a
+/// program's output, an expansion).
+fn literal_output(words: &[Word], input: &Input, stdin: Option<&str>) -> Option<String> {
+    let ws: Vec<&Word> = words
+        .iter()
+        .skip_while(|w| is_assignment(&w.text))
+        .collect();
+    let (first, rest) = ws.split_first()?;
+    if first.dynamic || rest.iter().any(|w| w.dynamic || w.undecoded) {
+        return None;
+    }
+    let texts: Vec<&str> = rest.iter().map(|w| w.text.as_str()).collect();
+    match basename(&first.text) {
+        "echo" => {
+            let escapes = texts
+                .iter()
+                .any(|t| t.contains('\\') || (t.starts_with('-') && t.contains('e')));
+            (!escapes).then(|| texts.join(" "))
+        }
+        "printf" => {
+            let plain = |t: &str| {
+                let mut it = t.chars();
+                while let Some(c) = it.next() {
+                    let ok = match c {
+                        '%' => matches!(it.next(), Some('s' | '%')),
+                        '\\' => matches!(it.next(), Some('n' | 't' | '\\')),
+                        _ => true,
+                    };
+                    if !ok {
+                        return false;
+                    }
+                }
+                true
+            };
+            let ok = !texts.is_empty() && texts.iter().all(|t| plain(t) && !t.starts_with("-v"));
+            ok.then(|| texts.concat())
+        }
+        ":" | "true" if texts.is_empty() => Some(String::new()),
+        "cat" if texts.iter().all(|t| *t == "-") && matches!(input, Input::Text(_)) => {
+            stdin.map(str::to_string)
+        }
+        _ => None,
+    }
+}
+
+/// Literal text written to a file that the guard will not take as readable code: an
+/// expansion, a backquote, or what inline interpreter code is denied for.
+fn opaque_text(t: &str) -> bool {
+    t.contains('$')
+        || t.contains('`')
+        || suspicious_code(t)
+        || dynamic_code(&t.to_ascii_lowercase())
+}
+
+/// `tee`, `cp`, `curl -o`, ... writing a file with content the guard cannot read.
+fn copies_unread(base: &str, rest: &[Word]) -> bool {
+    let short = |w: &Word, f: char| {
+        w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains(f)
+    };
+    match base {
+        "tee" => rest.iter().any(|w| !w.text.starts_with('-')),
+        "cp" | "mv" | "ln" | "install" | "rsync" | "scp" | "patch" => true,
+        "dd" => rest.iter().any(|w| w.text.starts_with("of=")),
+        "curl" => rest.iter().any(|w| {
+            short(w, 'o')
+                || short(w, 'O')
+                || short(w, 'K')
+                || ["--output", "--remote-name", "--config"]
+                    .iter()
+                    .any(|o| w.text.starts_with(o))
+        }),
+        "wget" => {
+            !rest.iter().any(|w| {
+                w.text == "--spider" || w.text.ends_with("O-") || w.text == "--output-document=-"
+            }) && !rest
+                .windows(2)
+                .any(|p| short(&p[0], 'O') && p[1].text == "-")
+        }
+        "sed" | "perl" => rest
+            .iter()
+            .any(|w| short(w, 'i') || w.text.starts_with("--in-place")),
+        _ => false,
+    }
+}
+
+/// Programs that load no code from the current directory or a path, whatever it holds
+/// (rule 6): text tools, file tools, decoders, downloads, shell builtins. A shell given `-c`
+/// or a here-document is parsed instead; every other program (interpreters, build tools,
+/// package managers, test runners, git, a program the guard does not know) may load code.
+fn loads_no_code(base: &str, rest: &[Word], input: &Input) -> bool {
+    match base {
+        "echo" | "printf" | "grep" | "egrep" | "fgrep" | "head" | "tail" | "wc" | "sort"
+        | "uniq" | "cut" | "tr" | "jq" | "cat" | "column" | "nl" | "tac" | "true" | "false"
+        | "test" | "[" | "[[" | "]]" | "sed" | "gsed" | "xxd" | "od" | "hexdump" | "strings"
+        | "sleep" | "date" | ":" | "ls" | "tree" | "file" | "stat" | "du" | "df" | "pwd"
+        | "diff" | "cmp" | "comm" | "realpath" | "readlink" | "basename" | "dirname" | "which"
+        | "whereis" | "mkdir" | "touch" | "rm" | "rmdir" | "chmod" | "chown" | "tee" | "cp"
+        | "mv" | "ln" | "install" | "dd" | "truncate" | "md5sum" | "sha1sum" | "sha256sum"
+        | "sha512sum" | "b2sum" | "cksum" | "base64" | "base32" | "basenc" | "gzip" | "gunzip"
+        | "zcat" | "bzip2" | "bunzip2" | "xz" | "unxz" | "zstd" | "unzip" | "tar" | "cpio"
+        | "rev" | "id" | "uname" | "pgrep" | "pidof" | "ps" | "tput" | "curl" | "wget" | "cd"
+        | "pushd" | "popd" | "export" | "unset" | "set" | "shift" | "read" | "wait" | "return"
+        | "exit" | "done" | "fi" | "esac" | "for" | "case" | "select" | "in" | "kill" | "pkill"
+        | "killall" | "local" | "declare" | "typeset" | "readonly" | "let" | "eval" | "busybox" => {
+            true
+        }
+        "rg" => !rest.iter().any(|a| a.text.starts_with("--pre")),
+        "awk" | "gawk" | "mawk" | "nawk" => !rest.iter().any(|a| {
+            let t = a.text.as_str();
+            matches!(t, "-f" | "-i" | "-l" | "-E")
+                || ["--file", "--include", "--load", "--exec"]
+                    .iter()
+                    .any(|o| t.starts_with(o))
+                || t.contains("@include")
+                || t.contains("@load")
+        }),
+        "find" => !rest
+            .iter()
+            .any(|a| matches!(a.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")),
+        b if SHELLS.contains(&b) => {
+            matches!(input, Input::Text(_))
+                || rest.iter().any(|w| {
+                    w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('c')
+                })
+        }
         _ => false,
     }
 }
@@ -2550,16 +2771,38 @@ impl Scan {
                     .get_or_insert_with(|| format!("a redirection to `{w}`"));
             }
         }
-        for s in &lexed.cmds {
+        // The `seq` of the command before, whose output a pipe carries.
+        let mut prev = 0;
+        for (k, s) in lexed.cmds.iter().enumerate() {
             let text = match s.input {
                 Input::Text(i) => lexed.texts.get(i).map(String::as_str),
                 _ => None,
             };
+            // `(...) > f`: what a compound command prints cannot be read.
+            for (_, w) in lexed.orphan_writes.iter().filter(|(at, _)| *at == k) {
+                if !discarded(w) {
+                    self.note_unreadable(format!("writes `{w}` from a compound command"));
+                }
+            }
+            self.seq += 1;
+            let here = self.seq;
             let mut c = ctx;
             if ctx.depth == 0 {
                 c.span = Some(s.span);
             }
             self.simple(&s.words, &s.input, text, c);
+            let origin = (matches!(s.input, Input::Pipe) && k > 0).then_some(prev);
+            self.note_output(&s.words, &s.input, text, &s.writes, here, origin);
+            prev = here;
+        }
+        for (_, w) in lexed
+            .orphan_writes
+            .iter()
+            .filter(|(at, _)| *at >= lexed.cmds.len())
+        {
+            if !discarded(w) {
+                self.note_unreadable(format!("writes `{w}` from a compound command"));
+            }
         }
         for sub in &lexed.subs {
             self.line(sub, ctx.inner("a command substitution"));
@@ -2578,6 +2821,9 @@ impl Scan {
         match base {
             "tee" | "cp" | "mv" | "ln" | "install" | "dd" | "curl" | "wget" | "patch" | "rsync"
             | "scp" | "truncate" | "sed" | "perl" => {
+                if base != "tee" && copies_unread(base, rest) {
+                    self.note_unreadable(format!("writes files with `{base}`"));
+                }
                 for w in rest {
                     let t = w.text.as_str();
                     let t = t
@@ -2592,13 +2838,12 @@ impl Scan {
             "cc" | "gcc" | "g++" | "c++" | "clang" | "clang++" | "tcc" | "rustc" | "go"
                 if rest.iter().any(|w| w.text == "-") =>
             {
-                self.decoder.get_or_insert_with(|| {
-                    format!("compiles code from stdin with `{base}`, which can write any file")
-                });
+                self.note_decoder(format!(
+                    "compiles code from stdin with `{base}`, which can write any file"
+                ));
             }
             "awk" | "gawk" | "mawk" | "nawk" if rest.iter().any(|w| w.text.contains('>')) => {
-                self.decoder
-                    .get_or_insert_with(|| format!("runs `{base}` code that writes files"));
+                self.note_decoder(format!("runs `{base}` code that writes files"));
             }
             "find"
                 if rest.iter().any(|w| {
@@ -2608,14 +2853,12 @@ impl Scan {
                     )
                 }) =>
             {
-                self.decoder
-                    .get_or_insert_with(|| "runs `find -fprintf`, which can write any file".into());
+                self.note_decoder("runs `find -fprintf`, which can write any file".into());
             }
             "base64" | "base32" | "basenc" | "xxd" | "openssl" | "uudecode" | "gunzip" | "zcat"
             | "unzip" | "tar" | "gzip" | "bzip2" | "bunzip2" | "xz" | "unxz" | "zstd" | "cpio"
             | "rev" => {
-                self.decoder
-                    .get_or_insert_with(|| format!("runs `{base}`, which can write any file"));
+                self.note_decoder(format!("runs `{base}`, which can write any file"));
             }
             _ => {}
         }
@@ -3045,6 +3288,57 @@ impl Scan {
         None
     }
 
+    /// A decoder or inline code: it can write any file, with content the guard cannot read.
+    fn note_decoder(&mut self, what: String) {
+        self.note_unreadable(what.clone());
+        self.decoder.get_or_insert(what);
+    }
+
+    /// A file written by the current command with content the guard cannot read.
+    fn note_unreadable(&mut self, what: String) {
+        self.unreadable.push((self.seq, what, None));
+    }
+
+    /// What one simple command (`here` is its `seq`) writes through its redirections or
+    /// `tee`: literal text that reads as harmless code is readable (`echo hi > notes.txt`);
+    /// anything else is not. `origin`: the command before it in a pipe.
+    fn note_output(
+        &mut self,
+        words: &[Word],
+        input: &Input,
+        stdin: Option<&str>,
+        writes: &[String],
+        here: usize,
+        origin: Option<usize>,
+    ) {
+        let argv: Vec<Word> = words
+            .iter()
+            .skip_while(|w| is_assignment(&w.text))
+            .cloned()
+            .collect();
+        let prog = argv.first().map_or("", |w| basename(&w.text));
+        // Only a filter reading the pipe saves what the command before it printed.
+        let origin = origin.filter(|_| TEXT_FILTERS.contains(&prog) || prog == "tee");
+        if prog == "tee" && copies_unread("tee", &argv[1..]) {
+            self.unreadable
+                .push((here, "writes files with `tee`".into(), origin));
+        }
+        let Some(w) = writes.iter().find(|w| !discarded(w)) else {
+            return;
+        };
+        let unreadable = match literal_output(words, input, stdin) {
+            Some(text) => {
+                self.literal_written.push_str(&text);
+                opaque_text(&text) || opaque_text(&self.literal_written)
+            }
+            None => true,
+        };
+        if unreadable {
+            self.unreadable
+                .push((here, format!("writes `{w}` from `{prog}`"), origin));
+        }
+    }
+
     fn note_run_file(&mut self, path: &str, what: String) {
         self.runs.push((path.to_string(), what));
     }
@@ -3099,6 +3393,10 @@ impl Scan {
             return;
         }
         let base = basename(&argv0.text);
+        // Rule 6: what may load code from the current directory or a path.
+        if !WRAPPERS.iter().any(|(w, ..)| *w == base) && !loads_no_code(base, rest, input) {
+            self.loaders.push((self.seq, format!("runs `{base}`")));
+        }
         // A filter told to write a file is no filter (`sort -o f`, `uniq in out`).
         let positional = rest
             .iter()
@@ -3240,8 +3538,7 @@ impl Scan {
             let inline = rest.iter().any(|w| inline_code_flag(&w.text));
             if inline {
                 // Its code can write a file as well as `tee` can (rule 4).
-                self.decoder
-                    .get_or_insert_with(|| format!("runs `{base}` code, which can write any file"));
+                self.note_decoder(format!("runs `{base}` code, which can write any file"));
             }
             // sed and awk programs cannot reach a name built at run time (their ways to run a
             // command are checked on their own).
