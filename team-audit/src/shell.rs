@@ -450,6 +450,38 @@ fn spells_tmux_by_glob(text: &str) -> bool {
 }
 
 /// `tmux_shaped`: a pattern word (braces included) that can expand to tmux.
+/// tmux's short aliases of commands that destroy or move panes and windows.
+const TMUX_ALIASES: &[&str] = &[
+    "killp", "killw", "unlinkw", "respawnp", "respawnw", "breakp", "joinp", "movep", "movew",
+    "linkw", "swapp", "swapw", "splitw", "neww", "newp",
+];
+
+/// The forms in which a word given to another program may reach tmux as a command: the word
+/// itself; without the `;` (or `\;`) that ends a tmux command (tmux drops it from the
+/// argument); and the value of an option that carries it (`--arg=kill-server`,
+/// `-akill-server`), with and without that `;`.
+fn tmux_word_forms(text: &str) -> Vec<&str> {
+    let value = if let Some(rest) = text.strip_prefix("--") {
+        rest.split_once('=').map(|(_, v)| v)
+    } else if text.starts_with('-') && text.len() > 2 {
+        text.get(2..)
+    } else {
+        None
+    };
+    let mut out = Vec::new();
+    for f in std::iter::once(text).chain(value) {
+        out.push(f);
+        out.push(
+            f.trim_end_matches(';')
+                .trim_end_matches('\\')
+                .trim_end_matches(';'),
+        );
+    }
+    out.retain(|f| !f.is_empty());
+    out.dedup();
+    out
+}
+
 #[cfg(test)]
 fn tmux_shaped(w: &str) -> bool {
     spells_tmux_by_glob(w)
@@ -3658,44 +3690,32 @@ impl Scan {
                 );
                 return;
             }
-            if w.text.contains('-')
-                && let Resolved::Command(cmd) = resolve(&w.text)
-                && destroying(cmd, &[('k', String::new())], 1)
-                && !READ_ONLY.iter().any(|(r, ..)| *r == cmd)
-                && (w.text.len() >= 6)
-            {
-                self.deny(
-                    words,
-                    format!(
-                        "`{base}` is given `{}` (tmux's {cmd}); `{base}` may be tmux under another name",
-                        w.text
-                    ),
-                );
-                return;
-            }
-            if matches!(
-                w.text.as_str(),
-                "killp"
-                    | "killw"
-                    | "unlinkw"
-                    | "respawnp"
-                    | "respawnw"
-                    | "breakp"
-                    | "joinp"
-                    | "movep"
-                    | "movew"
-                    | "linkw"
-                    | "swapp"
-                    | "swapw"
-                    | "splitw"
-                    | "neww"
-                    | "newp"
-            ) {
-                self.deny(
-                    words,
-                    format!("`{base}` is given `{}`, a tmux command alias", w.text),
-                );
-                return;
+            // The word as tmux may see it: whole, without the `;` that ends a tmux command
+            // (`'kill-server;'`), or the value of an option (`--arg=kill-server`,
+            // `-akill-server`) a program passes on.
+            for form in tmux_word_forms(&w.text) {
+                if form.contains('-')
+                    && let Resolved::Command(cmd) = resolve(form)
+                    && destroying(cmd, &[('k', String::new())], 1)
+                    && !READ_ONLY.iter().any(|(r, ..)| *r == cmd)
+                    && (form.len() >= 6)
+                {
+                    self.deny(
+                        words,
+                        format!(
+                            "`{base}` is given `{}` (tmux's {cmd}); `{base}` may be tmux under another name",
+                            w.text
+                        ),
+                    );
+                    return;
+                }
+                if TMUX_ALIASES.contains(&form) {
+                    self.deny(
+                        words,
+                        format!("`{base}` is given `{}`, a tmux command alias", w.text),
+                    );
+                    return;
+                }
             }
         }
     }
