@@ -492,6 +492,10 @@ pub const LINE_RUNNERS: &[&str] = &[
     "lftp",
     "tftp",
     // REPLs that are programs of their own (not `python -i`): whatever they run is code.
+    // Debuggers of interpreted code too: `pdb3` is a script whose comm is its name.
+    "pdb",
+    "ipdb",
+    "pudb",
     "ipython",
     "ipython3",
     "bpython",
@@ -612,15 +616,55 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
             .filter(|a| !a.is_empty())
             .collect();
         let flag = |a: &&[u8]| a.starts_with(b"-") || a.starts_with(b"+");
-        let interactive = args.iter().any(|a| {
-            matches!(*a, b"-i" | b"--interactive" | b"repl") || (perl && a.starts_with(b"-d"))
-        });
         // A script that is the terminal itself (`sh /dev/stdin`, `/dev/tty`, `/proc/self/fd/0`)
         // is no script.
         let terminal_path = |a: &[u8]| {
             matches!(a, b"/dev/stdin" | b"/dev/tty" | b"/dev/fd/0" | b"-")
                 || (a.starts_with(b"/proc/") && a.ends_with(b"/fd/0"))
         };
+        // A module or subcommand that is a REPL or a debugger reading the terminal:
+        // `python3 -m pdb x.py`, `-mcode`, `-m asyncio`, `node inspect x.js`.
+        let debugger = |m: &[u8]| {
+            matches!(
+                m,
+                b"pdb"
+                    | b"ipdb"
+                    | b"pudb"
+                    | b"code"
+                    | b"asyncio"
+                    | b"IPython"
+                    | b"ptpython"
+                    | b"bpython"
+                    | b"idlelib"
+                    | b"inspect"
+                    | b"debug"
+            )
+        };
+        let node = repl_name
+            .as_deref()
+            .is_some_and(|n| matches!(stem(n).as_str(), "node" | "nodejs"));
+        // An interpreter running a script that is one of those programs (`python3 /usr/bin/pdb3`
+        // through `#!/usr/bin/env python3`).
+        let runs_runner = repl
+            && args
+                .iter()
+                .find(|a| !flag(a) && !terminal_path(a))
+                .is_some_and(|a| {
+                    let name =
+                        String::from_utf8_lossy(a.rsplit(|b| *b == b'/').next().unwrap_or(a))
+                            .into_owned();
+                    named_in(LINE_RUNNERS, name.trim_end_matches(".py"))
+                });
+        let interactive = runs_runner
+            || args.iter().enumerate().any(|(k, a)| {
+                matches!(*a, b"-i" | b"--interactive" | b"repl")
+                    || (perl && a.starts_with(b"-d"))
+                    || (repl && *a == b"-m" && args.get(k + 1).is_some_and(|m| debugger(m)))
+                    || (repl
+                        && a.strip_prefix(b"-m")
+                            .is_some_and(|m| !m.is_empty() && debugger(m)))
+                    || (node && k == 0 && matches!(*a, b"inspect" | b"debug"))
+            });
         // A shell's options that take an argument (`-o vi`, `--rcfile f`): that argument is
         // no script.
         let mut given_code = false;

@@ -572,6 +572,78 @@ fn send_types_nothing_into_a_pager() {
     assert!(matches!(o.status.code(), Some(0 | 3)), "{o:?}");
 }
 
+/// The twenty-first round: a worker that hands its terminal to Python's debugger
+/// (`python3 -m pdb x.py`, and `pdb3 x.py`, a script whose comm is its name) took a typed
+/// `!import os; os.system(...)` and ran it, while `send` reported it delivered. A debugger
+/// reads code from the terminal: nothing is typed.
+#[test]
+fn send_types_nothing_into_a_debugger() {
+    let t = Team::running_as("custom", |dir| {
+        let prog = dir.join("prog.py");
+        std::fs::write(
+            &prog,
+            "import time\nfor i in range(3600):\n    time.sleep(1)\n",
+        )
+        .unwrap();
+        let script = dir.join("agent.sh");
+        let pdb3 = if std::path::Path::new("/usr/bin/pdb3").exists() {
+            "pdb3"
+        } else {
+            "python3 -m pdb"
+        };
+        std::fs::write(
+            &script,
+            format!(
+                "{agent} --done-after 300 --die-after 2500 --received {d}/received-$TEAM_WORKER.txt\n\
+                 case $TEAM_WORKER in\n\
+                 worker-1) exec python3 -m pdb {p} ;;\n\
+                 *) exec {pdb3} {p} ;;\n\
+                 esac\n",
+                agent = tests::bin("fake-agent").display(),
+                d = dir.display(),
+                p = prog.display()
+            ),
+        )
+        .unwrap();
+        format!("sh {}", script.display())
+    });
+    let (sb, dir) = (&t.sb, &t.dir);
+    assert_code(&t.run(&["policy", "demo", "--max-workers", "2"]), 0);
+    assert_code(&t.run(&["up", "demo", "2", "--ready-timeout", "20s"]), 0);
+    // The agents exit; the debugger takes each pane's terminal.
+    std::thread::sleep(std::time::Duration::from_millis(4000));
+    let intents = send_intents(sb);
+    for w in ["worker-1", "worker-2"] {
+        let canary = dir.join(format!("PWNED-{w}"));
+        let o = sb.run(
+            "team-scale",
+            &[
+                "send",
+                "demo",
+                w,
+                &format!("!import os; os.system('touch {}')", canary.display()),
+                "--ready-timeout",
+                "5s",
+                "--json",
+            ],
+        );
+        assert_code(&o, 1);
+        let d = json_lines(&o.stdout)
+            .into_iter()
+            .find(|l| l["type"] == "delivery")
+            .unwrap();
+        assert_eq!(d["result"], "undelivered", "{w}: {d}");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert!(
+            !canary.exists(),
+            "{w}: the debugger ran the typed command: {d}"
+        );
+        assert_eq!(send_intents(sb), intents, "{w}: keys were typed: {d}");
+    }
+    let o = sb.run("team-scale", &["shutdown", "demo", "--grace", "2s"]);
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{o:?}");
+}
+
 /// A directory of programs under other names, as Debian's alternatives give them: `pager`
 /// (`/usr/bin/pager` when there is one, else a symlink to `less`), `editor` (`/usr/bin/editor`,
 /// vim on Debian, else a symlink to `less`), and `codex`, a symlink to `less` named as an
