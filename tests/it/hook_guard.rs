@@ -82,6 +82,23 @@ fn panes(sock: &str) -> Vec<String> {
 /// `None`: allowed. `Some(reason)`: denied, with this in the reason.
 type Expect = Option<&'static str>;
 
+/// Feeds each line of `table` to `hook --guard` as a Bash tool call and checks that every one
+/// is denied (exit 2 and a `deny` decision); the failure lists each line that was not.
+fn assert_all_denied(sb: &Sandbox, table: &[impl AsRef<str>]) {
+    let mut allowed = Vec::new();
+    for (i, cmd) in table.iter().enumerate() {
+        let cmd = cmd.as_ref();
+        let out = hook(sb, &["--guard"], &pre(sb, cmd, &format!("toolu_{i}")));
+        let json: Option<Value> = serde_json::from_slice(&out.stdout).ok();
+        let denied = out.status.code() == Some(2)
+            && json.is_some_and(|j| j["hookSpecificOutput"]["permissionDecision"] == "deny");
+        if !denied {
+            allowed.push(format!("{cmd}: {:?}", out.status.code()));
+        }
+    }
+    assert!(allowed.is_empty(), "allowed:\n{}", allowed.join("\n"));
+}
+
 #[test]
 fn guard_table_against_a_real_team() {
     let sb = Sandbox::new();
@@ -1407,17 +1424,7 @@ fn programs_given_shell_code_in_an_argument_are_denied() {
         "systemd-run --user -p 'ExecStartPre=/bin/sh -c \"id\"' true".into(),
         "make CC='sh -c \"id\"' all".into(),
     ];
-    let mut allowed = Vec::new();
-    for (i, cmd) in table.iter().enumerate() {
-        let out = hook(&sb, &["--guard"], &pre(&sb, cmd, &format!("toolu_{i}")));
-        let json: Option<Value> = serde_json::from_slice(&out.stdout).ok();
-        let denied = out.status.code() == Some(2)
-            && json.is_some_and(|j| j["hookSpecificOutput"]["permissionDecision"] == "deny");
-        if !denied {
-            allowed.push(format!("{cmd}: {:?}", out.status.code()));
-        }
-    }
-    assert!(allowed.is_empty(), "allowed:\n{}", allowed.join("\n"));
+    assert_all_denied(&sb, &table);
 }
 
 /// The eleventh round: a tmux verb given to a program that may be tmux under another name
@@ -1440,17 +1447,7 @@ fn a_tmux_verb_in_another_programs_argument_is_denied_in_every_spelling() {
         "find /usr/bin -name 't?ux' -exec {} -L x 'kill-pane\\;' \\;",
         "find /usr/bin -name 't?ux' -exec {} -L x 'killw;' \\;",
     ];
-    let mut allowed = Vec::new();
-    for (i, cmd) in table.iter().enumerate() {
-        let out = hook(&sb, &["--guard"], &pre(&sb, cmd, &format!("toolu_{i}")));
-        let json: Option<Value> = serde_json::from_slice(&out.stdout).ok();
-        let denied = out.status.code() == Some(2)
-            && json.is_some_and(|j| j["hookSpecificOutput"]["permissionDecision"] == "deny");
-        if !denied {
-            allowed.push(format!("{cmd}: {:?}", out.status.code()));
-        }
-    }
-    assert!(allowed.is_empty(), "allowed:\n{}", allowed.join("\n"));
+    assert_all_denied(&sb, &table);
 }
 
 /// The tenth round: a file decoded in the line, then loaded by a later program that finds
@@ -1511,17 +1508,7 @@ fn a_file_decoded_in_the_line_is_never_loaded_by_a_later_program() {
         "(sleep 1; python3 -m m) | tr a-z n-za-m <<< \"$ROT\" > m.py".into(),
         "(sleep 1; python3 -m m) | (echo $ROT | tr a-z n-za-m > m.py)".into(),
     ];
-    let mut allowed = Vec::new();
-    for (i, cmd) in table.iter().enumerate() {
-        let out = hook(&sb, &["--guard"], &pre(&sb, cmd, &format!("toolu_{i}")));
-        let json: Option<Value> = serde_json::from_slice(&out.stdout).ok();
-        let denied = out.status.code() == Some(2)
-            && json.is_some_and(|j| j["hookSpecificOutput"]["permissionDecision"] == "deny");
-        if !denied {
-            allowed.push(format!("{cmd}: {:?}", out.status.code()));
-        }
-    }
-    assert!(allowed.is_empty(), "allowed:\n{}", allowed.join("\n"));
+    assert_all_denied(&sb, &table);
 }
 
 #[test]

@@ -438,6 +438,48 @@ fn send_intents(sb: &Sandbox) -> usize {
         .count()
 }
 
+/// Sends each of `workers` a command line that would touch a canary (`typed(canary)`) and
+/// checks that nothing was typed: `send` exits 1 with the delivery `undelivered`, no
+/// `send-keys` intent is written, and the canary never appears. Then shuts the team down.
+fn assert_send_types_nothing(
+    t: &Team,
+    workers: &[&str],
+    typed: &dyn Fn(&std::path::Path) -> String,
+    what: &str,
+) {
+    let (sb, dir) = (&t.sb, &t.dir);
+    let intents = send_intents(sb);
+    for w in workers {
+        let canary = dir.join(format!("PWNED-{w}"));
+        let o = sb.run(
+            "team-scale",
+            &[
+                "send",
+                "demo",
+                w,
+                &typed(&canary),
+                "--ready-timeout",
+                "5s",
+                "--json",
+            ],
+        );
+        assert_code(&o, 1);
+        let d = json_lines(&o.stdout)
+            .into_iter()
+            .find(|l| l["type"] == "delivery")
+            .unwrap();
+        assert_eq!(d["result"], "undelivered", "{w}: {d}");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert!(
+            !canary.exists(),
+            "{w}: the {what} ran the typed command: {d}"
+        );
+        assert_eq!(send_intents(sb), intents, "{w}: keys were typed: {d}");
+    }
+    let o = sb.run("team-scale", &["shutdown", "demo", "--grace", "2s"]);
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{o:?}");
+}
+
 /// Black-box round: `less` was not recognised. `up`'s first prompt was typed into it
 /// ("delivered (typed...)"), and `send '!touch ...'` ran the command (less runs a `!` line in
 /// a shell). A pager or viewer reading the pane (`exec less f`, `cat f | less`, whose keys
@@ -534,42 +576,16 @@ fn send_types_nothing_into_a_pager() {
         .unwrap();
         format!("sh {}", script.display())
     });
-    let (sb, dir) = (&t.sb, &t.dir);
     assert_code(&t.run(&["policy", "demo", "--max-workers", "3"]), 0);
     assert_code(&t.run(&["up", "demo", "3", "--ready-timeout", "20s"]), 0);
     // The agents exit; a pager takes each pane's terminal.
     std::thread::sleep(std::time::Duration::from_millis(4000));
-    let intents = send_intents(sb);
-    for w in ["worker-1", "worker-2", "worker-3"] {
-        let canary = dir.join(format!("PWNED-{w}"));
-        let o = sb.run(
-            "team-scale",
-            &[
-                "send",
-                "demo",
-                w,
-                &format!("!touch {}", canary.display()),
-                "--ready-timeout",
-                "5s",
-                "--json",
-            ],
-        );
-        assert_code(&o, 1);
-        let d = json_lines(&o.stdout)
-            .into_iter()
-            .find(|l| l["type"] == "delivery")
-            .unwrap();
-        assert_eq!(d["result"], "undelivered", "{w}: {d}");
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        assert!(
-            !canary.exists(),
-            "{w}: the pager ran the typed command: {d}"
-        );
-        assert_eq!(send_intents(sb), intents, "{w}: keys were typed: {d}");
-    }
-    // The pagers ignore nothing the tools send: the team goes the tools' way.
-    let o = sb.run("team-scale", &["shutdown", "demo", "--grace", "2s"]);
-    assert!(matches!(o.status.code(), Some(0 | 3)), "{o:?}");
+    assert_send_types_nothing(
+        &t,
+        &["worker-1", "worker-2", "worker-3"],
+        &|c| format!("!touch {}", c.display()),
+        "pager",
+    );
 }
 
 /// The twenty-first round: a worker that hands its terminal to Python's debugger
@@ -607,41 +623,16 @@ fn send_types_nothing_into_a_debugger() {
         .unwrap();
         format!("sh {}", script.display())
     });
-    let (sb, dir) = (&t.sb, &t.dir);
     assert_code(&t.run(&["policy", "demo", "--max-workers", "2"]), 0);
     assert_code(&t.run(&["up", "demo", "2", "--ready-timeout", "20s"]), 0);
     // The agents exit; the debugger takes each pane's terminal.
     std::thread::sleep(std::time::Duration::from_millis(4000));
-    let intents = send_intents(sb);
-    for w in ["worker-1", "worker-2"] {
-        let canary = dir.join(format!("PWNED-{w}"));
-        let o = sb.run(
-            "team-scale",
-            &[
-                "send",
-                "demo",
-                w,
-                &format!("!import os; os.system('touch {}')", canary.display()),
-                "--ready-timeout",
-                "5s",
-                "--json",
-            ],
-        );
-        assert_code(&o, 1);
-        let d = json_lines(&o.stdout)
-            .into_iter()
-            .find(|l| l["type"] == "delivery")
-            .unwrap();
-        assert_eq!(d["result"], "undelivered", "{w}: {d}");
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        assert!(
-            !canary.exists(),
-            "{w}: the debugger ran the typed command: {d}"
-        );
-        assert_eq!(send_intents(sb), intents, "{w}: keys were typed: {d}");
-    }
-    let o = sb.run("team-scale", &["shutdown", "demo", "--grace", "2s"]);
-    assert!(matches!(o.status.code(), Some(0 | 3)), "{o:?}");
+    assert_send_types_nothing(
+        &t,
+        &["worker-1", "worker-2"],
+        &|c| format!("!import os; os.system('touch {}')", c.display()),
+        "debugger",
+    );
 }
 
 /// A directory of programs under other names, as Debian's alternatives give them: `pager`
@@ -772,41 +763,16 @@ fn send_types_nothing_into_a_pager_under_another_name() {
         .unwrap();
         format!("sh {}", script.display())
     });
-    let (sb, dir) = (&t.sb, &t.dir);
     assert_code(&t.run(&["policy", "demo", "--max-workers", "3"]), 0);
     assert_code(&t.run(&["up", "demo", "3", "--ready-timeout", "20s"]), 0);
     // The agents exit; a pager or an editor takes each pane's terminal.
     std::thread::sleep(std::time::Duration::from_millis(4000));
-    let intents = send_intents(sb);
-    for w in ["worker-1", "worker-2", "worker-3"] {
-        let canary = dir.join(format!("PWNED-{w}"));
-        let o = sb.run(
-            "team-scale",
-            &[
-                "send",
-                "demo",
-                w,
-                &format!("!touch {}", canary.display()),
-                "--ready-timeout",
-                "5s",
-                "--json",
-            ],
-        );
-        assert_code(&o, 1);
-        let d = json_lines(&o.stdout)
-            .into_iter()
-            .find(|l| l["type"] == "delivery")
-            .unwrap();
-        assert_eq!(d["result"], "undelivered", "{w}: {d}");
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        assert!(
-            !canary.exists(),
-            "{w}: the pager ran the typed command: {d}"
-        );
-        assert_eq!(send_intents(sb), intents, "{w}: keys were typed: {d}");
-    }
-    let o = sb.run("team-scale", &["shutdown", "demo", "--grace", "2s"]);
-    assert!(matches!(o.status.code(), Some(0 | 3)), "{o:?}");
+    assert_send_types_nothing(
+        &t,
+        &["worker-1", "worker-2", "worker-3"],
+        &|c| format!("!touch {}", c.display()),
+        "pager",
+    );
 }
 
 #[test]
