@@ -450,6 +450,45 @@ fn spells_tmux_by_glob(text: &str) -> bool {
 }
 
 /// `tmux_shaped`: a pattern word (braces included) that can expand to tmux.
+/// Why `base` with `args` runs files it finds as commands (see `Scan::generic`), if it does.
+fn runs_found_files(base: &str, args: &[Word]) -> Option<String> {
+    match base {
+        "find" => {
+            let k = args
+                .iter()
+                .position(|a| matches!(a.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"))?;
+            let cmd = args.get(k + 1)?;
+            cmd.text.contains("{}").then(|| {
+                format!(
+                    "`find {} {}` runs each file it finds as a command, whose name is only known at run time (it may be tmux)",
+                    args[k].text, cmd.text
+                )
+            })
+        }
+        "fd" | "fdfind" => {
+            let k = args
+                .iter()
+                .position(|a| matches!(a.text.as_str(), "-x" | "-X" | "--exec" | "--exec-batch"))?;
+            let cmd = args.get(k + 1)?;
+            cmd.text.contains('{').then(|| {
+                format!(
+                    "`{base} {} {}` runs each file it finds as a command, whose name is only known at run time (it may be tmux)",
+                    args[k].text, cmd.text
+                )
+            })
+        }
+        "run-parts" => {
+            let listing = args
+                .iter()
+                .any(|a| matches!(a.text.as_str(), "--test" | "--list"));
+            (!listing).then(|| {
+                "`run-parts` runs every program in a directory, whose names are only known at run time (one may be tmux)".to_string()
+            })
+        }
+        _ => None,
+    }
+}
+
 /// tmux's short aliases of commands that destroy or move panes and windows.
 const TMUX_ALIASES: &[&str] = &[
     "killp", "killw", "unlinkw", "respawnp", "respawnw", "breakp", "joinp", "movep", "movew",
@@ -3648,6 +3687,14 @@ impl Scan {
 
     /// A program the guard does not know: it may run any of its arguments as a command.
     fn generic(&mut self, base: &str, words: &[Word], ctx: Ctx) {
+        // Programs that run the files they find as commands: `find -exec {} ...`,
+        // `fd -x {}`, `run-parts DIR`. Which program runs is only known at run time (any file
+        // `-inum`, `-regex` or a directory selects may be tmux), so whatever verb follows,
+        // the guard cannot judge it.
+        if let Some(why) = runs_found_files(base, &words[1..]) {
+            self.deny(words, why);
+            return;
+        }
         // An argument that is shell code (`--filter='x=$(...); $x ...'`): the program may
         // hand it to a shell.
         for w in &words[1..] {

@@ -1428,6 +1428,7 @@ fn programs_given_shell_code_in_an_argument_are_denied() {
 }
 
 /// The eleventh round: a tmux verb given to a program that may be tmux under another name
+/// (and the twelfth: any verb, since the program run is a file found at run time)
 /// (`find -regex '.*/t.ux' -exec {}`, `run-parts --regex`) was denied only as a word of its
 /// own. With the `;` that ends a tmux command (tmux drops it from the argument), or as an
 /// option's value (`--arg=kill-server`, `-akill-server`), it passed, and each of these killed
@@ -1446,6 +1447,15 @@ fn a_tmux_verb_in_another_programs_argument_is_denied_in_every_spelling() {
         "run-parts --arg=killp /usr/bin",
         "find /usr/bin -name 't?ux' -exec {} -L x 'kill-pane\\;' \\;",
         "find /usr/bin -name 't?ux' -exec {} -L x 'killw;' \\;",
+        // The twenty-second round: the file found is run whatever verb follows (`send`,
+        // `new 'cmd'`, `run`, a `#(...)` format), and `run-parts` runs what a regex picks.
+        "find /usr/bin -inum 247849 -exec {} -S /tmp/x send 'echo PWNED > /tmp/pwned' Enter \\;",
+        "find /usr/bin -inum 247849 -exec {} -S /tmp/x new -d 'kill -9 $PPID' \\;",
+        "find /usr/bin -inum 247849 -exec {} -S /tmp/x run 'kill -9 #{pid}' \\;",
+        "find /usr/bin -inum 247849 -exec {} -S /tmp/x lsp -F '#(touch /tmp/p2)' \\;",
+        "find /usr/bin -samefile /usr/bin/screen -execdir {} -S /tmp/x send x \\;",
+        "fd -x {} -S /tmp/x send x",
+        "run-parts --regex=^t.ux$ --arg=-S --arg=/tmp/x --arg=send --arg='echo P3 > /tmp/p3' --arg=Enter /usr/bin",
     ];
     assert_all_denied(&sb, &table);
 }
@@ -1532,6 +1542,8 @@ fn everyday_lines_stay_allowed() {
         "ls -la src/",
         "grep -rn \"fn main\" src/ | head -20",
         "rg -n 'TODO|FIXME' --type rust",
+        "find . -name '*.rs' -exec grep -n unwrap {} \\;",
+        "find target -name '*.o' -exec rm {} +",
         "cat README.md | head -50",
         "sed -n '10,40p' src/lib.rs",
         "sed -i 's/foo/bar/g' src/lib.rs",
