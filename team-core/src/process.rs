@@ -568,16 +568,29 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
             .iter()
             .find(|n| REPLS.contains(&stem(n).as_str()))
             .cloned();
+        // An interpreter known only by its executable (a symlink `agent` to `python3`): judged
+        // only on what its arguments show (`-m pdb`, `-i`, a debugger's script), never for
+        // having none, since a renamed agent shows none.
+        let exe_repl = exe
+            .as_ref()
+            .filter(|e| REPLS.contains(&stem(e).as_str()))
+            .cloned();
         let Some(what) = client
             .clone()
             .or_else(|| runner.clone())
             .or_else(|| shell_name.clone())
             .or_else(|| repl_name.clone())
+            .or_else(|| exe_repl.clone())
         else {
             continue;
         };
+        let renamed =
+            client.is_none() && runner.is_none() && shell_name.is_none() && repl_name.is_none();
         let (client, runner) = (client.is_some(), runner.is_some());
-        let (shell, repl) = (shell_name.is_some(), repl_name.is_some());
+        let (shell, repl) = (
+            shell_name.is_some(),
+            repl_name.is_some() || exe_repl.is_some(),
+        );
         let perl = repl_name.as_deref().is_some_and(|n| stem(n) == "perl");
         // The name shown: the comm, and what it really is when that differs (`pager (less)`).
         let comm = if what == n.comm {
@@ -645,15 +658,28 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
             .is_some_and(|n| matches!(stem(n).as_str(), "node" | "nodejs"));
         // An interpreter running a script that is one of those programs (`python3 /usr/bin/pdb3`
         // through `#!/usr/bin/env python3`).
+        // (The script's own name, and the name of the file it leads to through symlinks:
+        // `./codex` linked to `/usr/bin/pdb3`.)
         let runs_runner = repl
             && args
                 .iter()
                 .find(|a| !flag(a) && !terminal_path(a))
                 .is_some_and(|a| {
-                    let name =
-                        String::from_utf8_lossy(a.rsplit(|b| *b == b'/').next().unwrap_or(a))
-                            .into_owned();
-                    named_in(LINE_RUNNERS, name.trim_end_matches(".py"))
+                    let a = String::from_utf8_lossy(a).into_owned();
+                    let path = std::path::Path::new(&a);
+                    let full = if path.is_absolute() {
+                        path.to_path_buf()
+                    } else {
+                        proc_path(n.id.pid, "cwd").join(path)
+                    };
+                    let real = std::fs::canonicalize(&full).ok();
+                    std::iter::once(path.to_path_buf()).chain(real).any(|p| {
+                        let name = p
+                            .file_name()
+                            .map(|f| f.to_string_lossy().into_owned())
+                            .unwrap_or_default();
+                        named_in(LINE_RUNNERS, name.trim_end_matches(".py"))
+                    })
                 });
         let interactive = runs_runner
             || args.iter().enumerate().any(|(k, a)| {
@@ -714,7 +740,9 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
             && args
                 .iter()
                 .any(|a| a.starts_with(b"-") && !a.starts_with(b"--") && a.contains(&b'c'));
-        if interactive || !given_code || (inline_shell && !tree.has_live_child(n.id.pid)) {
+        if interactive
+            || (!renamed && (!given_code || (inline_shell && !tree.has_live_child(n.id.pid))))
+        {
             return Some(format!(
                 "{comm} (pid {}) reads {} from the pane's terminal",
                 n.id.pid,

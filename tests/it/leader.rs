@@ -607,13 +607,33 @@ fn send_types_nothing_into_a_debugger() {
         } else {
             "python3 -m pdb"
         };
+        // The twenty-third round: the same under names of the agent's choosing, a symlink
+        // `codex` to `pdb3` (run by its script's interpreter) and a symlink `agent` to the
+        // Python executable, given `-m pdb`.
+        let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())
+            .expect("python3 is installed");
+        let pdb3_file = if std::path::Path::new("/usr/bin/pdb3").exists() {
+            "/usr/bin/pdb3".to_string()
+        } else {
+            let f = dir.join("pdb3");
+            std::fs::write(&f, format!("#!{python}\nimport pdb\npdb.main()\n")).unwrap();
+            std::fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+            f.display().to_string()
+        };
+        std::os::unix::fs::symlink(&pdb3_file, dir.join("codex")).unwrap();
+        std::os::unix::fs::symlink(python, dir.join("agent")).unwrap();
         std::fs::write(
             &script,
             format!(
                 "{agent} --done-after 300 --die-after 2500 --received {d}/received-$TEAM_WORKER.txt\n\
                  case $TEAM_WORKER in\n\
                  worker-1) exec python3 -m pdb {p} ;;\n\
-                 *) exec {pdb3} {p} ;;\n\
+                 worker-2) exec {pdb3} {p} ;;\n\
+                 worker-3) cd {d} && exec ./codex {p} ;;\n\
+                 *) cd {d} && exec ./agent -u -m pdb {p} ;;\n\
                  esac\n",
                 agent = tests::bin("fake-agent").display(),
                 d = dir.display(),
@@ -623,13 +643,13 @@ fn send_types_nothing_into_a_debugger() {
         .unwrap();
         format!("sh {}", script.display())
     });
-    assert_code(&t.run(&["policy", "demo", "--max-workers", "2"]), 0);
-    assert_code(&t.run(&["up", "demo", "2", "--ready-timeout", "20s"]), 0);
+    assert_code(&t.run(&["policy", "demo", "--max-workers", "4"]), 0);
+    assert_code(&t.run(&["up", "demo", "4", "--ready-timeout", "20s"]), 0);
     // The agents exit; the debugger takes each pane's terminal.
     std::thread::sleep(std::time::Duration::from_millis(4000));
     assert_send_types_nothing(
         &t,
-        &["worker-1", "worker-2"],
+        &["worker-1", "worker-2", "worker-3", "worker-4"],
         &|c| format!("!import os; os.system('touch {}')", c.display()),
         "debugger",
     );
