@@ -450,18 +450,48 @@ fn spells_tmux_by_glob(text: &str) -> bool {
 }
 
 /// `tmux_shaped`: a pattern word (braces included) that can expand to tmux.
+/// The command `find` runs for each file (`-exec`, `-execdir`, `-ok`, `-okdir`), past the
+/// wrappers that run their argument as a command (`env`, `nice`, `timeout 5`, `VAR=x`...):
+/// `{}` there is a file found, run as a command.
+fn find_exec_command(args: &[Word]) -> Option<&Word> {
+    let k = args
+        .iter()
+        .position(|a| matches!(a.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"))?;
+    let mut i = k + 1;
+    while let Some(w) = args.get(i) {
+        let b = basename(&w.text);
+        let wrapper = WRAPPERS.iter().any(|(x, ..)| *x == b)
+            || matches!(
+                b,
+                "nice" | "ionice" | "nohup" | "exec" | "command" | "builtin" | "busybox"
+            );
+        let operand = w.text.starts_with('-')
+            || (w.text.contains('=') && !w.text.contains('/'))
+            || w.text.parse::<f64>().is_ok()
+            || w.text
+                .trim_end_matches(['s', 'm', 'h'])
+                .parse::<f64>()
+                .is_ok();
+        if i > k + 1 && !wrapper && !operand {
+            return Some(w);
+        }
+        if i == k + 1 && !wrapper {
+            return Some(w);
+        }
+        i += 1;
+    }
+    None
+}
+
 /// Why `base` with `args` runs files it finds as commands (see `Scan::generic`), if it does.
 fn runs_found_files(base: &str, args: &[Word]) -> Option<String> {
     match base {
         "find" => {
-            let k = args
-                .iter()
-                .position(|a| matches!(a.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"))?;
-            let cmd = args.get(k + 1)?;
+            let cmd = find_exec_command(args)?;
             cmd.text.contains("{}").then(|| {
                 format!(
-                    "`find {} {}` runs each file it finds as a command, whose name is only known at run time (it may be tmux)",
-                    args[k].text, cmd.text
+                    "`find -exec {}` runs each file it finds as a command, whose name is only known at run time (it may be tmux)",
+                    cmd.text
                 )
             })
         }
@@ -1930,6 +1960,18 @@ fn copies_unread(base: &str, rest: &[Word]) -> bool {
     match base {
         "tee" => rest.iter().any(|w| !w.text.starts_with('-')),
         "cp" | "mv" | "ln" | "install" | "rsync" | "scp" | "patch" => true,
+        // Programs that write files they were given names of: `uniq IN OUT`, `sort -o F`,
+        // `split`/`csplit` (every piece is a file), `iconv -o F`.
+        "uniq" => {
+            rest.iter()
+                .filter(|w| w.text == "-" || !w.text.starts_with('-'))
+                .count()
+                >= 2
+        }
+        "sort" | "shuf" | "iconv" => rest
+            .iter()
+            .any(|w| short(w, 'o') || w.text.starts_with("--output") || w.text.starts_with("--o")),
+        "split" | "csplit" => true,
         "dd" => rest.iter().any(|w| w.text.starts_with("of=")),
         "curl" => rest.iter().any(|w| {
             short(w, 'o')
@@ -2891,7 +2933,8 @@ impl Scan {
         // Files written or decoded; files run.
         match base {
             "tee" | "cp" | "mv" | "ln" | "install" | "dd" | "curl" | "wget" | "patch" | "rsync"
-            | "scp" | "truncate" | "sed" | "perl" => {
+            | "scp" | "truncate" | "sed" | "perl" | "uniq" | "sort" | "shuf" | "iconv"
+            | "split" | "csplit" => {
                 if base != "tee" && copies_unread(base, rest) {
                     self.note_unreadable(format!("writes files with `{base}`"));
                 }
@@ -3694,6 +3737,17 @@ impl Scan {
         if let Some(why) = runs_found_files(base, &words[1..]) {
             self.deny(words, why);
             return;
+        }
+        // `find -exec cp {} ./a \;`: the files it finds (tmux among them) copied under names
+        // the line may then run or load.
+        if base == "find"
+            && let Some(cmd) = find_exec_command(&words[1..])
+            && matches!(
+                basename(&cmd.text),
+                "cp" | "mv" | "ln" | "install" | "rsync" | "dd" | "tee" | "cat" | "uniq" | "split"
+            )
+        {
+            self.note_unreadable(format!("copies the files `find` finds with `{}`", cmd.text));
         }
         // An argument that is shell code (`--filter='x=$(...); $x ...'`): the program may
         // hand it to a shell.

@@ -1456,6 +1456,28 @@ fn a_tmux_verb_in_another_programs_argument_is_denied_in_every_spelling() {
         "find /usr/bin -samefile /usr/bin/screen -execdir {} -S /tmp/x send x \\;",
         "fd -x {} -S /tmp/x send x",
         "run-parts --regex=^t.ux$ --arg=-S --arg=/tmp/x --arg=send --arg='echo P3 > /tmp/p3' --arg=Enter /usr/bin",
+        // The twenty-third round: the file found, run through a wrapper, or copied and run.
+        "find /usr/bin -inum 247849 -exec env {} -S /tmp/s send -t %0 exit Enter \\;",
+        "find /usr/bin -inum 247849 -exec nice {} -S /tmp/s run 'touch /tmp/p2' \\;",
+        "find /usr/bin -inum 247849 -exec timeout 5 {} -S /tmp/s new-session -d x \\;",
+        "find /usr/bin -inum 247849 -exec cp {} ./a \\; ; ./a -S /tmp/s send -t %0 id Enter",
+    ];
+    assert_all_denied(&sb, &table);
+}
+
+/// The twenty-third round: files written by `uniq IN OUT`, `sort -o`, `split` and `csplit`
+/// were not counted as written, so a module they wrote was loaded in the same line. Only
+/// judged, never run.
+#[test]
+fn a_module_written_by_uniq_sort_or_split_is_never_loaded() {
+    let sb = Sandbox::new();
+    let table = [
+        "R=$(printf x | tr a-z n-za-m); tr a-z n-za-m <<< \"<$R>\" | uniq - m.py; python3 -m m",
+        "echo 'import os; os.system(\"id\")' | uniq - m.py; python3 -m m",
+        "echo x | sort -o m.py; python3 -m m",
+        "echo x | shuf -o m.py; python3 -m m",
+        "echo x | split --additional-suffix=.py - m; python3 -m m",
+        "echo x | csplit -f m -b %d.py - 99; python3 -m m",
     ];
     assert_all_denied(&sb, &table);
 }
@@ -1544,6 +1566,8 @@ fn everyday_lines_stay_allowed() {
         "rg -n 'TODO|FIXME' --type rust",
         "find . -name '*.rs' -exec grep -n unwrap {} \\;",
         "find target -name '*.o' -exec rm {} +",
+        "sort -u names.txt | uniq -c",
+        "sort -o sorted.txt data.txt",
         "cat README.md | head -50",
         "sed -n '10,40p' src/lib.rs",
         "sed -i 's/foo/bar/g' src/lib.rs",
