@@ -356,18 +356,9 @@ fn no_state_is_written_through_a_mount() {
         lockv = lockv.display(),
         lock = sb.ws.join(".team/locks/s3.scale.lock").display(),
     );
-    let o = sb
-        .command("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c", &script])
-        .output()
-        .unwrap();
-    if o.status.code() == Some(200) || o.status.code() == Some(1) && o.stdout.is_empty() {
-        eprintln!(
-            "no private mount namespace here (needs root): the mount test not run: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+    let Some(o) = sb.sh_in_private_mount_namespace(&script) else {
         return;
-    }
+    };
     let out = String::from_utf8_lossy(&o.stdout);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(out.contains("down=3"), "worker-2 is kept: {out}{err}");

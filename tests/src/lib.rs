@@ -308,16 +308,22 @@ impl Sandbox {
         args: &[&str],
     ) -> Option<std::process::Output> {
         let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
-        let script = format!(
+        self.sh_in_private_mount_namespace(&format!(
             "mount --bind '{}' '{}' || exit 200; exec '{}' {}",
             src.display(),
             dst.display(),
             bin("team-scale").display(),
             quoted.join(" ")
-        );
+        ))
+    }
+
+    /// Runs `sh -c script` in a private mount namespace (its mounts end with the last process
+    /// in it). The script exits 200 when a mount fails. `None` when this machine gives no
+    /// private mount namespace (it needs root): the caller's test then says so and stops.
+    pub fn sh_in_private_mount_namespace(&self, script: &str) -> Option<std::process::Output> {
         let o = self
             .command("unshare")
-            .args(["-m", "--propagation", "private", "sh", "-c", &script])
+            .args(["-m", "--propagation", "private", "sh", "-c", script])
             .output()
             .unwrap();
         if o.status.code() == Some(200) || o.status.code() == Some(1) && o.stdout.is_empty() {
