@@ -199,6 +199,17 @@
 //!   `node -e ...; npm test` are denied (two calls pass). Left: inline code that writes a file
 //!   and imports it itself (`python3 -c "open('m.py','w')...; import m"`) is one command, and
 //!   is judged as inline code.
+//!
+//! - **The eleventh to thirteenth rounds: a program that may be tmux gets no verb at all.**
+//!   A tmux verb handed to another program was denied only as a word of its own; with tmux's
+//!   trailing `;` (`'kill-server;'`) or as an option's value (`--arg=kill-server`,
+//!   `-akill-server`) it passed ([`tmux_word_forms`]). Then verbs the destroying check does
+//!   not count (`send`, `new 'cmd'`, `run`, a `#(...)` format) reached a tmux that `find
+//!   -inum N -exec {}` or `run-parts --regex` selected. Decided: a program that runs the files
+//!   it finds as commands is denied whatever follows (`runs_found_files`: `find -exec {}`,
+//!   also behind `env`/`nice`/`timeout` ([`find_exec_command`]), `fd -x {}`, `run-parts` but
+//!   `--test`/`--list`), and `find -exec cp {}` counts as an unread write, as do the outputs
+//!   of `uniq IN OUT`, `sort -o`, `shuf -o`, `iconv -o`, `split` and `csplit`.
 
 use crate::oracle::Server;
 
