@@ -461,6 +461,15 @@ fn spells_tmux_by_glob(text: &str) -> bool {
 }
 
 /// `tmux_shaped`: a pattern word (braces included) that can expand to tmux.
+/// A program that runs its arguments as a command (`env`, `nice`, `timeout`, `xargs`, ...).
+fn is_exec_wrapper(b: &str) -> bool {
+    WRAPPERS.iter().any(|(x, ..)| *x == b)
+        || matches!(
+            b,
+            "nice" | "ionice" | "nohup" | "exec" | "command" | "builtin" | "busybox" | "strace"
+        )
+}
+
 /// The command `find` runs for each file (`-exec`, `-execdir`, `-ok`, `-okdir`), past the
 /// wrappers that run their argument as a command (`env`, `nice`, `timeout 5`, `VAR=x`...):
 /// `{}` there is a file found, run as a command.
@@ -470,12 +479,7 @@ fn find_exec_command(args: &[Word]) -> Option<&Word> {
         .position(|a| matches!(a.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"))?;
     let mut i = k + 1;
     while let Some(w) = args.get(i) {
-        let b = basename(&w.text);
-        let wrapper = WRAPPERS.iter().any(|(x, ..)| *x == b)
-            || matches!(
-                b,
-                "nice" | "ionice" | "nohup" | "exec" | "command" | "builtin" | "busybox"
-            );
+        let wrapper = is_exec_wrapper(basename(&w.text));
         let operand = w.text.starts_with('-')
             || (w.text.contains('=') && !w.text.contains('/'))
             || w.text.parse::<f64>().is_ok()
@@ -498,6 +502,24 @@ fn find_exec_command(args: &[Word]) -> Option<&Word> {
 fn runs_found_files(base: &str, args: &[Word]) -> Option<String> {
     match base {
         "find" => {
+            // `{}` anywhere in a wrapper's words (`-exec xargs -a /dev/stdin {}`, `-exec
+            // timeout 5 {}`): which of them is the command cannot be told for every wrapper's
+            // options, so a wrapper given a found file is denied whatever its options.
+            let k = args
+                .iter()
+                .position(|a| matches!(a.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"))?;
+            if let Some(first) = args.get(k + 1)
+                && is_exec_wrapper(basename(&first.text))
+                && args[k + 2..]
+                    .iter()
+                    .take_while(|w| !matches!(w.text.as_str(), ";" | "+" | "\\;"))
+                    .any(|w| w.text.contains("{}"))
+            {
+                return Some(format!(
+                    "`find -exec {}` is given the files it finds: one of them may be tmux, run as a command",
+                    first.text
+                ));
+            }
             let cmd = find_exec_command(args)?;
             cmd.text.contains("{}").then(|| {
                 format!(
@@ -1982,7 +2004,15 @@ fn copies_unread(base: &str, rest: &[Word]) -> bool {
         "sort" | "shuf" | "iconv" => rest
             .iter()
             .any(|w| short(w, 'o') || w.text.starts_with("--output") || w.text.starts_with("--o")),
-        "split" | "csplit" => true,
+        "split" | "csplit" | "objcopy" | "strip" => true,
+        "sdiff" => rest
+            .iter()
+            .any(|w| short(w, 'o') || w.text.starts_with("--output")),
+        // `git apply`/`am` write the files a patch names, from text the guard cannot read.
+        "git" => rest
+            .iter()
+            .find(|w| !w.text.starts_with('-'))
+            .is_some_and(|w| matches!(w.text.as_str(), "apply" | "am")),
         "dd" => rest.iter().any(|w| w.text.starts_with("of=")),
         "curl" => rest.iter().any(|w| {
             short(w, 'o')
@@ -2945,7 +2975,7 @@ impl Scan {
         match base {
             "tee" | "cp" | "mv" | "ln" | "install" | "dd" | "curl" | "wget" | "patch" | "rsync"
             | "scp" | "truncate" | "sed" | "perl" | "uniq" | "sort" | "shuf" | "iconv"
-            | "split" | "csplit" => {
+            | "split" | "csplit" | "objcopy" | "strip" | "sdiff" => {
                 if base != "tee" && copies_unread(base, rest) {
                     self.note_unreadable(format!("writes files with `{base}`"));
                 }
@@ -2979,6 +3009,9 @@ impl Scan {
                 }) =>
             {
                 self.note_decoder("runs `find -fprintf`, which can write any file".into());
+            }
+            "git" if copies_unread(base, rest) => {
+                self.note_unreadable("writes files with `git apply`".into());
             }
             "base64" | "base32" | "basenc" | "xxd" | "openssl" | "uudecode" | "gunzip" | "zcat"
             | "unzip" | "tar" | "gzip" | "bzip2" | "bunzip2" | "xz" | "unxz" | "zstd" | "cpio"

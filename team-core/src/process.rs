@@ -678,9 +678,49 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
                             .file_name()
                             .map(|f| f.to_string_lossy().into_owned())
                             .unwrap_or_default();
-                        named_in(LINE_RUNNERS, name.trim_end_matches(".py"))
+                        let stem = name.trim_end_matches(".py");
+                        named_in(LINE_RUNNERS, stem) || debugger(stem.as_bytes())
                     })
                 });
+        // Python's short options cluster (`-Bm code`, `-Im asyncio`, `-ui`): `i` anywhere
+        // before an option that takes a value, and `m` with its module (the rest of the word,
+        // else the next one).
+        let python = repl_name
+            .as_deref()
+            .or(exe_repl.as_deref())
+            .is_some_and(|n| matches!(stem(n).as_str(), "python" | "pypy"));
+        // Only Python's own options: those before the script (or `-c`/`-m`'s value).
+        let script_at = args
+            .iter()
+            .position(|a| !flag(a) && !terminal_path(a))
+            .unwrap_or(args.len());
+        let clustered = |k: usize, a: &[u8]| {
+            if !python
+                || k >= script_at
+                || !a.starts_with(b"-")
+                || a.starts_with(b"--")
+                || a.len() < 2
+            {
+                return false;
+            }
+            for (p, c) in a[1..].iter().enumerate() {
+                match c {
+                    b'i' => return true,
+                    b'm' => {
+                        let rest = &a[p + 2..];
+                        return if rest.is_empty() {
+                            args.get(k + 1).is_some_and(|m| debugger(m))
+                        } else {
+                            debugger(rest)
+                        };
+                    }
+                    // These take a value: the rest of the word is it.
+                    b'c' | b'W' | b'X' | b'Q' => return false,
+                    _ => {}
+                }
+            }
+            false
+        };
         let interactive = runs_runner
             || args.iter().enumerate().any(|(k, a)| {
                 matches!(*a, b"-i" | b"--interactive" | b"repl")
@@ -689,6 +729,7 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
                     || (repl
                         && a.strip_prefix(b"-m")
                             .is_some_and(|m| !m.is_empty() && debugger(m)))
+                    || clustered(k, a)
                     || (node && k == 0 && matches!(*a, b"inspect" | b"debug"))
             });
         // A shell's options that take an argument (`-o vi`, `--rcfile f`): that argument is

@@ -1461,6 +1461,10 @@ fn a_tmux_verb_in_another_programs_argument_is_denied_in_every_spelling() {
         "find /usr/bin -inum 247849 -exec nice {} -S /tmp/s run 'touch /tmp/p2' \\;",
         "find /usr/bin -inum 247849 -exec timeout 5 {} -S /tmp/s new-session -d x \\;",
         "find /usr/bin -inum 247849 -exec cp {} ./a \\; ; ./a -S /tmp/s send -t %0 id Enter",
+        // The twenty-fourth round: a wrapper's option value taken for the command.
+        "echo -S /tmp/s kill-server | find /usr/bin -inum 247849 -exec xargs -a /dev/stdin {} \\;",
+        "find /usr/bin -inum 247849 -exec xargs -E q {} \\;",
+        "find /usr/bin -inum 247849 -execdir xargs -d ' ' {} +",
     ];
     assert_all_denied(&sb, &table);
 }
@@ -1478,6 +1482,10 @@ fn a_module_written_by_uniq_sort_or_split_is_never_loaded() {
         "echo x | shuf -o m.py; python3 -m m",
         "echo x | split --additional-suffix=.py - m; python3 -m m",
         "echo x | csplit -f m -b %d.py - 99; python3 -m m",
+        // The twenty-fourth round.
+        "sdiff -o m.py /dev/stdin /dev/stdin <<< \"$(echo x | tr b-za a-z)\" >/dev/null; python3 -m m",
+        "objcopy -I binary -O binary /dev/stdin m.py <<< x; python3 -m m",
+        "git apply <<< \"$(echo x | tr b-za a-z)\"; python3 -m m",
     ];
     assert_all_denied(&sb, &table);
 }
@@ -1568,6 +1576,7 @@ fn everyday_lines_stay_allowed() {
         "find target -name '*.o' -exec rm {} +",
         "sort -u names.txt | uniq -c",
         "sort -o sorted.txt data.txt",
+        "sdiff a.txt b.txt",
         "cat README.md | head -50",
         "sed -n '10,40p' src/lib.rs",
         "sed -i 's/foo/bar/g' src/lib.rs",

@@ -609,7 +609,8 @@ fn send_types_nothing_into_a_debugger() {
         };
         // The twenty-third round: the same under names of the agent's choosing, a symlink
         // `codex` to `pdb3` (run by its script's interpreter) and a symlink `agent` to the
-        // Python executable, given `-m pdb`.
+        // Python executable, given `-m pdb`; the twenty-fourth: clustered options (`-Bm
+        // code`, `-ui`) and the standard library's `code.py` run by its path.
         let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
             .into_iter()
             .find(|p| std::path::Path::new(p).exists())
@@ -633,7 +634,10 @@ fn send_types_nothing_into_a_debugger() {
                  worker-1) exec python3 -m pdb {p} ;;\n\
                  worker-2) exec {pdb3} {p} ;;\n\
                  worker-3) cd {d} && exec ./codex {p} ;;\n\
-                 *) cd {d} && exec ./agent -u -m pdb {p} ;;\n\
+                 worker-4) cd {d} && exec ./agent -u -m pdb {p} ;;\n\
+                 worker-5) exec python3 -Bm code ;;\n\
+                 worker-6) exec python3 -ui {p} ;;\n\
+                 *) exec python3 \"$(python3 -c 'import code; print(code.__file__)')\" ;;\n\
                  esac\n",
                 agent = tests::bin("fake-agent").display(),
                 d = dir.display(),
@@ -643,13 +647,15 @@ fn send_types_nothing_into_a_debugger() {
         .unwrap();
         format!("sh {}", script.display())
     });
-    assert_code(&t.run(&["policy", "demo", "--max-workers", "4"]), 0);
-    assert_code(&t.run(&["up", "demo", "4", "--ready-timeout", "20s"]), 0);
+    assert_code(&t.run(&["policy", "demo", "--max-workers", "7"]), 0);
+    assert_code(&t.run(&["up", "demo", "7", "--ready-timeout", "20s"]), 0);
     // The agents exit; the debugger takes each pane's terminal.
     std::thread::sleep(std::time::Duration::from_millis(4000));
     assert_send_types_nothing(
         &t,
-        &["worker-1", "worker-2", "worker-3", "worker-4"],
+        &[
+            "worker-1", "worker-2", "worker-3", "worker-4", "worker-5", "worker-6", "worker-7",
+        ],
         &|c| format!("!import os; os.system('touch {}')", c.display()),
         "debugger",
     );
