@@ -461,6 +461,134 @@ fn spells_tmux_by_glob(text: &str) -> bool {
 }
 
 /// `tmux_shaped`: a pattern word (braces included) that can expand to tmux.
+/// Programs that treat a file they are given as data (`find -exec grep x {} +`).
+const FILE_TOOLS: &[&str] = &[
+    "zcat",
+    "gunzip",
+    "xzcat",
+    "bzcat",
+    "zstdcat",
+    "jq",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "ls",
+    "stat",
+    "file",
+    "rm",
+    "rmdir",
+    "mv",
+    "cp",
+    "ln",
+    "chmod",
+    "chown",
+    "chgrp",
+    "touch",
+    "sed",
+    "du",
+    "md5sum",
+    "sha1sum",
+    "sha256sum",
+    "sha512sum",
+    "b2sum",
+    "cksum",
+    "basename",
+    "dirname",
+    "echo",
+    "printf",
+    "diff",
+    "cmp",
+    "readlink",
+    "realpath",
+    "test",
+    "[",
+    "tar",
+    "gzip",
+    "xz",
+    "zstd",
+    "bzip2",
+    "sort",
+    "uniq",
+    "cut",
+    "strings",
+    "od",
+    "hexdump",
+    "xxd",
+    "dos2unix",
+    "rustfmt",
+    "gofmt",
+    "black",
+    "prettier",
+    "clang-format",
+    "shellcheck",
+    "git",
+];
+
+/// Whether a `find` search (the words before its `-exec`) may select programs: a test by inode,
+/// name pattern, regex, permissions, or a starting point outside the current directory.
+fn find_may_select_programs(before: &[Word]) -> bool {
+    let mut roots = true;
+    for (i, w) in before.iter().enumerate() {
+        let t = w.text.as_str();
+        if roots && (t.starts_with('-') || t == "(" || t == "!") {
+            roots = false;
+        }
+        if roots {
+            if t.starts_with('/') || t.starts_with('~') || t.starts_with("..") || t.contains('$') {
+                return true;
+            }
+            continue;
+        }
+        match t {
+            "-inum" | "-samefile" | "-regex" | "-iregex" | "-perm" | "-executable" | "-links"
+            | "-lname" | "-ilname" => return true,
+            "-name" | "-iname" | "-path" | "-ipath" | "-wholename"
+                if before
+                    .get(i + 1)
+                    .is_some_and(|p| glob_may_match_tmux(&p.text)) =>
+            {
+                return true;
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Whether a `find` name pattern can match `tmux` (as a name, or a path ending in it).
+fn glob_may_match_tmux(pat: &str) -> bool {
+    fn m(p: &[char], s: &[char]) -> bool {
+        match p.first() {
+            None => s.is_empty(),
+            Some('*') => (0..=s.len()).any(|k| m(&p[1..], &s[k..])),
+            Some('?') => !s.is_empty() && m(&p[1..], &s[1..]),
+            Some('[') => match p.iter().position(|c| *c == ']') {
+                Some(end) if !s.is_empty() => {
+                    let set = &p[1..end];
+                    let (neg, set) = match set.first() {
+                        Some('!' | '^') => (true, &set[1..]),
+                        _ => (false, set),
+                    };
+                    (set.contains(&s[0]) != neg) && m(&p[end + 1..], &s[1..])
+                }
+                _ => false,
+            },
+            Some('\\') if p.len() > 1 => !s.is_empty() && p[1] == s[0] && m(&p[2..], &s[1..]),
+            Some(c) => !s.is_empty() && c.eq_ignore_ascii_case(&s[0]) && m(&p[1..], &s[1..]),
+        }
+    }
+    let p: Vec<char> = pat.chars().collect();
+    ["tmux", "/usr/bin/tmux", "/bin/tmux"].iter().any(|t| {
+        let s: Vec<char> = t.chars().collect();
+        m(&p, &s)
+    }) || pat.contains("mux")
+}
+
 /// A program that runs its arguments as a command (`env`, `nice`, `timeout`, `xargs`, ...).
 fn is_exec_wrapper(b: &str) -> bool {
     WRAPPERS.iter().any(|(x, ..)| *x == b)
@@ -517,6 +645,23 @@ fn runs_found_files(base: &str, args: &[Word]) -> Option<String> {
             {
                 return Some(format!(
                     "`find -exec {}` is given the files it finds: one of them may be tmux, run as a command",
+                    first.text
+                ));
+            }
+            // A program that is not a known text or file tool, given the files found, where
+            // the search may select tmux (by inode, regex, a glob, a test on permissions, or
+            // from a directory outside the project): it may run what it is given (`ld.so {}`,
+            // `prlimit {}`).
+            if let Some(first) = args.get(k + 1)
+                && !FILE_TOOLS.contains(&basename(&first.text))
+                && args[k + 2..]
+                    .iter()
+                    .take_while(|w| !matches!(w.text.as_str(), ";" | "+" | "\\;"))
+                    .any(|w| w.text.contains("{}"))
+                && find_may_select_programs(&args[..k])
+            {
+                return Some(format!(
+                    "`find -exec {}` is given files a search that may select programs (tmux among them) finds",
                     first.text
                 ));
             }

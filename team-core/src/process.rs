@@ -599,9 +599,14 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
             format!("{} ({what})", n.comm)
         };
         let comm = comm.as_str();
-        let on_pane = |t: &std::path::Path| match &pane_tty {
-            Some(p) => t == p,
-            None => is_tty(t),
+        // `/dev/tty` is the process's controlling terminal: for a process of the pane's
+        // session, the pane's (`python3 - < /dev/tty`).
+        let on_pane = |t: &std::path::Path| {
+            t == std::path::Path::new("/dev/tty")
+                || match &pane_tty {
+                    Some(p) => t == p,
+                    None => is_tty(t),
+                }
         };
         // A pager, an editor or a terminal client reads its keys from the terminal it opens
         // itself (`/dev/tty`, a descriptor above 2) even when its input is a pipe (`git log |
@@ -721,7 +726,14 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
             }
             false
         };
+        // `PYTHONINSPECT` set: Python reads the terminal once its script ends.
+        let inspect_env = python
+            && read_proc(n.id.pid, "environ")
+                .ok()
+                .flatten()
+                .is_some_and(|env| env_values(&env, "PYTHONINSPECT").any(|v| !v.is_empty()));
         let interactive = runs_runner
+            || inspect_env
             || args.iter().enumerate().any(|(k, a)| {
                 matches!(*a, b"-i" | b"--interactive" | b"repl")
                     || (perl && a.starts_with(b"-d"))

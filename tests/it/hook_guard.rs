@@ -1465,6 +1465,10 @@ fn a_tmux_verb_in_another_programs_argument_is_denied_in_every_spelling() {
         "echo -S /tmp/s kill-server | find /usr/bin -inum 247849 -exec xargs -a /dev/stdin {} \\;",
         "find /usr/bin -inum 247849 -exec xargs -E q {} \\;",
         "find /usr/bin -inum 247849 -execdir xargs -d ' ' {} +",
+        // The twenty-fifth round: a runner the guard does not know, given the file found.
+        "find /usr/bin -inum 247849 -exec /lib64/ld-linux-x86-64.so.2 {} -S /tmp/v send -t v x Enter \\;",
+        "find /usr/bin -inum 247849 -exec prlimit {} -S /tmp/v run 'touch x' \\;",
+        "find . -name 't?ux' -exec prlimit {} -S /tmp/v run x \\;",
     ];
     assert_all_denied(&sb, &table);
 }
@@ -1577,6 +1581,8 @@ fn everyday_lines_stay_allowed() {
         "sort -u names.txt | uniq -c",
         "sort -o sorted.txt data.txt",
         "sdiff a.txt b.txt",
+        "find . -name '*.py' -exec pylint {} +",
+        "find /var/log -name '*.log' -exec zcat {} +",
         "cat README.md | head -50",
         "sed -n '10,40p' src/lib.rs",
         "sed -i 's/foo/bar/g' src/lib.rs",

@@ -610,7 +610,8 @@ fn send_types_nothing_into_a_debugger() {
         // The twenty-third round: the same under names of the agent's choosing, a symlink
         // `codex` to `pdb3` (run by its script's interpreter) and a symlink `agent` to the
         // Python executable, given `-m pdb`; the twenty-fourth: clustered options (`-Bm
-        // code`, `-ui`) and the standard library's `code.py` run by its path.
+        // code`, `-ui`) and the standard library's `code.py` run by its path; the
+        // twenty-fifth: input redirected from `/dev/tty`, and `PYTHONINSPECT`.
         let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
             .into_iter()
             .find(|p| std::path::Path::new(p).exists())
@@ -637,7 +638,9 @@ fn send_types_nothing_into_a_debugger() {
                  worker-4) cd {d} && exec ./agent -u -m pdb {p} ;;\n\
                  worker-5) exec python3 -Bm code ;;\n\
                  worker-6) exec python3 -ui {p} ;;\n\
-                 *) exec python3 \"$(python3 -c 'import code; print(code.__file__)')\" ;;\n\
+                 worker-7) exec python3 \"$(python3 -c 'import code; print(code.__file__)')\" ;;\n\
+                 worker-8) exec python3 - < /dev/tty ;;\n\
+                 *) PYTHONINSPECT=1 exec python3 /dev/null ;;\n\
                  esac\n",
                 agent = tests::bin("fake-agent").display(),
                 d = dir.display(),
@@ -647,14 +650,15 @@ fn send_types_nothing_into_a_debugger() {
         .unwrap();
         format!("sh {}", script.display())
     });
-    assert_code(&t.run(&["policy", "demo", "--max-workers", "7"]), 0);
-    assert_code(&t.run(&["up", "demo", "7", "--ready-timeout", "20s"]), 0);
+    assert_code(&t.run(&["policy", "demo", "--max-workers", "9"]), 0);
+    assert_code(&t.run(&["up", "demo", "9", "--ready-timeout", "20s"]), 0);
     // The agents exit; the debugger takes each pane's terminal.
     std::thread::sleep(std::time::Duration::from_millis(4000));
     assert_send_types_nothing(
         &t,
         &[
             "worker-1", "worker-2", "worker-3", "worker-4", "worker-5", "worker-6", "worker-7",
+            "worker-8", "worker-9",
         ],
         &|c| format!("!import os; os.system('touch {}')", c.display()),
         "debugger",
