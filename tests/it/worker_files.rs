@@ -379,6 +379,35 @@ fn no_state_is_written_through_a_mount() {
     );
 }
 
+/// The other side of the rule above: the state root itself may be a mount point of its own
+/// (a tmpfs on `.team`, the user's choice). Every command works there, through the walk that
+/// allows a mount at the root and nowhere below it.
+#[test]
+fn a_state_root_that_is_a_mount_point_works() {
+    let sb = Sandbox::new();
+    let ts = tests::bin("team-scale");
+    let script = format!(
+        "set -e; T='{ts}'; mkdir -p .team; mount -t tmpfs tmpfs .team || exit 200; \
+         \"$T\" init s3 --private --leader-cmd 'exec sleep 100000' --worker-cmd 'exec sleep 100000' >/dev/null; \
+         \"$T\" up s3 2 --ready-timeout 0 >/dev/null; echo up=$?; \
+         \"$T\" down s3 1 --force --grace 1s >/dev/null; echo down=$?; \
+         \"$T\" status s3 >/dev/null; echo status=$?; \
+         \"$T\" shutdown s3 --grace 1s >/dev/null; echo shutdown=$?",
+        ts = ts.display(),
+    );
+    let Some(o) = sb.sh_in_private_mount_namespace(&script) else {
+        return;
+    };
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        ["up=0", "down=0", "status=0", "shutdown=0"]
+            .iter()
+            .all(|w| out.contains(w)),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// Attack: symlinks planted in the trash (to a directory and to a file of the user's), next to
 /// a leftover a crash could have left. Emptying the trash unlinks each symlink itself and
 /// deletes the leftover, and never reaches what a symlink points to.
