@@ -206,10 +206,13 @@
 //!   `-akill-server`) it passed ([`tmux_word_forms`]). Then verbs the destroying check does
 //!   not count (`send`, `new 'cmd'`, `run`, a `#(...)` format) reached a tmux that `find
 //!   -inum N -exec {}` or `run-parts --regex` selected. Decided: a program that runs the files
-//!   it finds as commands is denied whatever follows (`runs_found_files`: `find -exec {}`,
-//!   also behind `env`/`nice`/`timeout` ([`find_exec_command`]), `fd -x {}`, `run-parts` but
-//!   `--test`/`--list`), and `find -exec cp {}` counts as an unread write, as do the outputs
-//!   of `uniq IN OUT`, `sort -o`, `shuf -o`, `iconv -o`, `split` and `csplit`.
+//!   it finds as commands is denied whatever follows (`runs_found_files`: `find -exec {}`;
+//!   `{}` given to any wrapper, `env`, `nice`, `xargs -a F`, whatever its options; `{}` given
+//!   to any program but a text or file tool when the search may pick programs, by inode,
+//!   regex, permissions, a name pattern that can match tmux or a start outside the project;
+//!   `fd -x {}`; `run-parts` but `--test`/`--list`), and `find -exec cp {}` counts as an unread
+//!   write, as do the outputs of `uniq IN OUT`, `sort -o`, `shuf -o`, `iconv -o`, `split`,
+//!   `csplit`, `sdiff -o`, `objcopy` and `git apply`.
 
 use crate::oracle::Server;
 
@@ -598,80 +601,50 @@ fn is_exec_wrapper(b: &str) -> bool {
         )
 }
 
-/// The command `find` runs for each file (`-exec`, `-execdir`, `-ok`, `-okdir`), past the
-/// wrappers that run their argument as a command (`env`, `nice`, `timeout 5`, `VAR=x`...):
-/// `{}` there is a file found, run as a command.
-fn find_exec_command(args: &[Word]) -> Option<&Word> {
+/// The words of the command `find` runs for each file (`-exec`, `-execdir`, `-ok`, `-okdir`,
+/// up to its `;` or `+`), and where its option starts in `args`.
+fn find_exec(args: &[Word]) -> Option<(usize, &[Word])> {
     let k = args
         .iter()
         .position(|a| matches!(a.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"))?;
-    let mut i = k + 1;
-    while let Some(w) = args.get(i) {
-        let wrapper = is_exec_wrapper(basename(&w.text));
-        let operand = w.text.starts_with('-')
-            || (w.text.contains('=') && !w.text.contains('/'))
-            || w.text.parse::<f64>().is_ok()
-            || w.text
-                .trim_end_matches(['s', 'm', 'h'])
-                .parse::<f64>()
-                .is_ok();
-        if i > k + 1 && !wrapper && !operand {
-            return Some(w);
-        }
-        if i == k + 1 && !wrapper {
-            return Some(w);
-        }
-        i += 1;
-    }
-    None
+    let rest = &args[k + 1..];
+    let end = rest
+        .iter()
+        .position(|w| matches!(w.text.as_str(), ";" | "+" | "\\;"))
+        .unwrap_or(rest.len());
+    Some((k, &rest[..end]))
 }
 
 /// Why `base` with `args` runs files it finds as commands (see `Scan::generic`), if it does.
 fn runs_found_files(base: &str, args: &[Word]) -> Option<String> {
     match base {
         "find" => {
-            // `{}` anywhere in a wrapper's words (`-exec xargs -a /dev/stdin {}`, `-exec
-            // timeout 5 {}`): which of them is the command cannot be told for every wrapper's
-            // options, so a wrapper given a found file is denied whatever its options.
-            let k = args
-                .iter()
-                .position(|a| matches!(a.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"))?;
-            if let Some(first) = args.get(k + 1)
-                && is_exec_wrapper(basename(&first.text))
-                && args[k + 2..]
-                    .iter()
-                    .take_while(|w| !matches!(w.text.as_str(), ";" | "+" | "\\;"))
-                    .any(|w| w.text.contains("{}"))
-            {
-                return Some(format!(
-                    "`find -exec {}` is given the files it finds: one of them may be tmux, run as a command",
-                    first.text
-                ));
-            }
-            // A program that is not a known text or file tool, given the files found, where
-            // the search may select tmux (by inode, regex, a glob, a test on permissions, or
-            // from a directory outside the project): it may run what it is given (`ld.so {}`,
-            // `prlimit {}`).
-            if let Some(first) = args.get(k + 1)
-                && !FILE_TOOLS.contains(&basename(&first.text))
-                && args[k + 2..]
-                    .iter()
-                    .take_while(|w| !matches!(w.text.as_str(), ";" | "+" | "\\;"))
-                    .any(|w| w.text.contains("{}"))
-                && find_may_select_programs(&args[..k])
-            {
-                return Some(format!(
-                    "`find -exec {}` is given files a search that may select programs (tmux among them) finds",
-                    first.text
-                ));
-            }
-            let cmd = find_exec_command(args)?;
-            cmd.text.contains("{}").then(|| {
-                format!(
+            let (k, exec) = find_exec(args)?;
+            let (cmd, rest) = exec.split_first()?;
+            let given = rest.iter().any(|w| w.text.contains("{}"));
+            let b = basename(&cmd.text);
+            if cmd.text.contains("{}") {
+                Some(format!(
                     "`find -exec {}` runs each file it finds as a command, whose name is only known at run time (it may be tmux)",
                     cmd.text
-                )
-            })
+                ))
+            } else if given && is_exec_wrapper(b) {
+                // Which of a wrapper's words is the command cannot be told for every wrapper's
+                // options (`-exec xargs -a /dev/stdin {}`): given a found file, it is denied.
+                Some(format!(
+                    "`find -exec {}` is given the files it finds: one of them may be tmux, run as a command",
+                    cmd.text
+                ))
+            } else if given && !FILE_TOOLS.contains(&b) && find_may_select_programs(&args[..k]) {
+                // A program that is not a known text or file tool, given the files a search
+                // that may pick programs finds: it may run what it is given (`ld.so {}`).
+                Some(format!(
+                    "`find -exec {}` is given files a search that may select programs (tmux among them) finds",
+                    cmd.text
+                ))
+            } else {
+                None
+            }
         }
         "fd" | "fdfind" => {
             let k = args
@@ -3930,7 +3903,8 @@ impl Scan {
         // `find -exec cp {} ./a \;`: the files it finds (tmux among them) copied under names
         // the line may then run or load.
         if base == "find"
-            && let Some(cmd) = find_exec_command(&words[1..])
+            && let Some((_, exec)) = find_exec(&words[1..])
+            && let Some(cmd) = exec.first()
             && matches!(
                 basename(&cmd.text),
                 "cp" | "mv" | "ln" | "install" | "rsync" | "dd" | "tee" | "cat" | "uniq" | "split"
