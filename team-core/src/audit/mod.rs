@@ -8,10 +8,14 @@
 //! A writer opens the log with `O_APPEND`, takes an exclusive `flock` on it (held only for one
 //! append, so waiting for it is short and unbounded waits are acceptable), reads the chain head
 //! from the end of the file (a bounded window, see [`head`]), builds all its lines in memory,
-//! writes them with one `write_all`, and `fdatasync`s before returning, for every stage (a
-//! batch from [`AuditLog::append_batch`] shares one lock and one `fdatasync`). `down` and
-//! `shutdown` hold their kills' outcomes back and write them in the batch of the operation's
-//! own outcome (`ops::down`, "The kills' outcomes go with the operation's").
+//! writes them with one `write_all`, and `fdatasync`s before returning (a batch from
+//! [`AuditLog::append_batch`] shares one lock and one `fdatasync`). The one exception is
+//! [`AuditLog::append_outcomes`]: the outcome batches of the tools' own teardowns, kills and
+//! reaper runs are written and not waited on, since the design asks an intent to be durable
+//! before its effect and an outcome only to be recorded after it; the next synced record makes
+//! them durable. `down` and `shutdown` hold their kills' outcomes back and write them in the
+//! batch of the operation's own outcome (`ops::down`, "The kills' outcomes go with the
+//! operation's").
 //!
 //! # Torn tails and segment records
 //!
@@ -359,17 +363,46 @@ impl AuditLog {
         if items.is_empty() {
             return Ok(Vec::new());
         }
-        self.write_records(items)
+        self.write_records(items, true)
+    }
+
+    /// Appends the outcomes of an operation's own effects (`complete` or `failed` records, each
+    /// naming its intent) under one lock with one write, and returns without waiting for the
+    /// disk: the design asks an intent to be durable before its effect, and an outcome only to
+    /// be recorded after it. They become durable with the next record anyone syncs (an
+    /// `fdatasync` covers every byte written to the file before it), and a machine crash before
+    /// that loses only them, as a crash between an effect and its outcome always could: their
+    /// intents then read as "result unknown". Only the operations' writers use this; `team-audit
+    /// record` of any stage exits 0 only once its record is durable.
+    pub fn append_outcomes(&self, items: &[(Stage, Option<Uuid>, Entry)]) -> Result<Vec<Record>> {
+        if let Some((stage, _, _)) = items.iter().find(|(stage, id, _)| {
+            !matches!(stage, Stage::Complete | Stage::Failed) || id.is_none()
+        }) {
+            return Err(Error::Internal(format!(
+                "append_outcomes takes outcomes naming their intent, not a {} record",
+                stage.as_str()
+            )));
+        }
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.write_records(items, false)
     }
 
     /// Appends records the log writes itself (checkpoints), under the same lock and chain.
     pub(crate) fn append_own(&self, entry: &Entry) -> Result<Record> {
-        let mut v = self.write_records(&[(Stage::Segment, None, entry.clone())])?;
+        let mut v = self.write_records(&[(Stage::Segment, None, entry.clone())], true)?;
         v.pop()
             .ok_or_else(|| Error::Internal("append returned no record".into()))
     }
 
-    fn write_records(&self, items: &[(Stage, Option<Uuid>, Entry)]) -> Result<Vec<Record>> {
+    /// Writes `items` after the chain head; `sync`: `fdatasync` before returning (a rotation's
+    /// closing write is always synced, since its rename follows).
+    fn write_records(
+        &self,
+        items: &[(Stage, Option<Uuid>, Entry)],
+        sync: bool,
+    ) -> Result<Vec<Record>> {
         crate::failpoint::hit("audit.append").map_err(|e| self.audit_err("append", e))?;
         // A rotation by another writer between our open and our lock makes us start over;
         // each round either appends or rotates, so this ends.
@@ -490,12 +523,12 @@ impl AuditLog {
                 };
                 let r = Record::build(seq + 1, Stage::Segment, Uuid::new_v4(), &end, prev);
                 buf.extend_from_slice(&canonical::render_line(&r));
-                self.write_durably(&file, size, &buf, created)?;
+                self.write_durably(&file, size, &buf, created, true)?;
                 crate::failpoint::hit("audit.rotate").map_err(|e| self.audit_err("rotate", e))?;
                 self.rename_to_segment(number)?;
                 continue;
             }
-            self.write_durably(&file, size, &buf, created)?;
+            self.write_durably(&file, size, &buf, created, sync)?;
             return Ok(out);
         }
         Err(self.audit_err(
@@ -504,8 +537,16 @@ impl AuditLog {
         ))
     }
 
-    /// One `write_all` and `fdatasync` (and the directory's fsync for a new file).
-    fn write_durably(&self, file: &File, size: u64, buf: &[u8], created: bool) -> Result<()> {
+    /// One `write_all` and, with `sync`, `fdatasync` (and the directory's fsync for a new file,
+    /// always).
+    fn write_durably(
+        &self,
+        file: &File,
+        size: u64,
+        buf: &[u8],
+        created: bool,
+        sync: bool,
+    ) -> Result<()> {
         if let Err(e) = (&*file).write_all(buf) {
             // Cut a partial write back off while we still hold the lock; if even that fails,
             // the next writer finds a torn tail and marks it.
@@ -513,8 +554,10 @@ impl AuditLog {
             return Err(self.audit_err("write", e));
         }
         crate::failpoint::hit("audit.before_sync").map_err(|e| self.audit_err("append", e))?;
-        file.sync_data()
-            .map_err(|e| self.audit_err("fdatasync", e))?;
+        if sync {
+            file.sync_data()
+                .map_err(|e| self.audit_err("fdatasync", e))?;
+        }
         if created {
             match &self.root {
                 Some(root) => crate::fsutil::state_sync_dir(root, root),

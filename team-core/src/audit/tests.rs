@@ -84,6 +84,40 @@ fn outcome_needs_an_id_and_segment_is_reserved() {
     assert!(!log.path().exists(), "a refused append created the log");
 }
 
+/// The unsynced path takes outcomes naming their intent and nothing else: an intent (which
+/// must be durable before its effect) or an outcome without its intent's id is refused, and
+/// writes nothing.
+#[test]
+fn only_outcomes_naming_their_intent_skip_the_sync() {
+    let d = tempfile::tempdir().unwrap();
+    let log = log_in(&d);
+    for (stage, id) in [
+        (Stage::Intent, None),
+        (Stage::Intent, Some(uuid::Uuid::new_v4())),
+        (Stage::Complete, None),
+        (Stage::Segment, Some(uuid::Uuid::new_v4())),
+    ] {
+        let e = log.append_outcomes(&[(stage, id, entry(1))]).unwrap_err();
+        assert!(matches!(e, Error::Internal(_)), "{stage:?}: {e}");
+    }
+    assert!(!log.path().exists(), "a refused append created the log");
+    let i = log.append(Stage::Intent, None, &entry(1)).unwrap();
+    let out = log
+        .append_outcomes(&[
+            (Stage::Complete, Some(i.audit_id), entry(2)),
+            (Stage::Failed, Some(i.audit_id), entry(3)),
+        ])
+        .unwrap();
+    assert_eq!(out.len(), 2);
+    let recs = records(log.path());
+    assert_eq!(recs.len(), 3);
+    assert_eq!(
+        recs[2].prev, recs[1].hash,
+        "the outcomes continue the chain"
+    );
+    assert!(verify(log.path()).unwrap().ok());
+}
+
 #[test]
 fn head_is_read_from_the_end_past_a_large_prefix() {
     let d = tempfile::tempdir().unwrap();

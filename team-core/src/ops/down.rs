@@ -31,14 +31,16 @@
 //!
 //! - **The kills' outcomes go with the operation's** (issue 15): the teardown under `down` and
 //!   `shutdown` keeps its kills' `complete`/`failed` records ([`Teardown::deferring`]) and
-//!   they are written with the operation's own outcome: one lock, one write, one `fdatasync`
-//!   where there were two (a millisecond of a `down 1` here). Every intent is still durable
-//!   before its effect (the design asks that of intents; an outcome is "recorded after"). A
-//!   crash between a kill and the operation's outcome loses that kill's outcome, so its intent
-//!   reads as "result unknown", as a crash right after any kill always could. The held
-//!   records stay in memory until then, never written without their sync, so only the log's
-//!   last record can ever be torn, as before. The reaper and an `up`'s rollback, which have no
-//!   operation record of their own, write theirs at once.
+//!   they are written with the operation's own outcome, in one lock and one write. That batch
+//!   is not waited on ([`crate::audit::AuditLog::append_outcomes`], twelfth round): the design
+//!   asks an intent to be durable before its effect and an outcome only to be "recorded
+//!   after", and each `fdatasync` costs a `down` about a millisecond here. Every intent is
+//!   still durable before its effect. A machine crash before the next synced record loses the
+//!   outcomes, so their intents read as "result unknown", as a crash right after any kill
+//!   always could; an `fdatasync` makes every earlier byte of the file durable with it, so
+//!   only the log's last records can ever be lost or torn, as before. The reaper and an `up`'s
+//!   rollback, which have no operation record of their own, write theirs at once (unsynced
+//!   too).
 //!
 //! - **The teardown reuses `down`'s own checks** (`teardown::Prechecked`): the whole team's
 //!   paths, validated at the start under the same scale lock, are not walked again (unless a
@@ -401,7 +403,7 @@ fn record_op_outcome<R>(
         Some(op),
         entry,
     ));
-    if let Err(e) = t.audit.append_batch(&kills) {
+    if let Err(e) = t.audit.append_outcomes(&kills) {
         tracing::warn!(error = %e, "could not record the operation's outcome");
     }
 }

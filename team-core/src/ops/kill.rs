@@ -198,7 +198,8 @@ pub fn kill_panes(
         }
     }
 
-    // 5. Outcomes, one fsync.
+    // 5. Outcomes, one write (recorded after the effect, not waited on: see
+    // `AuditLog::append_outcomes`).
     let records: Vec<(Stage, Option<Uuid>, Entry)> = live
         .iter()
         .enumerate()
@@ -217,7 +218,7 @@ pub fn kill_panes(
             (stage, Some(ids[k]), e)
         })
         .collect();
-    if let Err(e) = audit.append_batch(&records) {
+    if let Err(e) = audit.append_outcomes(&records) {
         tracing::warn!(error = %e, "could not record the outcomes of pane kills");
     }
 

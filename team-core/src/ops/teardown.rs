@@ -130,7 +130,7 @@ pub type AuditItem = (Stage, Option<uuid::Uuid>, Entry);
 impl<'a> Teardown<'a> {
     /// This teardown, with its kills' outcome records kept in `outcomes` instead of written:
     /// for an operation whose own outcome record follows (`down`, `shutdown`), which writes
-    /// them with it, under one lock, one write and one `fdatasync`. Only outcomes wait: every
+    /// them with it, under one lock and one write. Only outcomes wait: every
     /// intent is still durable before its effect. A crash in between loses the outcomes, which
     /// then read as an intent without outcome ("result unknown"), as a crash right after a kill
     /// always could.
@@ -1366,7 +1366,7 @@ fn record_outcomes(t: &Teardown, team: &Team, plans: &[Plan]) {
     if let Some(later) = t.outcomes {
         later.borrow_mut().extend(items);
     } else if !items.is_empty()
-        && let Err(e) = t.audit.append_batch(&items)
+        && let Err(e) = t.audit.append_outcomes(&items)
     {
         tracing::warn!(error = %e, "could not record teardown outcomes");
     }
@@ -1491,7 +1491,7 @@ fn delete_branches(t: &Teardown, team: &Team, plans: &mut [Plan]) -> Result<()> 
     match t.outcomes {
         Some(later) => later.borrow_mut().extend(outcomes),
         None => {
-            if let Err(e) = t.audit.append_batch(&outcomes) {
+            if let Err(e) = t.audit.append_outcomes(&outcomes) {
                 tracing::warn!(error = %e, "could not record the branch deletions' outcomes");
             }
         }

@@ -1062,7 +1062,7 @@ pub fn kill_processes(
                 e,
             ));
         }
-        if let Err(err) = log.append_batch(&done) {
+        if let Err(err) = log.append_outcomes(&done) {
             tracing::warn!(log = %path.display(), error = %err, "could not record process outcomes");
         }
     }
