@@ -553,6 +553,16 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
         // by, `pager`), its `argv[0]`, and its executable's own name (`less`, through the
         // alternatives' symlinks).
         let (names, exe) = program_names(n.id.pid, &n.comm);
+        let Ok(Some(cmdline)) = read_proc(n.id.pid, "cmdline") else {
+            continue;
+        };
+        let argv: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        // A loader running a program in its own process (`ld.so /bin/sh`, `valgrind sh`) is
+        // that program, with the arguments after it.
+        let (names, first_arg) = match loaded_program(n.id.pid, &names, &argv) {
+            Some((names, at)) => (names, at + 1),
+            None => (names, 1),
+        };
         let all: Vec<&String> = names.iter().chain(&exe).collect();
         let any = |f: &dyn Fn(&str) -> bool| all.iter().find(|n| f(n)).map(|n| n.to_string());
         let stem = |n: &str| {
@@ -625,12 +635,10 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
                 n.id.pid
             ));
         }
-        let Ok(Some(argv)) = read_proc(n.id.pid, "cmdline") else {
-            continue;
-        };
         let args: Vec<&[u8]> = argv
-            .split(|b| *b == 0)
-            .skip(1)
+            .iter()
+            .skip(first_arg)
+            .copied()
             .filter(|a| !a.is_empty())
             .collect();
         let flag = |a: &&[u8]| a.starts_with(b"-") || a.starts_with(b"+");
@@ -833,6 +841,181 @@ fn program_names(pid: u32, comm: &str) -> (Vec<String>, Option<String>) {
             !e.is_empty() && !names.contains(e) && !matches!(e.as_str(), "busybox" | "toybox")
         });
     (names, exe)
+}
+
+/// Programs that load another program and run it in their own process, so that its comm,
+/// `argv[0]` and executable name the loader, not what it runs: the dynamic loader (`ld.so
+/// /bin/sh -i`), valgrind's tools (`valgrind sh`: the process is `memcheck-amd64-linux` with
+/// `argv[0]` `valgrind.bin`) and qemu's user-mode emulators (`qemu-x86_64 /bin/sh`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Loader {
+    Ld,
+    Valgrind,
+    Qemu,
+}
+
+impl Loader {
+    /// The loader one of `names` is, if any.
+    fn of<'a>(mut names: impl Iterator<Item = &'a str>) -> Option<Loader> {
+        const VALGRIND_TOOLS: &[&str] = &[
+            "memcheck",
+            "cachegrind",
+            "callgrind",
+            "helgrind",
+            "drd",
+            "massif",
+            "dhat",
+            "lackey",
+            "none",
+            "exp",
+        ];
+        const QEMU_ARCHES: &[&str] = &[
+            "x86_64",
+            "i386",
+            "aarch64",
+            "aarch64_be",
+            "arm",
+            "armeb",
+            "riscv32",
+            "riscv64",
+            "ppc",
+            "ppc64",
+            "ppc64le",
+            "mips",
+            "mipsel",
+            "mips64",
+            "mips64el",
+            "mipsn32",
+            "mipsn32el",
+            "s390x",
+            "sparc",
+            "sparc32plus",
+            "sparc64",
+            "m68k",
+            "alpha",
+            "hppa",
+            "loongarch64",
+            "microblaze",
+            "microblazeel",
+            "or1k",
+            "sh4",
+            "sh4eb",
+            "xtensa",
+            "xtensaeb",
+            "hexagon",
+            "cris",
+            "nios2",
+        ];
+        const VALGRIND_ARCHES: &[&str] = &[
+            "amd64", "x86", "arm64", "arm", "ppc64le", "ppc64be", "ppc32", "s390x", "mips32",
+            "mips64", "nanomips", "riscv64",
+        ];
+        names.find_map(|n| {
+            let mut parts = n.split('-');
+            let (first, second) = (parts.next()?, parts.next());
+            if n.starts_with("ld-linux") || n.starts_with("ld-musl") || n == "ld.so" {
+                Some(Loader::Ld)
+            } else if n.starts_with("valgrind")
+                || (VALGRIND_TOOLS.contains(&first)
+                    && second.is_some_and(|a| VALGRIND_ARCHES.contains(&a)))
+            {
+                Some(Loader::Valgrind)
+            } else {
+                let arch = n.strip_prefix("qemu-")?;
+                let arch = arch.strip_suffix("-static").unwrap_or(arch);
+                QEMU_ARCHES.contains(&arch).then_some(Loader::Qemu)
+            }
+        })
+    }
+
+    /// Whether `opt` (one of this loader's options) takes the next argument as its value.
+    fn takes_value(self, opt: &[u8]) -> bool {
+        match self {
+            Loader::Ld => matches!(
+                opt,
+                b"--library-path"
+                    | b"--inhibit-rpath"
+                    | b"--audit"
+                    | b"--preload"
+                    | b"--argv0"
+                    | b"--glibc-hwcaps-prefix"
+                    | b"--glibc-hwcaps-mask"
+            ),
+            // Every valgrind option carries its value after `=`.
+            Loader::Valgrind => false,
+            Loader::Qemu => {
+                // `--cpu` as `-cpu`.
+                let o = if opt.starts_with(b"--") { &opt[1..] } else { opt };
+                matches!(
+                    o,
+                    b"-L"
+                        | b"-E"
+                        | b"-U"
+                        | b"-0"
+                        | b"-cpu"
+                        | b"-g"
+                        | b"-d"
+                        | b"-D"
+                        | b"-R"
+                        | b"-s"
+                        | b"-B"
+                        | b"-p"
+                        | b"-seed"
+                        | b"-trace"
+                        | b"-plugin"
+                        | b"-dfilter"
+                )
+            }
+        }
+    }
+}
+
+/// When `pid`'s executable is a [`Loader`], the names of the program it runs (the last
+/// component of the path its arguments give, and of the file that path leads to through
+/// symlinks) added to `names`, and that argument's index in `argv`; loaders running loaders
+/// are followed. Known by the executable alone (`/proc/<pid>/exe`), never by a name the
+/// process chose (`exec -a valgrind sh -i x` stays a shell); the names it had are kept, so
+/// naming a loader's program after a harmless one hides nothing either. `None` for any other
+/// process.
+fn loaded_program(pid: u32, names: &[String], argv: &[&[u8]]) -> Option<(Vec<String>, usize)> {
+    let exe = std::fs::read_link(proc_path(pid, "exe")).ok()?;
+    let exe = exe.file_name()?.to_string_lossy().into_owned();
+    let mut kind = Loader::of(std::iter::once(exe.as_str()))?;
+    let mut i = 1;
+    for _ in 0..4 {
+        // The loader's own options, then the program.
+        while let Some(a) = argv.get(i) {
+            if a.starts_with(b"-") && a.len() > 1 {
+                i += if kind.takes_value(a) { 2 } else { 1 };
+            } else {
+                break;
+            }
+        }
+        let program = String::from_utf8_lossy(argv.get(i).filter(|a| !a.is_empty())?).into_owned();
+        let path = std::path::Path::new(&program);
+        let full = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            proc_path(pid, "cwd").join(path)
+        };
+        let mut found: Vec<String> = std::iter::once(path.to_path_buf())
+            .chain(std::fs::canonicalize(&full).ok())
+            .filter_map(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+            .collect();
+        found.dedup();
+        match Loader::of(found.iter().map(String::as_str)) {
+            Some(next) => {
+                kind = next;
+                i += 1;
+            }
+            None => {
+                let mut all = names.to_vec();
+                all.extend(found.into_iter().filter(|f| !names.contains(f)));
+                return Some((all, i));
+            }
+        }
+    }
+    None
 }
 
 /// Whether `pid` holds a descriptor above 2 on a terminal `on_pane` accepts: one it opened
@@ -1902,6 +2085,43 @@ fn wait_pending(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Loaders are known by their executables' names, qemu's emulators only in user mode (a
+    /// `qemu-img info f` runs no program `info`), and nothing else is one.
+    #[test]
+    fn loaders_are_known_by_their_executables() {
+        for (name, kind) in [
+            ("ld-linux-x86-64.so.2", Loader::Ld),
+            ("ld-linux-aarch64.so.1", Loader::Ld),
+            ("ld-musl-x86_64.so.1", Loader::Ld),
+            ("ld.so", Loader::Ld),
+            ("memcheck-amd64-linux", Loader::Valgrind),
+            ("none-arm64-linux", Loader::Valgrind),
+            ("valgrind.bin", Loader::Valgrind),
+            ("qemu-x86_64", Loader::Qemu),
+            ("qemu-aarch64-static", Loader::Qemu),
+        ] {
+            assert_eq!(Loader::of(std::iter::once(name)), Some(kind), "{name}");
+        }
+        for name in [
+            "sh",
+            "ldconfig",
+            "ld",
+            "qemu-img",
+            "qemu-system-x86_64",
+            "qemu-nbd",
+            "memcheck",
+            "none",
+            "codex",
+            "node",
+        ] {
+            assert_eq!(Loader::of(std::iter::once(name)), None, "{name}");
+        }
+        assert!(Loader::Ld.takes_value(b"--argv0"));
+        assert!(!Loader::Ld.takes_value(b"--list"));
+        assert!(Loader::Qemu.takes_value(b"-L") && Loader::Qemu.takes_value(b"--cpu"));
+        assert!(!Loader::Valgrind.takes_value(b"--tool=memcheck"));
+    }
     use proptest::prelude::*;
 
     /// Pagers, editors and clients are matched by `comm` also under their packaged names.

@@ -665,6 +665,65 @@ fn send_types_nothing_into_a_debugger() {
     );
 }
 
+/// The twenty-sixth round: a shell run by the dynamic loader (`ld.so /bin/sh -i`) or by
+/// valgrind (`valgrind -q /bin/sh -i`) got `up`'s first prompt and `send`'s text, and ran it:
+/// the process's comm, `argv[0]` and executable name the loader, not the shell. A loader is
+/// known by its executable, and judged as the program its arguments name: nothing is typed
+/// into a shell or a REPL run that way, under another `argv[0]` (`--argv0`), or through a
+/// symlink.
+#[test]
+fn send_types_nothing_into_a_shell_run_by_a_loader() {
+    let ld = ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("the dynamic loader is where glibc puts it");
+    let valgrind = ["/usr/bin/valgrind", "/usr/local/bin/valgrind"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    let t = Team::running_as("custom", |dir| {
+        std::os::unix::fs::symlink("/bin/sh", dir.join("codex")).unwrap();
+        let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())
+            .expect("python3 is installed");
+        // Without valgrind, its case runs a symlinked shell through the loader instead.
+        let fourth = match valgrind {
+            Some(v) => format!("exec {v} -q /bin/sh -i"),
+            None => format!(
+                "cd {} && exec {ld} --library-path /nonexistent ./codex -i",
+                dir.display()
+            ),
+        };
+        let script = dir.join("agent.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "{agent} --done-after 300 --die-after 2500 --received {d}/received-$TEAM_WORKER.txt\n\
+                 case $TEAM_WORKER in\n\
+                 worker-1) exec {ld} /bin/sh -i ;;\n\
+                 worker-2) exec {ld} --argv0 agent /bin/sh ;;\n\
+                 worker-3) exec {ld} {python} -i ;;\n\
+                 *) {fourth} ;;\n\
+                 esac\n",
+                agent = tests::bin("fake-agent").display(),
+                d = dir.display(),
+            ),
+        )
+        .unwrap();
+        format!("sh {}", script.display())
+    });
+    assert_code(&t.run(&["policy", "demo", "--max-workers", "4"]), 0);
+    assert_code(&t.run(&["up", "demo", "4", "--ready-timeout", "20s"]), 0);
+    // The agents exit; the loaded shell or REPL takes each pane's terminal.
+    std::thread::sleep(std::time::Duration::from_millis(4000));
+    assert_send_types_nothing(
+        &t,
+        &["worker-1", "worker-2", "worker-3", "worker-4"],
+        &|c| format!("touch {}", c.display()),
+        "loaded shell",
+    );
+}
+
 /// A directory of programs under other names, as Debian's alternatives give them: `pager`
 /// (`/usr/bin/pager` when there is one, else a symlink to `less`), `editor` (`/usr/bin/editor`,
 /// vim on Debian, else a symlink to `less`), and `codex`, a symlink to `less` named as an
