@@ -945,7 +945,11 @@ impl Loader {
             Loader::Valgrind => false,
             Loader::Qemu => {
                 // `--cpu` as `-cpu`.
-                let o = if opt.starts_with(b"--") { &opt[1..] } else { opt };
+                let o = if opt.starts_with(b"--") {
+                    &opt[1..]
+                } else {
+                    opt
+                };
                 matches!(
                     o,
                     b"-L"

@@ -43,8 +43,9 @@ pub struct Global {
     /// file-system boundary or $HOME, that holds a .team; else the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Where team state lives (default: <workspace>/.team).
-    #[arg(long, global = true, env = "TEAM_STATE_DIR", value_name = "DIR")]
+    /// Where team state lives (default: $TEAM_STATE_DIR, unless $TEAM_NAME names another team
+    /// than the command's; else <workspace>/.team).
+    #[arg(long, global = true, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// How long to wait for a busy lock before giving up with exit 75.
     #[arg(long, global = true, default_value = "30s", value_parser = humantime::parse_duration, value_name = "DUR")]
@@ -103,6 +104,40 @@ pub enum Command {
     /// `reconcile` and `up`; not for people).
     #[command(hide = true)]
     EmptyTrash(EmptyTrashArgs),
+}
+
+impl Command {
+    /// The team the command names (`None`: `list`, and the hidden commands).
+    pub fn team(&self) -> Option<&str> {
+        Some(match self {
+            Command::Init(a) => &a.team,
+            Command::Status(a) => &a.team,
+            Command::Up(a) => &a.team,
+            Command::Down(a) => &a.team,
+            Command::WorkerStatus(a) => return a.who.team.as_deref(),
+            Command::Task(a) => match &a.cmd {
+                TaskCmd::Claim(t) | TaskCmd::Done(t) | TaskCmd::Fail(t) => {
+                    return t.who.team.as_deref();
+                }
+                TaskCmd::List(t) => &t.team,
+                TaskCmd::Show(t) => &t.team,
+                TaskCmd::Add(t) => &t.team,
+                TaskCmd::Assign(t) => &t.team,
+            },
+            Command::Send(a) => &a.team,
+            Command::Broadcast(a) => &a.team,
+            Command::Peek(a) => &a.team,
+            Command::Attach(a) => &a.team,
+            Command::Forget(a) => &a.team,
+            Command::Reconcile(a) => &a.team,
+            Command::Shutdown(a) => &a.team,
+            Command::Policy(a) => &a.team,
+            Command::List
+            | Command::Generate(_)
+            | Command::Supervise(_)
+            | Command::EmptyTrash(_) => return None,
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -344,7 +379,10 @@ pub use team_cli::generate::GenerateArgs;
 /// The man pages' ENVIRONMENT, FILES and extra EXIT STATUS sections.
 pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
     environment: &[
-        ("TEAM_STATE_DIR", "where team state lives (as --state-dir)"),
+        (
+            "TEAM_STATE_DIR",
+            "where team state lives (as --state-dir); set in every pane of a team, with TEAM_NAME, and then only for that team: a command for another team (init of a new one from a worker's pane) finds its workspace from the current directory",
+        ),
         ("TEAM_AUDIT_LOG", "the audit log (as --audit-log)"),
         (
             "TEAM_SCALING",

@@ -7,6 +7,16 @@
 //!
 //! - **A server started by the tools** reads `TEAM_TMUX_CONFIG` as its `-f` file when set (tests
 //!   and the demo use `/dev/null`), else tmux's default config.
+//!
+//! - **An inherited state dir is its team's only**: every pane of a team (its leader's, each
+//!   worker's) gets `TEAM_STATE_DIR` with `TEAM_NAME`, so that `worker-status`, `task claim` and
+//!   the leader's commands find the team from wherever the pane's program runs (a worktree).
+//!   It used to apply to every command run there: an agent that started a team of its own
+//!   (`cd ../other && team-scale init sub`) put it into the outer team's state dir, where the
+//!   new team's records named another workspace and read as copied state (its `shutdown`
+//!   exited 65). `TEAM_STATE_DIR` now applies when `TEAM_NAME` is unset or names the
+//!   command's team (or the command names none, `list`); otherwise the workspace is found from
+//!   the current directory, as if it were unset. `--state-dir` always applies.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -44,9 +54,21 @@ pub struct Ctx {
     pub found_above: Option<PathBuf>,
 }
 
+/// `TEAM_STATE_DIR`, unless `TEAM_NAME` names another team than `team` (see the module docs).
+fn inherited_state_dir(team: Option<&str>) -> Option<PathBuf> {
+    let dir = std::env::var_os("TEAM_STATE_DIR").filter(|d| !d.is_empty())?;
+    let pane_team = std::env::var_os("TEAM_NAME").filter(|n| !n.is_empty());
+    match (pane_team, team) {
+        (Some(of), Some(t)) if of != t => None,
+        _ => Some(PathBuf::from(dir)),
+    }
+}
+
 impl Ctx {
-    /// `here`: the current directory is the workspace, whatever is above it (`init --here`).
-    pub fn from_env(g: &Global, here: bool) -> Result<Ctx> {
+    /// `here`: the current directory is the workspace, whatever is above it (`init --here`);
+    /// `team`: the team the command names, if any.
+    pub fn from_env(g: &Global, here: bool, team: Option<&str>) -> Result<Ctx> {
+        let state_dir = g.state_dir.clone().or_else(|| inherited_state_dir(team));
         let mut found_above = None;
         let ws = match &g.workspace {
             Some(w) => w.clone(),
@@ -61,7 +83,7 @@ impl Ctx {
                     .map(PathBuf::from)
                     .map(|h| h.canonicalize().unwrap_or(h));
                 match team_core::workspace::find(&cwd, home.as_deref()) {
-                    Some(found) if g.state_dir.is_none() && found != cwd => {
+                    Some(found) if state_dir.is_none() && found != cwd => {
                         found_above = Some(found.clone());
                         if here { cwd } else { found }
                     }
@@ -72,7 +94,7 @@ impl Ctx {
         let workspace = ws
             .canonicalize()
             .map_err(|e| Error::io("resolve workspace", &ws, e))?;
-        let root = StateRoot::resolve(&workspace, g.state_dir.as_deref())?;
+        let root = StateRoot::resolve(&workspace, state_dir.as_deref())?;
         let tmux_bin = team_cli::env::tmux_bin();
         let tmux_env = team_cli::env::ambient_pane();
         let audit_log = g.audit_log.clone().unwrap_or_else(|| root.audit_log());

@@ -217,3 +217,67 @@ fn list_shows_every_team_and_flags_unreadable_state() {
     assert_eq!(lines[0]["state"], "active");
     assert_eq!(lines[1]["state"], "unreadable");
 }
+
+/// Black-box rounds 25 and 26: an agent in a worker's pane started a team of its own (`cd
+/// ../b && team-scale init b`). Every pane of a team carries `TEAM_STATE_DIR` (with
+/// `TEAM_NAME`), and it was taken as the new team's state dir too: b's state landed in a's
+/// `.team`, naming another workspace, so it read as copied state, `shutdown b` exited 65 and
+/// b's server had to be ended by hand. An inherited `TEAM_STATE_DIR` now serves only the team
+/// `TEAM_NAME` names; a's own commands still find a from anywhere.
+#[test]
+fn a_team_started_from_another_teams_pane_keeps_its_own_state() {
+    let sb = Sandbox::new();
+    let init = |team: &str| {
+        vec![
+            "init".to_string(),
+            team.into(),
+            "--private".into(),
+            "--worker-cmd".into(),
+            "exec sleep 100000".into(),
+        ]
+    };
+    let a = init("a");
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    assert_code(&sb.run("team-scale", &a), 0);
+    let a_root = sb.ws.join(".team");
+    let wsb = sb.dir.path().join("wsb");
+    std::fs::create_dir_all(&wsb).unwrap();
+    let wsb = wsb.canonicalize().unwrap();
+    // A command run in a's worker pane, from b's workspace: the pane's environment.
+    let in_pane = |args: &[&str]| {
+        sb.cmd("team-scale")
+            .current_dir(&wsb)
+            .env("TEAM_STATE_DIR", &a_root)
+            .env("TEAM_NAME", "a")
+            .env("TEAM_WORKER", "worker-1")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let b = init("b");
+    let b: Vec<&str> = b.iter().map(String::as_str).collect();
+    assert_code(&in_pane(&b), 0);
+    assert!(
+        wsb.join(".team/teams/b/team.json").exists(),
+        "b's state is in b's workspace"
+    );
+    assert!(
+        !a_root.join("teams/b").exists(),
+        "b's state went into a's state dir"
+    );
+    assert_code(&in_pane(&["up", "b", "1", "--ready-timeout", "0"]), 0);
+    let o = in_pane(&["shutdown", "b", "--grace", "2s"]);
+    assert_code(&o, 0);
+    // a's own commands, from the same pane and directory, still find a.
+    let o = in_pane(&["status", "a", "--json"]);
+    assert_code(&o, 0);
+    assert!(
+        json_lines(&o.stdout).iter().any(|l| l["team"] == "a"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_code(
+        &sb.run("team-scale", &["shutdown", "a", "--grace", "2s"]),
+        0,
+    );
+}
