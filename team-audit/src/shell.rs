@@ -213,6 +213,16 @@
 //!   `fd -x {}`; `run-parts` but `--test`/`--list`), and `find -exec cp {}` counts as an unread
 //!   write, as do the outputs of `uniq IN OUT`, `sort -o`, `shuf -o`, `iconv -o`, `split`,
 //!   `csplit`, `sdiff -o`, `objcopy` and `git apply`.
+//!
+//! - **The twenty-sixth round: what an interpreter runs is what the guard read.** (1) An
+//!   interpreter's program path that names stdin (`python3 /dev/stdin`, `/dev/fd/0`,
+//!   `/proc/*/fd/0`) is stdin, as for shells: a here-string or here-document is judged as its
+//!   code, a pipe, a file or the terminal is denied; another descriptor, a terminal or any
+//!   other path under `/dev` or `/proc` (but `/dev/null`), and a process substitution
+//!   (`tclsh <(...)`), are denied (`program_paths`: the `-f` of awk, sed and make; for the
+//!   others every word unless the program is inline or `-m`, then the words before it and
+//!   option values such as `node -r /dev/stdin`). `fd_path` reads paths as the kernel does
+//!   (`/dev//stdin`, `/dev/./fd/0`, `../../dev/stdin`), which closes `bash /dev//stdin` too.
 
 use crate::oracle::Server;
 
@@ -1694,17 +1704,92 @@ fn names_tmux(s: &str) -> bool {
 }
 
 /// A path that names a file descriptor: `Some(true)` for stdin (`/dev/stdin`, `/dev/fd/0`,
-/// `/proc/<pid>/fd/0`), `Some(false)` for another descriptor, `None` for a plain path.
+/// `/proc/<pid>/fd/0`), `Some(false)` for another descriptor, a terminal or anything else
+/// under `/dev` or `/proc` but `/dev/null`, `None` for a plain path. The path is read as the
+/// kernel reads it: `//`, `/./` and `..` collapse (`/dev//stdin`, `../../dev/fd/0`).
 fn fd_path(p: &str) -> Option<bool> {
-    if p == "/dev/stdin" {
-        return Some(true);
+    let mut parts: Vec<&str> = Vec::new();
+    for c in p.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
     }
-    let n = p.strip_prefix("/dev/fd/").or_else(|| {
-        let rest = p.strip_prefix("/proc/")?;
-        let (_, fd) = rest.split_once("/fd/")?;
-        Some(fd)
-    })?;
-    Some(n == "0")
+    // A relative path climbing with `..` may reach the root: judged as if it did.
+    if !p.starts_with('/') && !p.split('/').any(|c| c == "..") {
+        return None;
+    }
+    match parts.as_slice() {
+        ["dev", "null"] => None,
+        ["dev", "stdin"] | ["dev", "fd", "0"] | ["proc", _, "fd", "0"] => Some(true),
+        ["proc", _, "task", _, "fd", "0"] => Some(true),
+        ["dev" | "proc", ..] => Some(false),
+        _ => None,
+    }
+}
+
+/// The words that may name an interpreter's program file (`python3 /dev/stdin`,
+/// `awk -f /dev/fd/0`, `node -r /dev/stdin -e 1`), as the values to judge. awk, sed and make
+/// take theirs from `-f`/`--file` (gawk also `-E`/`--exec`/`-i`/`--include`), their other
+/// words being a program or data. Any other interpreter: with its program given inline (`-c`,
+/// `-e`) or as a module (`-m`), the words before it and the values of options (`-r
+/// /dev/stdin`, `-r/dev/stdin`, `--require=/dev/stdin`); else every word (an option's value may come
+/// first: `python3 -W ignore /dev/stdin`).
+fn program_paths(base: &str, rest: &[Word]) -> Vec<(String, bool)> {
+    let attached = |w: &str| -> Option<String> {
+        if w.starts_with("--") {
+            w.split_once('=').map(|(_, v)| v.to_string())
+        } else if w.starts_with('-') {
+            w.find('/').map(|k| w[k..].to_string())
+        } else {
+            None
+        }
+    };
+    let mut out = Vec::new();
+    if matches!(
+        base,
+        "awk" | "gawk" | "mawk" | "nawk" | "sed" | "gsed" | "make" | "gmake"
+    ) {
+        for (k, w) in rest.iter().enumerate() {
+            let t = w.text.as_str();
+            let takes = matches!(t, "-f" | "--file" | "-E" | "--exec" | "-i" | "--include")
+                || (t.starts_with('-')
+                    && !t.starts_with("--")
+                    && t.len() > 2
+                    && t[1..].chars().all(|c| c.is_ascii_alphabetic())
+                    && t.ends_with('f'));
+            if takes && let Some(v) = rest.get(k + 1) {
+                out.push((v.text.clone(), v.dynamic));
+            }
+            if let Some(v) = t
+                .strip_prefix("--file=")
+                .or_else(|| t.strip_prefix("--makefile="))
+                .or_else(|| t.strip_prefix("--include="))
+                .or_else(|| t.strip_prefix("--exec="))
+                .or_else(|| t.strip_prefix("-f").filter(|v| !v.is_empty()))
+            {
+                out.push((v.to_string(), w.dynamic));
+            }
+        }
+        return out;
+    }
+    let given = rest.iter().position(|w| {
+        inline_code_flag(&w.text)
+            || (base.starts_with("python") || base.starts_with("pypy")) && w.text == "-m"
+    });
+    for (k, w) in rest.iter().enumerate() {
+        let after_option = k > 0 && rest[k - 1].text.starts_with('-');
+        if (given.is_none_or(|g| k < g) && !w.text.starts_with('-')) || after_option {
+            out.push((w.text.clone(), w.dynamic));
+        }
+        if let Some(v) = attached(&w.text) {
+            out.push((v, w.dynamic));
+        }
+    }
+    out
 }
 
 /// The dynamic loader, which runs the program named by its first argument.
@@ -3831,8 +3916,36 @@ impl Scan {
                 .any(|p| inline_code_flag(&p[0].text) && p[1].dynamic)
                 || (matches!(input, Input::Text(_))
                     && stdin.is_some_and(|t| t.contains("$(") || t.contains('`')));
+            // Its program read from stdin, a descriptor or a process substitution: stdin is
+            // judged when it is a here-string or here-document (below), the rest is unseen.
+            let from_fd = program_paths(base, rest)
+                .into_iter()
+                .find_map(|(p, dynamic)| {
+                    if dynamic && (p.contains("<(") || p.contains(">(")) {
+                        Some("reads its program from a process substitution".to_string())
+                    } else if dynamic && matches!(input, Input::Pipe) {
+                        Some("reads a program only known when the shell runs, given a pipe".into())
+                    } else {
+                        match fd_path(&p) {
+                            Some(true) if !matches!(input, Input::Text(_)) => Some(format!(
+                                "reads its program from stdin (`{p}`: {})",
+                                match input {
+                                    Input::Pipe => "a pipe",
+                                    Input::File => "a file",
+                                    _ => "the terminal",
+                                }
+                            )),
+                            Some(false) => Some(format!(
+                                "reads its program from `{p}`, a descriptor or device"
+                            )),
+                            _ => None,
+                        }
+                    }
+                });
             let why = if code_dynamic {
                 Some("runs code only known when the shell runs")
+            } else if let Some(why) = &from_fd {
+                Some(why.as_str())
             } else if rest.iter().any(|w| opaque(&w.text)) {
                 Some(
                     "runs code that mentions tmux, a tmux command, a process call or a name built at run time",
@@ -4820,6 +4933,46 @@ mod tests {
             "bash /dev/stdin <<< 'echo hi'",
             "find . -name '*.rs' | xargs wc -l",
             "xargs -n1 echo < list",
+        ] {
+            assert!(!denied(everyday), "denied: {everyday}");
+        }
+    }
+
+    #[test]
+    fn interpreter_programs_from_stdin_and_descriptors() {
+        for attack in [
+            "echo x | python3 /dev/stdin",
+            "echo x | python3 /dev/fd/0",
+            "echo x | python3 /dev//stdin",
+            "echo x | python3 ../../../../dev/stdin",
+            "echo x | python3 -W ignore /proc/self/fd/0",
+            "python3 /dev/stdin < f",
+            "python3 /dev/fd/3 3< f",
+            "python3 /dev/tty",
+            "echo x | perl /dev/stdin",
+            "echo x | node -r /dev/stdin -e 1",
+            "echo x | ruby -r/dev/stdin -e 1",
+            "echo x | tclsh /dev/stdin",
+            "echo x | wish /dev/fd/0",
+            "echo x | awk -f /dev/stdin",
+            "echo x | gawk --file=/dev/stdin",
+            "echo x | bash /dev/./stdin",
+            "bash /dev/tty",
+            "python3 <(echo x)",
+            "awk -f <(echo x) f",
+            "echo x | python3 \"$p\"",
+        ] {
+            assert!(denied(attack), "allowed: {attack}");
+        }
+        for everyday in [
+            "python3 /dev/stdin <<< 'print(1)'",
+            "python3 - <<< 'print(1)'",
+            "cat f | awk '{print $1}' /dev/stdin",
+            "cat f | python3 -c 'import sys; print(sys.stdin.read())' /dev/stdin",
+            "cat f | python3 -m json.tool /dev/stdin",
+            "python3 x.py 2>/dev/null",
+            "python3 -c 'print(1)' < /dev/null",
+            "bash /dev/null",
         ] {
             assert!(!denied(everyday), "denied: {everyday}");
         }

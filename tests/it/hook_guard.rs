@@ -99,6 +99,23 @@ fn assert_all_denied(sb: &Sandbox, table: &[impl AsRef<str>]) {
     assert!(allowed.is_empty(), "allowed:\n{}", allowed.join("\n"));
 }
 
+/// Each line is allowed: exit 0 and nothing printed.
+fn assert_all_allowed(sb: &Sandbox, table: &[impl AsRef<str>]) {
+    let mut failures = Vec::new();
+    for (i, cmd) in table.iter().enumerate() {
+        let cmd = cmd.as_ref();
+        let out = hook(sb, &["--guard"], &pre(sb, cmd, &format!("toolu_{i}")));
+        if out.status.code() != Some(0) || !out.stdout.is_empty() {
+            failures.push(format!(
+                "{cmd}: {:?} {}",
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn guard_table_against_a_real_team() {
     let sb = Sandbox::new();
@@ -1553,6 +1570,63 @@ fn a_file_decoded_in_the_line_is_never_loaded_by_a_later_program() {
         "(sleep 1; python3 -m m) | (echo $ROT | tr a-z n-za-m > m.py)".into(),
     ];
     assert_all_denied(&sb, &table);
+}
+
+/// The twenty-sixth round: an interpreter whose program path names stdin or a descriptor
+/// (`python3 /dev/stdin`, `/dev/fd/0`) reads its program from wherever stdin comes from, and
+/// `| python3 /dev/stdin` ran code the guard never read. A program path that is stdin is
+/// judged like a here-string when stdin is one, denied otherwise; another descriptor, a
+/// terminal or a process substitution is denied. Only judged, never run.
+#[test]
+fn an_interpreter_reading_its_program_from_a_descriptor_is_denied() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's lines.
+        "echo 'import os; os.system(\"/usr/bin/t\" + \"mux -S /tmp/x.sock kill-\" + \"server\")' \
+         | python3 /dev/stdin",
+        "echo 'import os; os.system(\"/usr/bin/t\" + \"mux -S /tmp/x.sock kill-\" + \"server\")' \
+         | python3 /dev/fd/0",
+        "echo 'import os; os.kill(1,0)' | python3 /dev/stdin",
+        "echo 'exec /usr/bin/t[]mux -S /tmp/x.sock kill-[]server' | tclsh /dev/stdin",
+        // Every interpreter, every spelling of stdin, every source that is not a here-string.
+        "echo x | python3 /proc/self/fd/0",
+        "echo x | python3 /dev//stdin",
+        "echo x | python3 /dev/./fd/0",
+        "echo x | python3 -u /dev/stdin",
+        "echo x | python3 -W ignore /dev/stdin",
+        "cat m.txt | python3 /dev/stdin",
+        "python3 /dev/stdin < m.txt",
+        "python3 /dev/fd/3 3< m.txt",
+        "python3 /dev/tty",
+        "echo x | perl /dev/stdin",
+        "echo x | ruby /dev/fd/0",
+        "echo x | node /dev/stdin",
+        "node /dev/stdin < m.txt",
+        "echo x | php /dev/stdin",
+        "echo x | lua /dev/stdin",
+        "echo x | tclsh /dev/fd/0",
+        "echo x | wish /dev/stdin",
+        "echo x | awk -f /dev/stdin",
+        "echo x | gawk --file=/dev/stdin",
+        "echo x | bash /dev//stdin",
+        "echo x | sh /dev/./stdin",
+        "echo x | bash /dev/tty",
+        // A process substitution as the program.
+        "python3 <(echo 'import os; os.system(\"id\")' | tr a-z a-z)",
+        "tclsh <(echo 'puts hi')",
+        "perl <(printf x)",
+    ];
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "python3 /dev/stdin <<< 'print(1)'",
+            "tclsh /dev/stdin <<< 'puts hi'",
+            "cat data.txt | python3 -c 'import sys; print(len(sys.stdin.read()))'",
+            "cat data.txt | awk '{print $1}' /dev/stdin",
+            "cat data.txt | python3 -m json.tool",
+        ],
+    );
 }
 
 #[test]
