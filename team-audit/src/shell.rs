@@ -223,6 +223,15 @@
 //!   others every word unless the program is inline or `-m`, then the words before it and
 //!   option values such as `node -r /dev/stdin`). `fd_path` reads paths as the kernel does
 //!   (`/dev//stdin`, `/dev/./fd/0`, `../../dev/stdin`), which closes `bash /dev//stdin` too.
+//!   (2) Tcl builds command names at run time (`set c ex; append c ec; $c ...`, `[string cat
+//!   ex ec]`, `ex\x65c`), so Tcl code the guard reads (a here-string or here-document given to
+//!   `tclsh`, `wish` or `expect`, `expect -c`) is parsed ([`tcl_code`]) and may only call, by a
+//!   plain literal name, the commands of `TCL_HARMLESS` or its own `proc`s; the scripts and
+//!   expressions of `if`, `while`, `for`, `foreach`, `lmap`, `catch`, `proc` and `expr` are
+//!   read too and must be literals (`expr $x`, `if $x` evaluate a value again); `{*}`,
+//!   `-command` options and text the reader cannot parse are denied. Decided: an allowlist,
+//!   since `rename`, `interp`, `namespace`, `info`, `apply`, `trace`, `after` and the rest are
+//!   each a way to a name the guard cannot see.
 
 use crate::oracle::Server;
 
@@ -1961,6 +1970,357 @@ fn literal_call(rest: &str) -> bool {
     let body = &rest[1..];
     body.find(q)
         .is_some_and(|end| body[end + 1..].trim_start().starts_with(')'))
+}
+
+/// Tcl commands that run no program, open nothing, load nothing and evaluate no string they
+/// are given as code (the scripts and expressions `if`, `while`, `for`, `foreach`, `lmap`,
+/// `catch`, `proc` and `expr` take are read by [`tcl_code`]).
+const TCL_HARMLESS: &[&str] = &[
+    "puts", "set", "unset", "expr", "string", "list", "foreach", "if", "for", "while", "proc",
+    "return", "incr", "append", "lappend", "lindex", "llength", "lrange", "linsert", "lreplace",
+    "lreverse", "lrepeat", "lassign", "lset", "lsort", "lsearch", "concat", "format", "scan",
+    "regexp", "regsub", "split", "join", "break", "continue", "catch", "lmap", "array", "dict",
+    "global", "exit", "gets", "flush", "error", "binary",
+];
+
+/// A word of Tcl code: `{...}` (no substitution), `"..."` or bare (substituted).
+#[derive(Debug)]
+enum TclWord {
+    Braced(String),
+    Quoted(String),
+    Bare(String),
+}
+
+impl TclWord {
+    fn text(&self) -> &str {
+        match self {
+            TclWord::Braced(t) | TclWord::Quoted(t) | TclWord::Bare(t) => t,
+        }
+    }
+    /// Its value is only known when Tcl runs (a `$`, a `[...]` or a backslash escape).
+    fn dynamic(&self) -> bool {
+        !matches!(self, TclWord::Braced(_)) && self.text().contains(['$', '[', '\\'])
+    }
+}
+
+/// Why Tcl code (a here-string given to `tclsh`/`wish`, `expect -c`) may run something the
+/// guard cannot see: a command not in [`TCL_HARMLESS`] nor a `proc` of its own, a command
+/// name that is not a plain literal (`$c`, `[string cat ex ec]`, `ex\x65c`), `{*}`, a script
+/// or expression that is not a literal (`if $x`, `expr $x` evaluate the value again), a
+/// `-command` option, or text the reader cannot parse.
+fn tcl_code(code: &str) -> Option<String> {
+    let c: Vec<char> = code.chars().collect();
+    let mut procs = Vec::new();
+    let mut i = 0;
+    tcl_script(&c, &mut i, false, &mut procs, 0).err()
+}
+
+/// Reads commands from `c[*i..]` up to the end (or, `nested`, the `]` that closes a command
+/// substitution), judging each.
+fn tcl_script(
+    c: &[char],
+    i: &mut usize,
+    nested: bool,
+    procs: &mut Vec<String>,
+    depth: usize,
+) -> Result<(), String> {
+    if depth > MAX_DEPTH * 4 {
+        return Err("Tcl code nested too deep".into());
+    }
+    let n = c.len();
+    loop {
+        while *i < n && (c[*i].is_whitespace() || c[*i] == ';') {
+            *i += 1;
+        }
+        if *i >= n {
+            return if nested {
+                Err("an unclosed `[` in Tcl code".into())
+            } else {
+                Ok(())
+            };
+        }
+        if nested && c[*i] == ']' {
+            return Ok(());
+        }
+        if c[*i] == '#' {
+            while *i < n && c[*i] != '\n' {
+                *i += if c[*i] == '\\' { 2 } else { 1 };
+            }
+            continue;
+        }
+        let mut words = Vec::new();
+        loop {
+            while *i < n
+                && (matches!(c[*i], ' ' | '\t') || (c[*i] == '\\' && c.get(*i + 1) == Some(&'\n')))
+            {
+                *i += if c[*i] == '\\' { 2 } else { 1 };
+            }
+            if *i >= n || matches!(c[*i], '\n' | ';') || (nested && c[*i] == ']') {
+                break;
+            }
+            match c[*i] {
+                '{' => {
+                    if c[*i..].starts_with(&['{', '*', '}']) {
+                        return Err("`{*}` makes words only known when Tcl runs".into());
+                    }
+                    let end = tcl_close_brace(c, *i)?;
+                    words.push(TclWord::Braced(c[*i + 1..end].iter().collect()));
+                    *i = end + 1;
+                }
+                '"' => {
+                    let start = *i + 1;
+                    *i += 1;
+                    while *i < n && c[*i] != '"' {
+                        tcl_step(c, i, procs, depth)?;
+                    }
+                    if *i >= n {
+                        return Err("an unclosed `\"` in Tcl code".into());
+                    }
+                    words.push(TclWord::Quoted(c[start..*i].iter().collect()));
+                    *i += 1;
+                }
+                _ => {
+                    let start = *i;
+                    while *i < n
+                        && !c[*i].is_whitespace()
+                        && c[*i] != ';'
+                        && !(nested && c[*i] == ']')
+                    {
+                        tcl_step(c, i, procs, depth)?;
+                    }
+                    words.push(TclWord::Bare(c[start..*i].iter().collect()));
+                }
+            }
+            // A closing brace or quote must end the word.
+            if *i < n
+                && !c[*i].is_whitespace()
+                && c[*i] != ';'
+                && !(nested && c[*i] == ']')
+                && !matches!(words.last(), Some(TclWord::Bare(_)))
+            {
+                return Err("extra characters after a closing brace or quote in Tcl code".into());
+            }
+        }
+        tcl_command(&words, procs, depth)?;
+    }
+}
+
+/// One character of a substituted word: a backslash pair, `${name}`, or a command
+/// substitution `[...]`, read (and judged) as a script.
+fn tcl_step(
+    c: &[char],
+    i: &mut usize,
+    procs: &mut Vec<String>,
+    depth: usize,
+) -> Result<(), String> {
+    match c[*i] {
+        '\\' => *i += 2,
+        '$' if c.get(*i + 1) == Some(&'{') => {
+            *i = tcl_close_brace(c, *i + 1)? + 1;
+        }
+        '[' => {
+            *i += 1;
+            tcl_script(c, i, true, procs, depth + 1)?;
+            *i += 1;
+        }
+        _ => *i += 1,
+    }
+    *i = (*i).min(c.len());
+    Ok(())
+}
+
+/// The `}` that closes the `{` at `c[at]`.
+fn tcl_close_brace(c: &[char], at: usize) -> Result<usize, String> {
+    let mut depth = 0usize;
+    let mut i = at;
+    while i < c.len() {
+        match c[i] {
+            '\\' => i += 1,
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Ok(i);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Err("an unclosed `{` in Tcl code".into())
+}
+
+/// A word Tcl runs as a script: read as one when it is a literal, else denied.
+fn tcl_body(w: &TclWord, procs: &mut Vec<String>, depth: usize) -> Result<(), String> {
+    if w.dynamic() {
+        return Err(format!(
+            "`{}` is a Tcl script only known when it runs",
+            w.text()
+        ));
+    }
+    let c: Vec<char> = w.text().chars().collect();
+    tcl_script(&c, &mut 0, false, procs, depth + 1)
+}
+
+/// A word Tcl evaluates as an expression: a braced one is read for `[...]`, one that is not a
+/// literal is denied (`expr $x` substitutes the value again).
+fn tcl_expr(w: &TclWord, procs: &mut Vec<String>, depth: usize) -> Result<(), String> {
+    if w.dynamic() {
+        return Err(format!(
+            "`{}` is a Tcl expression only known when it runs",
+            w.text()
+        ));
+    }
+    let c: Vec<char> = w.text().chars().collect();
+    let mut i = 0;
+    while i < c.len() {
+        match c[i] {
+            '{' => i = tcl_close_brace(&c, i)? + 1,
+            _ => tcl_step(&c, &mut i, procs, depth + 1)?,
+        }
+    }
+    Ok(())
+}
+
+/// Judges one Tcl command.
+fn tcl_command(words: &[TclWord], procs: &mut Vec<String>, depth: usize) -> Result<(), String> {
+    let Some(first) = words.first() else {
+        return Ok(());
+    };
+    let name = match first {
+        TclWord::Bare(t)
+            if !t.is_empty()
+                && t.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') =>
+        {
+            t.trim_start_matches(':')
+        }
+        _ => {
+            return Err(format!(
+                "a Tcl command named by `{}`, not a plain literal",
+                first.text()
+            ));
+        }
+    };
+    let args = &words[1..];
+    if procs.iter().any(|p| p == name) {
+        return Ok(());
+    }
+    if !TCL_HARMLESS.contains(&name) {
+        return Err(format!(
+            "Tcl's `{name}`, not among the commands the guard knows to be harmless"
+        ));
+    }
+    // An option that names a command to call (`lsort -command`, `regsub -command`), given
+    // literally or by a value only known at run time.
+    let options = match name {
+        "lsort" => args.len().saturating_sub(1),
+        "lsearch" => args.len().saturating_sub(2),
+        "regsub" => args.len(),
+        _ => 0,
+    };
+    for w in &args[..options] {
+        let t = w.text();
+        if w.dynamic() || t.starts_with("-c") {
+            return Err(format!("Tcl's `{name}` given the option `{t}`"));
+        }
+        if t == "--" || !t.starts_with('-') {
+            break;
+        }
+    }
+    match name {
+        "proc" => {
+            let [pname, _, body] = args else {
+                return Err("a Tcl `proc` the guard cannot read".into());
+            };
+            if pname.dynamic() {
+                return Err(format!("a Tcl `proc` named by `{}`", pname.text()));
+            }
+            procs.push(pname.text().trim_start_matches(':').to_string());
+            tcl_body(body, procs, depth)
+        }
+        "if" => {
+            let mut k = 0;
+            loop {
+                let cond = args.get(k).ok_or("a Tcl `if` without a condition")?;
+                tcl_expr(cond, procs, depth)?;
+                k += 1;
+                if args.get(k).is_some_and(|w| w.text() == "then") {
+                    k += 1;
+                }
+                tcl_body(
+                    args.get(k).ok_or("a Tcl `if` without a body")?,
+                    procs,
+                    depth,
+                )?;
+                k += 1;
+                match args.get(k).map(|w| w.text()) {
+                    None => return Ok(()),
+                    Some("elseif") => k += 1,
+                    Some("else") => {
+                        return match &args[k + 1..] {
+                            [body] => tcl_body(body, procs, depth),
+                            _ => Err("a Tcl `else` the guard cannot read".into()),
+                        };
+                    }
+                    Some(_) => {
+                        return match &args[k..] {
+                            [body] => tcl_body(body, procs, depth),
+                            _ => Err("a Tcl `if` the guard cannot read".into()),
+                        };
+                    }
+                }
+            }
+        }
+        "while" => match args {
+            [cond, body] => {
+                tcl_expr(cond, procs, depth)?;
+                tcl_body(body, procs, depth)
+            }
+            _ => Err("a Tcl `while` the guard cannot read".into()),
+        },
+        "for" => match args {
+            [start, cond, next, body] => {
+                tcl_body(start, procs, depth)?;
+                tcl_expr(cond, procs, depth)?;
+                tcl_body(next, procs, depth)?;
+                tcl_body(body, procs, depth)
+            }
+            _ => Err("a Tcl `for` the guard cannot read".into()),
+        },
+        "foreach" | "lmap" => match args.last() {
+            Some(body) if args.len() >= 3 => tcl_body(body, procs, depth),
+            _ => Err(format!("a Tcl `{name}` the guard cannot read")),
+        },
+        "catch" => match args.first() {
+            Some(body) => tcl_body(body, procs, depth),
+            None => Err("a Tcl `catch` without a script".into()),
+        },
+        "expr" => {
+            for w in args {
+                tcl_expr(w, procs, depth)?;
+            }
+            Ok(())
+        }
+        "dict" | "array" => {
+            let sub = args.first().map(|w| (w.text(), w.dynamic()));
+            let plain: &[&str] = if name == "dict" {
+                &[
+                    "get", "set", "create", "exists", "keys", "values", "size", "append",
+                    "lappend", "incr", "merge", "remove", "replace", "unset", "info",
+                ]
+            } else {
+                &["get", "set", "names", "size", "exists", "unset"]
+            };
+            match sub {
+                Some((s, false)) if plain.contains(&s) => Ok(()),
+                _ => Err(format!(
+                    "Tcl's `{name}` with a script or a subcommand the guard does not know"
+                )),
+            }
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Inline interpreter code the guard will not run blind: it mentions tmux, names a tmux
@@ -3942,9 +4302,23 @@ impl Scan {
                         }
                     }
                 });
+            // Tcl builds command names at run time (`set c ex; append c ec; $c ...`): its code
+            // may only call commands known to be harmless, by literal name.
+            let stem = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+            let tcl = if matches!(stem, "tclsh" | "wish" | "expect") {
+                let inline = rest
+                    .windows(2)
+                    .filter(|p| inline_code_flag(&p[0].text))
+                    .map(|p| p[1].text.as_str());
+                stdin.into_iter().chain(inline).find_map(tcl_code)
+            } else {
+                None
+            };
             let why = if code_dynamic {
                 Some("runs code only known when the shell runs")
             } else if let Some(why) = &from_fd {
+                Some(why.as_str())
+            } else if let Some(why) = &tcl {
                 Some(why.as_str())
             } else if rest.iter().any(|w| opaque(&w.text)) {
                 Some(
@@ -4935,6 +5309,57 @@ mod tests {
             "xargs -n1 echo < list",
         ] {
             assert!(!denied(everyday), "denied: {everyday}");
+        }
+    }
+
+    #[test]
+    fn tcl_calls_only_harmless_commands_by_literal_name() {
+        for attack in [
+            "set c ex; append c ec; $c ls",
+            "[string cat ex ec] ls",
+            "ex\\x65c ls",
+            "\"exec\" ls",
+            "{exec} ls",
+            "rename exec e",
+            "eval {puts hi}",
+            "uplevel 1 {puts hi}",
+            "subst {[exec ls]}",
+            "namespace eval x {}",
+            "interp create",
+            "apply {{} {}}",
+            "info commands",
+            "load x.so",
+            "package require x",
+            "socket x 1",
+            "open |ls",
+            "puts [open |ls]",
+            "expr $x",
+            "if $x {}",
+            "if {1} {$c ls}",
+            "if {1} {} else {exec ls}",
+            "for {exec ls} {0} {} {}",
+            "proc p {} {exec ls}",
+            "{*}$c",
+            "lsort -command c {}",
+            "regsub -com c a b",
+            "puts \"[exec ls]",
+            "puts {a",
+            "puts {a}b",
+        ] {
+            assert!(tcl_code(attack).is_some(), "allowed: {attack}");
+        }
+        for everyday in [
+            "puts hi",
+            "set x 1; incr x; puts [expr {$x * 2}]",
+            "# a comment [exec ls]\nputs hi",
+            "proc sq {n} { return [expr {$n * $n}] }\nputs [sq 4]",
+            "if {$x > 1} then { puts a } elseif {$x} { puts b } else { puts c }",
+            "foreach {a b} {1 2 3 4} { puts \"$a=$b\" }",
+            "puts [join [lsort -unique {c a b}] ,]",
+            "set d [dict create a 1]; puts [dict get $d a]",
+            "puts ${x}",
+        ] {
+            assert_eq!(tcl_code(everyday), None, "{everyday}");
         }
     }
 

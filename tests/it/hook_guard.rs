@@ -1629,6 +1629,72 @@ fn an_interpreter_reading_its_program_from_a_descriptor_is_denied() {
     );
 }
 
+/// The twenty-sixth round: Tcl builds a command name at run time (`set c ex; append c ec;
+/// $c ...`, `[string cat ex ec]`, `ex\x65c`, `rename`), and tclsh ran tmux with it. Tcl code
+/// the guard reads (a here-string, a here-document, `expect -c`) may only call commands known
+/// to be harmless, by literal name. Only judged, never run.
+#[test]
+fn tcl_code_calls_only_harmless_commands_by_literal_name() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's line, and its other spellings.
+        "tclsh /dev/stdin <<< 'set c ex; append c ec; $c [string cat /usr/bin/t m ux] -S /tmp/x.sock [string cat ki ll-server]'",
+        "wish /dev/stdin <<< 'set c ex; append c ec; $c [string cat /usr/bin/t m ux] -S /tmp/x.sock [string cat ki ll-server]'",
+        "tclsh <<< 'set c ex; append c ec; $c ls'",
+        "tclsh <<< '[string cat ex ec] ls'",
+        "tclsh <<< 'ex\\x65c ls'",
+        "tclsh <<< 'rename exec e; e ls'",
+        "tclsh <<< 'rename puts p'",
+        "tclsh <<< 'interp eval {} {puts hi}'",
+        "tclsh <<< 'eval [list puts hi]'",
+        "tclsh <<< 'uplevel #0 {puts hi}'",
+        "tclsh <<< 'subst {[puts hi]}'",
+        "tclsh <<< 'namespace eval x {puts hi}'",
+        "tclsh <<< 'namespace inscope :: puts hi'",
+        "tclsh <<< 'apply {{} {puts hi}}'",
+        "tclsh <<< 'info body x'",
+        "tclsh <<< 'load /tmp/x.so'",
+        "tclsh <<< 'package require Expect'",
+        "tclsh <<< 'socket /tmp/x.sock 0'",
+        "tclsh <<< 'set f [open \"|ls\"]'",
+        "tclsh <<< 'source /tmp/x.tcl'",
+        "tclsh <<< 'after 0 {puts hi}; vwait forever'",
+        "tclsh <<< 'trace add execution puts enter x'",
+        "tclsh <<< 'set x {[puts hi]}; expr $x'",
+        "tclsh <<< 'if $x {puts hi}'",
+        "tclsh <<< 'if {1} \"\\x5bputs hi\\x5d\"'",
+        "tclsh <<< 'puts $a([ex\\x65c ls])'",
+        "tclsh <<< 'puts \"[set c ex; append c ec; $c ls]\"'",
+        "tclsh <<< 'if {[$c ls]} {}'",
+        "tclsh <<< 'while {1} {[string cat ex ec] ls}'",
+        "tclsh <<< 'proc p {} {exec ls}; p'",
+        "tclsh <<< 'catch {exec ls}'",
+        "tclsh <<< 'dict for {k v} {a b} {exec ls}'",
+        "tclsh8.6 <<< 'exec ls'",
+        "tclsh <<< 'foreach x {1} {$x ls}'",
+        "tclsh <<< 'proc f {} {$c ls}'",
+        "tclsh <<< '{*}$cmd'",
+        "tclsh <<< 'lsort -command $c {1 2}'",
+        "tclsh <<< 'regsub -command $c a b'",
+        "tclsh <<< '::exec ls'",
+        "tclsh <<EOF\nset c ex\nappend c ec\n$c ls\nEOF",
+        "expect -c 'set c sp; append c awn; $c ls'",
+    ];
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "tclsh <<< 'puts hi'",
+            "tclsh /dev/stdin <<< 'puts [string toupper hi]'",
+            "tclsh <<< 'set x 1; incr x; puts [expr {$x * 2}]'",
+            "tclsh <<< 'foreach w {a b c} { puts [string length $w] }'",
+            "tclsh <<< 'proc sq {n} { return [expr {$n * $n}] }; puts [sq 4]'",
+            "tclsh <<< 'if {[llength {a b}] > 1} { puts yes } else { puts no }'",
+            "tclsh <<< 'puts [join [lsort {c a b}] ,]'",
+        ],
+    );
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
