@@ -232,6 +232,11 @@
 //!   `-command` options and text the reader cannot parse are denied. Decided: an allowlist,
 //!   since `rename`, `interp`, `namespace`, `info`, `apply`, `trace`, `after` and the rest are
 //!   each a way to a name the guard cannot see.
+//!   (3) A socket is a way to tmux: code that opens one speaks tmux's client protocol to the
+//!   server's socket (its path is in `$TMUX`). `dynamic_code` counts [`socket_code`] (`sock`,
+//!   `unix` anywhere, Node's `net`/`tls`/`dgram`, `createConnection`), and a program given a
+//!   unix socket is denied ([`unix_socket_client`]: `curl --unix-socket`/`-K`, `nc -U`,
+//!   `openssl -unix`, `socat` with any address but stdio, TCP, UDP and TLS).
 
 use crate::oracle::Server;
 
@@ -1867,8 +1872,8 @@ fn has_ident(l: &str, w: &str) -> bool {
 }
 
 /// Code that reaches a name only known when it runs (`getattr(os, 'sys'+'tem')`,
-/// `require('chil'+'d_process')`), signals a process, or opens a pipe to a command: the guard
-/// cannot tell what it calls.
+/// `require('chil'+'d_process')`), signals a process, opens a pipe to a command, or opens a
+/// socket ([`socket_code`]): the guard cannot tell what it calls.
 fn dynamic_code(l: &str) -> bool {
     [
         "getattr",
@@ -1946,6 +1951,31 @@ fn dynamic_code(l: &str) -> bool {
             .chain(l.match_indices("import("))
             .any(|(i, m)| !literal_call(&l[i + m.len()..]))
         || (has_ident(l, "open") && l.contains('|'))
+        || socket_code(l)
+}
+
+/// Code that can open a socket (lowercase text): it can speak tmux's client protocol to the
+/// server's socket itself (the path is in `$TMUX`). Python's `socket`/`_socket` (also reached
+/// as `http.client.socket`), asyncio's unix connections, Perl's `IO::Socket`/`Socket`/`socket`,
+/// Ruby's `UNIXSocket`, PHP's `stream_socket_client`/`fsockopen`, Lua's `socket`, Node's
+/// `net`/`tls`/`dgram`, `socketPath`, `createConnection`; Deno's and Bun's `unix`.
+fn socket_code(l: &str) -> bool {
+    [
+        "sock",
+        "unix",
+        "createconnection",
+        "dgram",
+        "node:net",
+        "node:tls",
+        "gen_tcp",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
+        || ["net", "tls", "_tls_wrap", "_stream_wrap"].iter().any(|m| {
+            [format!("\"{m}\""), format!("'{m}'"), format!("`{m}`")]
+                .iter()
+                .any(|q| l.contains(q.as_str()))
+        })
 }
 
 /// gawk's indirect call (`@f(...)`, the function named by a string built at run time) or
@@ -2320,6 +2350,61 @@ fn tcl_command(words: &[TclWord], procs: &mut Vec<String>, depth: usize) -> Resu
             }
         }
         _ => Ok(()),
+    }
+}
+
+/// A program given a unix socket to connect to: it can speak tmux's client protocol to the
+/// server's socket (`printf ... | nc -U "${TMUX%%,*}"`). `curl --unix-socket`/
+/// `--abstract-unix-socket` (and `-K`, a config file that may name one), `nc`/`ncat`/`netcat
+/// -U`/`--unixsock`, `openssl s_client -unix`, and `socat` with any address but stdio, TCP,
+/// UDP and TLS (a bare path is `GOPEN`, which connects to a socket).
+fn unix_socket_client(base: &str, rest: &[Word]) -> Option<String> {
+    let short = |w: &Word, f: char| {
+        w.text.starts_with('-') && !w.text.starts_with("--") && w.text[1..].contains(f)
+    };
+    let why = |what: &str| {
+        Some(format!(
+            "{what} connects to a unix socket, which may be tmux's"
+        ))
+    };
+    match base {
+        "curl"
+            if rest.iter().any(|w| {
+                w.text.starts_with("--unix-socket")
+                    || w.text.starts_with("--abstract-unix-socket")
+                    || w.text.starts_with("--config")
+                    || short(w, 'K')
+            }) =>
+        {
+            why("`curl --unix-socket` (or a `-K` config)")
+        }
+        b if (b == "nc" || b.starts_with("nc.") || b == "ncat" || b == "netcat")
+            && rest
+                .iter()
+                .any(|w| short(w, 'U') || w.text.starts_with("--unixsock")) =>
+        {
+            why(&format!("`{b} -U`"))
+        }
+        "openssl" if rest.iter().any(|w| w.text == "-unix") => why("`openssl -unix`"),
+        "socat" => {
+            let plain = |a: &str| {
+                let l = a.to_ascii_lowercase();
+                let head = l.split([':', ',']).next().unwrap_or("");
+                a == "-"
+                    || matches!(
+                        head,
+                        "stdio" | "stdin" | "stdout" | "stderr" | "-" | "openssl" | "ssl"
+                    )
+                    || ["tcp", "udp"].iter().any(|p| head.starts_with(p)) && !head.contains("unix")
+            };
+            rest.iter()
+                .filter(|w| !w.text.starts_with('-') || w.text == "-")
+                .flat_map(|w| w.text.split("!!"))
+                .any(|a| !plain(a))
+                .then(|| why("`socat` given an address but stdio, TCP, UDP or TLS"))
+                .flatten()
+        }
+        _ => None,
     }
 }
 
@@ -4163,6 +4248,10 @@ impl Scan {
             self.deny(&words[i..], why);
             return;
         }
+        if let Some(why) = unix_socket_client(base, rest) {
+            self.deny(&words[i..], why);
+            return;
+        }
         if mentions_tmux(base) {
             self.deny(
                 &words[i..],
@@ -5307,6 +5396,32 @@ mod tests {
             "bash /dev/stdin <<< 'echo hi'",
             "find . -name '*.rs' | xargs wc -l",
             "xargs -n1 echo < list",
+        ] {
+            assert!(!denied(everyday), "denied: {everyday}");
+        }
+    }
+
+    #[test]
+    fn sockets_in_code_and_unix_socket_clients() {
+        for attack in [
+            "python3 -c 'import socket'",
+            "python3 -c 'import http.client as h; h.socket'",
+            "perl -MIO::Socket::UNIX -e 1",
+            "node -e 'require(\"net\")'",
+            "ruby -rsocket -e 1",
+            "curl --unix-socket /tmp/s http://x/",
+            "timeout 5 nc -U /tmp/s",
+            "busybox nc -U /tmp/s",
+            "socat - /tmp/s",
+            "socat - UNIX-CONNECT:/tmp/s",
+        ] {
+            assert!(denied(attack), "allowed: {attack}");
+        }
+        for everyday in [
+            "python3 -c 'print(1)'",
+            "curl -s https://example.com",
+            "socat - TCP:localhost:80",
+            "nc -z localhost 80",
         ] {
             assert!(!denied(everyday), "denied: {everyday}");
         }

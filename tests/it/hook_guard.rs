@@ -1695,6 +1695,67 @@ fn tcl_code_calls_only_harmless_commands_by_literal_name() {
     );
 }
 
+/// The twenty-sixth round: code that opens a socket speaks tmux's client protocol itself
+/// (Python's `socket` sent `kill-server` to the server's socket, found in `$TMUX`), and so do
+/// programs given a unix socket (`curl --unix-socket`, `nc -U`, `socat UNIX-CONNECT:`). Only
+/// judged, never run.
+#[test]
+fn code_and_programs_that_open_a_socket_are_denied() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's lines.
+        "python3 -c 'import socket,sys,struct; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); m=lambda t,d=b\"\": s.sendall(struct.pack(\"<IHHII\",t,16+len(d),0,8,0)+d); m(100,struct.pack(\"<i\",0)); m(106); m(200,struct.pack(\"<i\",1)+(sys.argv[2]+sys.argv[3]).encode()+bytes(1)); s.recv(9)' /tmp/x.sock ki ll-server",
+        "python3 -c 'import socket,os; s=socket.socket(socket.AF_UNIX); s.connect(os.environ.get(\"TM\"+\"UX\").split(\",\")[0])'",
+        "perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => $ARGV[0])' /tmp/x.sock",
+        "node -e 'require(\"net\").connect(process.argv[1])' /tmp/x.sock",
+        "curl --unix-socket /tmp/x.sock http://x/",
+        // Python, other spellings.
+        "python3 -c 'import _socket'",
+        "python3 -c 'from socket import *'",
+        "python3 -c 'import http.client as h; h.socket.socket(1)'",
+        "python3 -c 'import asyncio; asyncio.run(asyncio.open_unix_connection(\"/tmp/x.sock\"))'",
+        "python3 -c 'from multiprocessing.connection import Client'",
+        "python3 - <<'EOF'\nimport socket\nEOF",
+        // Perl, Node, Ruby, PHP, Lua.
+        "perl -MSocket -e 1",
+        "perl -e 'socket(S, 1, 1, 0)'",
+        "perl -e 'use IO::Socket; 1'",
+        "node -e 'require(\"node:net\")'",
+        "node -e 'require(\"http\").get({socketPath: \"/tmp/x.sock\"})'",
+        "node -e 'new (require(\"http\").Agent)().createConnection({path: \"/tmp/x.sock\"})'",
+        "node -e 'require(\"dgram\")'",
+        "node -e 'require(\"tls\").connect({path: \"/tmp/x.sock\"})'",
+        "ruby -rsocket -e 'UNIXSocket.new(\"/tmp/x.sock\")'",
+        "php -r 'stream_socket_client(\"unix:///tmp/x.sock\");'",
+        "php -r 'fsockopen(\"unix:///tmp/x.sock\");'",
+        "lua -e 'require(\"socket.unix\")'",
+        // Programs given a unix socket.
+        "curl --abstract-unix-socket x http://x/",
+        "curl -K cfg http://x/",
+        "nc -U /tmp/x.sock",
+        "nc -vU /tmp/x.sock",
+        "ncat --unixsock /tmp/x.sock",
+        "printf x | netcat -U /tmp/x.sock",
+        "socat - UNIX-CONNECT:/tmp/x.sock",
+        "socat - unix:/tmp/x.sock",
+        "socat - ABSTRACT-CONNECT:x",
+        "socat - /tmp/x.sock",
+        "socat - GOPEN:/tmp/x.sock",
+        "openssl s_client -unix /tmp/x.sock",
+    ];
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "python3 -c 'import sqlite3; print(sqlite3.connect(\"db.sqlite\"))'",
+            "node -e 'console.log(require(\"os\").cpus().length)'",
+            "curl -s https://example.com/api",
+            "nc -z localhost 8080",
+            "socat - TCP:localhost:80",
+        ],
+    );
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
