@@ -520,6 +520,54 @@ fn named_in(list: &[&str], comm: &str) -> bool {
         .any(|n| !n.is_empty() && list.contains(n))
 }
 
+/// Node's options that take the next word as their value (`node --title x`), when not given
+/// as `--option=value`.
+const NODE_VALUE_OPTIONS: &[&[u8]] = &[
+    b"-r",
+    b"--require",
+    b"--import",
+    b"--loader",
+    b"--experimental-loader",
+    b"--title",
+    b"-C",
+    b"--conditions",
+    b"--inspect-port",
+    b"--debug-port",
+    b"--input-type",
+    b"--env-file",
+    b"--env-file-if-exists",
+    b"--redirect-warnings",
+    b"--report-dir",
+    b"--report-directory",
+    b"--report-filename",
+    b"--diagnostic-dir",
+    b"--cpu-prof-dir",
+    b"--cpu-prof-name",
+    b"--heap-prof-dir",
+    b"--heap-prof-name",
+    b"--openssl-config",
+    b"--tls-cipher-list",
+    b"--tls-keylog",
+    b"--icu-data-dir",
+    b"--unhandled-rejections",
+    b"--dns-result-order",
+    b"--disable-proto",
+    b"--watch-path",
+    b"--secure-heap",
+    b"--secure-heap-min",
+    b"--max-http-header-size",
+    b"--experimental-policy",
+    b"--policy-integrity",
+    b"--trace-event-categories",
+    b"--trace-event-file-pattern",
+    b"--localstorage-file",
+    b"--snapshot-blob",
+    b"--test-reporter",
+    b"--test-reporter-destination",
+    b"--test-name-pattern",
+    b"--run",
+];
+
 /// Interpreters by `comm` (digits and dots trimmed: `python3.11`): reading the terminal with
 /// no script file (no program, `-i`, perl's `-d`, or code given inline, which may read and run
 /// lines: `perl -ne 'system $_'`), they run what is typed.
@@ -668,45 +716,100 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
         };
         let node = repl_name
             .as_deref()
+            .or(exe_repl.as_deref())
             .is_some_and(|n| matches!(stem(n).as_str(), "node" | "nodejs"));
+        // Python's short options cluster (`-Bm code`, `-Im asyncio`, `-ui`): see `clustered`.
+        let python = repl_name
+            .as_deref()
+            .or(exe_repl.as_deref())
+            .is_some_and(|n| matches!(stem(n).as_str(), "python" | "pypy"));
+        // An interpreter's inline code (`-c`, `-e`, php's `-r`, `-ne`): the next word is code.
+        let inline_flag = |a: &[u8]| {
+            matches!(a, b"-c" | b"-e" | b"-E" | b"-r" | b"--eval" | b"-p")
+                || (a.starts_with(b"-")
+                    && !a.starts_with(b"--")
+                    && a.len() > 2
+                    && a.ends_with(b"e")
+                    && a[1..].iter().all(u8::is_ascii_alphabetic))
+        };
+        // An option of the interpreter's own that takes the next word as its value
+        // (`python3 -W ignore`, `node --title x`): that word is no script.
+        let takes_value = |a: &[u8]| {
+            (python && matches!(a, b"-W" | b"-X" | b"--check-hash-based-pycs"))
+                || (node && NODE_VALUE_OPTIONS.contains(&a))
+        };
+        // Whether `a` names a regular file, from the process's own directory.
+        let is_file = |a: &[u8]| {
+            let a = std::path::PathBuf::from(
+                <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(a),
+            );
+            let full = if a.is_absolute() {
+                a
+            } else {
+                proc_path(n.id.pid, "cwd").join(a)
+            };
+            std::fs::metadata(full).is_ok_and(|m| m.is_file())
+        };
+        // The script an interpreter runs: its first word that is neither an option, nor an
+        // option's value, nor inline code, and names a file that is there. A word that names
+        // no file is no script (the value of an option not listed in `takes_value`): an
+        // interpreter given none reads its program from the terminal. `None` too for a module
+        // (`-m`, judged below) and for whatever is not an interpreter.
+        let script: Option<usize> = if repl {
+            let mut skip = false;
+            let mut found = None;
+            for (k, a) in args.iter().enumerate() {
+                if std::mem::take(&mut skip) {
+                    continue;
+                }
+                if *a == b"-m" {
+                    break;
+                }
+                if inline_flag(a) || takes_value(a) {
+                    skip = true;
+                    continue;
+                }
+                if !flag(a) && !terminal_path(a) && is_file(a) {
+                    found = Some(k);
+                    break;
+                }
+            }
+            found
+        } else {
+            None
+        };
         // An interpreter running a script that is one of those programs (`python3 /usr/bin/pdb3`
         // through `#!/usr/bin/env python3`).
         // (The script's own name, and the name of the file it leads to through symlinks:
         // `./codex` linked to `/usr/bin/pdb3`.)
         let runs_runner = repl
-            && args
-                .iter()
-                .find(|a| !flag(a) && !terminal_path(a))
-                .is_some_and(|a| {
-                    let a = String::from_utf8_lossy(a).into_owned();
-                    let path = std::path::Path::new(&a);
-                    let full = if path.is_absolute() {
-                        path.to_path_buf()
-                    } else {
-                        proc_path(n.id.pid, "cwd").join(path)
-                    };
-                    let real = std::fs::canonicalize(&full).ok();
-                    std::iter::once(path.to_path_buf()).chain(real).any(|p| {
-                        let name = p
-                            .file_name()
-                            .map(|f| f.to_string_lossy().into_owned())
-                            .unwrap_or_default();
-                        let stem = name.trim_end_matches(".py");
-                        named_in(LINE_RUNNERS, stem) || debugger(stem.as_bytes())
-                    })
-                });
+            && script.and_then(|k| args.get(k)).is_some_and(|a| {
+                let a = String::from_utf8_lossy(a).into_owned();
+                let path = std::path::Path::new(&a);
+                let full = if path.is_absolute() {
+                    path.to_path_buf()
+                } else {
+                    proc_path(n.id.pid, "cwd").join(path)
+                };
+                let real = std::fs::canonicalize(&full).ok();
+                std::iter::once(path.to_path_buf()).chain(real).any(|p| {
+                    let name = p
+                        .file_name()
+                        .map(|f| f.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let stem = name.trim_end_matches(".py");
+                    named_in(LINE_RUNNERS, stem) || debugger(stem.as_bytes())
+                })
+            });
         // Python's short options cluster (`-Bm code`, `-Im asyncio`, `-ui`): `i` anywhere
         // before an option that takes a value, and `m` with its module (the rest of the word,
         // else the next one).
-        let python = repl_name
-            .as_deref()
-            .or(exe_repl.as_deref())
-            .is_some_and(|n| matches!(stem(n).as_str(), "python" | "pypy"));
         // Only Python's own options: those before the script (or `-c`/`-m`'s value).
-        let script_at = args
-            .iter()
-            .position(|a| !flag(a) && !terminal_path(a))
-            .unwrap_or(args.len());
+        let script_at = script.unwrap_or_else(|| {
+            args.iter()
+                .position(|a| !flag(a) && !terminal_path(a))
+                .unwrap_or(args.len())
+        });
         let clustered = |k: usize, a: &[u8]| {
             if !python
                 || k >= script_at
@@ -756,7 +859,7 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
         // no script.
         let mut given_code = false;
         let mut skip = false;
-        for a in &args {
+        for (k, a) in args.iter().enumerate() {
             if std::mem::take(&mut skip) {
                 continue;
             }
@@ -776,16 +879,16 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
                     given_code = true;
                     break;
                 }
-                let inline = matches!(*a, b"-c" | b"-e" | b"-E" | b"-r" | b"--eval" | b"-p")
-                    || (a.starts_with(b"-")
-                        && !a.starts_with(b"--")
-                        && a.len() > 2
-                        && a.ends_with(b"e")
-                        && a[1..].iter().all(u8::is_ascii_alphabetic));
-                if inline {
+                if inline_flag(a) {
                     skip = true;
                     continue;
                 }
+                // Its script is the one found above; any other word is an option or its value.
+                if script == Some(k) {
+                    given_code = true;
+                    break;
+                }
+                continue;
             }
             if (!flag(a) && !terminal_path(a))
                 || (shell && a.starts_with(b"-") && !a.starts_with(b"--") && a.contains(&b'c'))

@@ -724,6 +724,45 @@ fn send_types_nothing_into_a_shell_run_by_a_loader() {
     );
 }
 
+/// The twenty-seventh round: an interpreter given an option that takes a value (`python3 -W
+/// ignore`, `python3 -X utf8`) had that value taken for its script, so its REPL got `up`'s
+/// first prompt and `send`'s text and ran them. Option values are known, and a word that names
+/// no file is no script: nothing is typed, even with a file named as the value in the worker's
+/// directory. (`node --title x` renames the process, arguments and all: a stated limit.)
+#[test]
+fn send_types_nothing_into_a_repl_given_an_option_value() {
+    let t = Team::running_as("custom", |dir| {
+        std::fs::write(dir.join("ignore"), "print('a file named as the value')\n").unwrap();
+        let script = dir.join("agent.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "{agent} --done-after 300 --die-after 2500 --received {d}/received-$TEAM_WORKER.txt\n\
+                 case $TEAM_WORKER in\n\
+                 worker-1) exec python3 -W ignore ;;\n\
+                 worker-2) exec python3 -X utf8 ;;\n\
+                 worker-3) exec python3 -W ignore -X dev -q ;;\n\
+                 *) cd {d} && exec python3 -W ignore ;;\n\
+                 esac\n",
+                agent = tests::bin("fake-agent").display(),
+                d = dir.display(),
+            ),
+        )
+        .unwrap();
+        format!("sh {}", script.display())
+    });
+    assert_code(&t.run(&["policy", "demo", "--max-workers", "4"]), 0);
+    assert_code(&t.run(&["up", "demo", "4", "--ready-timeout", "20s"]), 0);
+    // The agents exit; the REPL takes each pane's terminal.
+    std::thread::sleep(std::time::Duration::from_millis(4000));
+    assert_send_types_nothing(
+        &t,
+        &["worker-1", "worker-2", "worker-3", "worker-4"],
+        &|c| format!("open('{}', 'w')", c.display()),
+        "REPL",
+    );
+}
+
 /// A directory of programs under other names, as Debian's alternatives give them: `pager`
 /// (`/usr/bin/pager` when there is one, else a symlink to `less`), `editor` (`/usr/bin/editor`,
 /// vim on Debian, else a symlink to `less`), and `codex`, a symlink to `less` named as an
