@@ -43,8 +43,8 @@ pub struct Global {
     /// file-system boundary or $HOME, that holds a .team; else the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Where team state lives (default: $TEAM_STATE_DIR, unless $TEAM_NAME names another team
-    /// than the command's; else <workspace>/.team).
+    /// Where team state lives (default: $TEAM_STATE_DIR for the team $TEAM_NAME names, with
+    /// no --workspace; else <workspace>/.team).
     #[arg(long, global = true, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// How long to wait for a busy lock before giving up with exit 75.
@@ -107,6 +107,24 @@ pub enum Command {
 }
 
 impl Command {
+    /// Which of a pane's inherited variables the command takes (`crate::ctx`).
+    pub fn scope(&self) -> crate::ctx::Scope {
+        use crate::ctx::Scope;
+        match self {
+            Command::Init(_) => Scope::Init,
+            Command::WorkerStatus(_) => Scope::Worker,
+            Command::Task(a)
+                if matches!(
+                    a.cmd,
+                    TaskCmd::Claim(_) | TaskCmd::Done(_) | TaskCmd::Fail(_)
+                ) =>
+            {
+                Scope::Worker
+            }
+            _ => Scope::Other,
+        }
+    }
+
     /// The team the command names (`None`: `list`, and the hidden commands).
     pub fn team(&self) -> Option<&str> {
         Some(match self {

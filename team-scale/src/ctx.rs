@@ -14,9 +14,14 @@
 //!   It used to apply to every command run there: an agent that started a team of its own
 //!   (`cd ../other && team-scale init sub`) put it into the outer team's state dir, where the
 //!   new team's records named another workspace and read as copied state (its `shutdown`
-//!   exited 65). `TEAM_STATE_DIR` now applies when `TEAM_NAME` is unset or names the
-//!   command's team (or the command names none, `list`); otherwise the workspace is found from
-//!   the current directory, as if it were unset. `--state-dir` always applies.
+//!   exited 65); and a command given `--workspace`, or run in another workspace holding a team
+//!   of the same name, acted on the pane's team instead. Now, in this order: `--state-dir`
+//!   always applies; with `--workspace` the inherited dir does not; without `TEAM_NAME` (a
+//!   user's own export) it applies; a worker's reports about itself (`worker-status`, `task
+//!   claim/done/fail`) use it for their team; `init` never does (a new team belongs to the
+//!   workspace it is started in); a command for another team than `TEAM_NAME` does not; and a
+//!   command for the pane's team does unless the workspace found from the current directory
+//!   holds a team of that name in another state dir (for `list`, any team).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -54,42 +59,90 @@ pub struct Ctx {
     pub found_above: Option<PathBuf>,
 }
 
-/// `TEAM_STATE_DIR`, unless `TEAM_NAME` names another team than `team` (see the module docs).
-fn inherited_state_dir(team: Option<&str>) -> Option<PathBuf> {
-    let dir = std::env::var_os("TEAM_STATE_DIR").filter(|d| !d.is_empty())?;
-    let pane_team = std::env::var_os("TEAM_NAME").filter(|n| !n.is_empty());
-    match (pane_team, team) {
-        (Some(of), Some(t)) if of != t => None,
-        _ => Some(PathBuf::from(dir)),
+/// Which of a pane's inherited variables a command takes (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// `init`: a new team belongs to the workspace it is started in.
+    Init,
+    /// A worker's report about itself (`worker-status`, `task claim/done/fail`).
+    Worker,
+    /// Any other command.
+    Other,
+}
+
+/// `TEAM_STATE_DIR` when it applies to a command for `team` (see the module docs);
+/// `found`: the workspace found from the current directory, if any.
+fn inherited_state_dir(
+    team: Option<&str>,
+    scope: Scope,
+    found: Option<&std::path::Path>,
+) -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("TEAM_STATE_DIR").filter(|d| !d.is_empty())?);
+    let Some(of) = std::env::var_os("TEAM_NAME").filter(|n| !n.is_empty()) else {
+        return Some(dir);
+    };
+    let ours = team.is_none_or(|t| of == t);
+    match scope {
+        Scope::Init => None,
+        Scope::Worker => ours.then_some(dir),
+        Scope::Other if !ours => None,
+        Scope::Other => {
+            // A nearer team of that name (for `list`, nearer teams), in another state dir, is
+            // the one meant.
+            let nearer = found.and_then(|ws| {
+                let root = ws.join(".team");
+                let same = match (root.canonicalize(), dir.canonicalize()) {
+                    (Ok(a), Ok(b)) => a == b,
+                    _ => root == dir,
+                };
+                let teams = root.join("teams");
+                let holds = match team {
+                    Some(t) => teams.join(t).join("team.json").exists(),
+                    None => teams.is_dir(),
+                };
+                (!same && holds).then_some(())
+            });
+            nearer.is_none().then_some(dir)
+        }
     }
 }
 
 impl Ctx {
     /// `here`: the current directory is the workspace, whatever is above it (`init --here`);
-    /// `team`: the team the command names, if any.
-    pub fn from_env(g: &Global, here: bool, team: Option<&str>) -> Result<Ctx> {
-        let state_dir = g.state_dir.clone().or_else(|| inherited_state_dir(team));
+    /// `team`: the team the command names, if any; `scope`: which inherited variables it takes.
+    pub fn from_env(g: &Global, here: bool, team: Option<&str>, scope: Scope) -> Result<Ctx> {
         let mut found_above = None;
-        let ws = match &g.workspace {
-            Some(w) => w.clone(),
+        // Like git: the nearest ancestor with a `.team`, up to a file-system boundary and
+        // $HOME. An explicit state dir names the state, not the workspace.
+        let (cwd, found) = match &g.workspace {
+            Some(_) => (None, None),
             None => {
                 let cwd = std::env::current_dir()
                     .map_err(|e| Error::io("read", "current directory", e))?;
-                // Like git: the nearest ancestor with a `.team`, up to a file-system boundary
-                // and $HOME. An explicit state dir names the state, not the workspace.
                 let cwd = cwd.canonicalize().unwrap_or(cwd);
                 let home = std::env::var_os("HOME")
                     .filter(|h| !h.is_empty())
                     .map(PathBuf::from)
                     .map(|h| h.canonicalize().unwrap_or(h));
-                match team_core::workspace::find(&cwd, home.as_deref()) {
-                    Some(found) if state_dir.is_none() && found != cwd => {
-                        found_above = Some(found.clone());
-                        if here { cwd } else { found }
-                    }
-                    _ => cwd,
-                }
+                let found = team_core::workspace::find(&cwd, home.as_deref());
+                (Some(cwd), found)
             }
+        };
+        let state_dir = match (&g.state_dir, &g.workspace) {
+            (Some(d), _) => Some(d.clone()),
+            (None, Some(_)) => None,
+            (None, None) => inherited_state_dir(team, scope, found.as_deref()),
+        };
+        let ws = match (&g.workspace, cwd) {
+            (Some(w), _) => w.clone(),
+            (None, Some(cwd)) => match found {
+                Some(found) if state_dir.is_none() && found != cwd => {
+                    found_above = Some(found.clone());
+                    if here { cwd } else { found }
+                }
+                _ => cwd,
+            },
+            (None, None) => unreachable!("the current directory is read without --workspace"),
         };
         let workspace = ws
             .canonicalize()

@@ -218,6 +218,126 @@ fn list_shows_every_team_and_flags_unreadable_state() {
     assert_eq!(lines[1]["state"], "unreadable");
 }
 
+/// The twenty-seventh round: the state dir a pane inherits won over what the command said
+/// or where it ran. With a team `demo` in workspace A and another `demo` in workspace B, a
+/// command run with A's pane environment and `--workspace B` (or from B's directory) showed,
+/// scaled and killed A's workers, `list` in B listed A's teams, and `init demo` in a fresh
+/// workspace was refused as A's. Now `--workspace` and a nearer team of that name win, `init`
+/// starts a team where it runs, and a worker's reports about itself still reach its own team.
+#[test]
+fn an_inherited_state_dir_never_wins_over_the_workspace_named_or_nearer() {
+    let sb = Sandbox::new();
+    let dir = |name: &str| {
+        let d = sb.dir.path().join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        d.canonicalize().unwrap()
+    };
+    let (wsb, wsc) = (dir("wsb"), dir("wsc"));
+    let init = [
+        "init",
+        "demo",
+        "--private",
+        "--worker-cmd",
+        "exec sleep 100000",
+        "--json",
+    ];
+    assert_code(&sb.run("team-scale", &init), 0);
+    assert_code(
+        &sb.run("team-scale", &["up", "demo", "2", "--ready-timeout", "0"]),
+        0,
+    );
+    let a_root = sb.ws.join(".team");
+    // Commands run with the environment of A's worker-1 pane, in `cwd`.
+    let in_pane = |cwd: &std::path::Path, args: &[&str]| {
+        sb.cmd("team-scale")
+            .current_dir(cwd)
+            .env("TEAM_STATE_DIR", &a_root)
+            .env("TEAM_NAME", "demo")
+            .env("TEAM_WORKER", "worker-1")
+            .env("TEAM_WORKSPACE", &sb.ws)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // `init demo` where it runs: B gets its own team, not "already exists" as A's.
+    assert_code(&in_pane(&wsb, &init), 0);
+    assert!(wsb.join(".team/teams/demo/team.json").exists());
+    let members = |o: &std::process::Output| {
+        json_lines(&o.stdout)
+            .iter()
+            .filter(|l| l["type"] == "worker")
+            .count()
+    };
+    // From B's directory, and with `--workspace B` from elsewhere: B's team (no workers),
+    // and `up`/`down` change B, never A.
+    let o = in_pane(&wsb, &["status", "demo", "--json"]);
+    assert_code(&o, 0);
+    assert_eq!(members(&o), 0, "status in B showed A's workers");
+    let ws_b = wsb.display().to_string();
+    let o = in_pane(&wsc, &["--workspace", &ws_b, "status", "demo", "--json"]);
+    assert_code(&o, 0);
+    assert_eq!(members(&o), 0, "--workspace B showed A's workers");
+    assert_code(
+        &in_pane(
+            &wsc,
+            &[
+                "--workspace",
+                &ws_b,
+                "up",
+                "demo",
+                "2",
+                "--ready-timeout",
+                "0",
+            ],
+        ),
+        0,
+    );
+    assert_code(
+        &in_pane(&wsb, &["down", "demo", "1", "--force", "--grace", "1s"]),
+        0,
+    );
+    assert_eq!(members(&in_pane(&wsb, &["status", "demo", "--json"])), 1);
+    let a = sb.run("team-scale", &["status", "demo", "--json"]);
+    assert_eq!(members(&a), 2, "A lost or gained a worker");
+    // `list` in B lists B's teams.
+    let o = in_pane(&wsb, &["list", "--json"]);
+    assert_code(&o, 0);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(&ws_b), "list in B: {text}");
+    // A worker's report about itself reaches its own team from anywhere, B's directory
+    // included, and the pane's own team is found from a directory that holds no other.
+    let w1 = json_lines(&a.stdout)
+        .into_iter()
+        .find(|l| l["type"] == "worker" && l["worker"] == "worker-1")
+        .expect("A's worker-1");
+    let inc = w1["incarnation"]
+        .as_str()
+        .expect("an incarnation")
+        .to_string();
+    let o = sb
+        .cmd("team-scale")
+        .current_dir(&wsb)
+        .env("TEAM_STATE_DIR", &a_root)
+        .env("TEAM_NAME", "demo")
+        .env("TEAM_WORKER", "worker-1")
+        .env("TEAM_INCARNATION", &inc)
+        .args(["worker-status", "--state", "done", "--note", "from B"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let a = sb.run("team-scale", &["status", "demo", "--json"]);
+    assert!(
+        String::from_utf8_lossy(&a.stdout).contains("from B"),
+        "the report did not reach A: {}",
+        String::from_utf8_lossy(&a.stdout)
+    );
+    let o = in_pane(&wsc, &["status", "demo", "--json"]);
+    assert_code(&o, 0);
+    assert_eq!(members(&o), 2, "from elsewhere, the pane's team is A");
+    assert_code(&in_pane(&sb.ws, &["shutdown", "demo", "--grace", "1s"]), 0);
+    assert_code(&in_pane(&wsb, &["shutdown", "demo", "--grace", "1s"]), 0);
+}
+
 /// Black-box rounds 25 and 26: an agent in a worker's pane started a team of its own (`cd
 /// ../b && team-scale init b`). Every pane of a team carries `TEAM_STATE_DIR` (with
 /// `TEAM_NAME`), and it was taken as the new team's state dir too: b's state landed in a's

@@ -35,7 +35,7 @@ pub fn run(cli: Cli) -> CliResult<i32> {
     };
     crate::priority::background_reader(&cmd, team_cli::env::is_off("TEAM_READERS_YIELD"));
     let here = matches!(&cmd, Command::Init(a) if a.here);
-    let ctx = Ctx::from_env(&cli.global, here, cmd.team())?;
+    let ctx = Ctx::from_env(&cli.global, here, cmd.team(), cmd.scope())?;
     // Interruptible operations: roll back or finish the step in progress, then exit 130.
     let interruptible = match &cmd {
         Command::Up(a) => Some(a.team.clone()),
