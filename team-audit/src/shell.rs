@@ -1937,9 +1937,34 @@ fn dynamic_code(l: &str) -> bool {
         "_g",
         "loadstring",
         "dofile",
+        // Python's standard library: a command string run through a shell, a command named
+        // by the environment (`PAGER`, `MANPAGER`, `BROWSER`, `PYTHONBREAKPOINT`, read by
+        // pydoc, `help()`, webbrowser, antigravity, `breakpoint()`), a mailcap entry, Tcl's
+        // `exec` (tkinter), code from a string (doctest, profile, trace, bdb).
+        "imap4_stream",
+        "pipepager",
+        "tempfilepager",
+        "pydoc",
+        "getoutput",
+        "getstatusoutput",
+        "webbrowser",
+        "antigravity",
+        "mailcap",
+        "breakpoint",
+        "breakpointhook",
+        "tkinter",
+        "_tkinter",
+        "doctest",
+        "bdb",
     ]
     .iter()
     .any(|w| has_ident(l, w))
+        || ["pipes", "profile", "trace"]
+            .iter()
+            .any(|m| python_imports(l, m))
+        || l.match_indices("help(").any(|(i, _)| {
+            !l[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        })
         || l.contains("&{")
         || l.contains("new function")
         || l.contains("process[")
@@ -1952,6 +1977,23 @@ fn dynamic_code(l: &str) -> bool {
             .any(|(i, m)| !literal_call(&l[i + m.len()..]))
         || (has_ident(l, "open") && l.contains('|'))
         || (socket_code(l) && !file_name_like(l))
+}
+
+/// Whether Python code (lowercase) imports the module `m` (`import m`, `import os, m as x`,
+/// `from m import f`): for modules whose names are ordinary words (`pipes`, `profile`,
+/// `trace`), which as identifiers alone would deny too much.
+fn python_imports(l: &str, m: &str) -> bool {
+    l.split([';', '\n', ':']).any(|st| {
+        let st = st.trim();
+        let root = |n: &str| n.trim().split(['.', ' ']).next() == Some(m);
+        if let Some(names) = st.strip_prefix("import ") {
+            names.split(',').any(root)
+        } else if let Some(from) = st.strip_prefix("from ") {
+            root(from)
+        } else {
+            false
+        }
+    })
 }
 
 /// A word that can only be a file name or a path (`tests/test_socket.py`, `Makefile.unix`; not
@@ -3082,6 +3124,13 @@ fn code_var(word: &str) -> Option<String> {
             | "LD_AUDIT"
             | "LD_LIBRARY_PATH"
             | "PYTHONSTARTUP"
+            | "PYTHONBREAKPOINT"
+            | "BROWSER"
+            | "PERL5DB"
+            | "SYSTEMD_PAGER"
+            | "SYSTEMD_EDITOR"
+            | "SUDO_EDITOR"
+            | "MAILCAPS"
             | "PERL5OPT"
             | "NODE_OPTIONS"
             | "RUBYOPT"
@@ -5525,6 +5574,32 @@ mod tests {
             "python3 x.py 2>/dev/null",
             "python3 -c 'print(1)' < /dev/null",
             "bash /dev/null",
+        ] {
+            assert!(!denied(everyday), "denied: {everyday}");
+        }
+    }
+
+    #[test]
+    fn python_standard_library_command_runners() {
+        for attack in [
+            "python3 -c 'import imaplib; imaplib.IMAP4_stream(\"id\")'",
+            "python3 -c 'import pydoc; pydoc.pipepager(\"x\", \"id\")'",
+            "python3 -c 'import pipes; pipes.Template()'",
+            "python3 -c 'import os, profile as p; p.run(\"1\")'",
+            "python3 -c 'from trace import Trace'",
+            "python3 -c 'import webbrowser'",
+            "python3 -c 'help(len)'",
+            "python3 -c 'breakpoint()'",
+            "BROWSER=id python3 -m webbrowser http://x",
+            "PYTHONBREAKPOINT=os.system python3 -c 1",
+        ] {
+            assert!(denied(attack), "allowed: {attack}");
+        }
+        for everyday in [
+            "python3 -c 'import json; print(1)'",
+            "python3 -c 'print(\"profile trace pipes pager\")'",
+            "python3 -c 'import traceback, cProfile_x'",
+            "python3 -c 'p.add_argument(\"x\", help=\"y\")'",
         ] {
             assert!(!denied(everyday), "denied: {everyday}");
         }

@@ -1761,6 +1761,61 @@ fn code_and_programs_that_open_a_socket_are_denied() {
     );
 }
 
+/// The twenty-seventh round: Python's standard library runs command strings through a shell
+/// under names the process-call list did not hold (`imaplib.IMAP4_stream`, `pydoc.pipepager`,
+/// `pipes.Template`), or runs a command named by the environment (`PAGER` for pydoc,
+/// `BROWSER` for webbrowser, `PYTHONBREAKPOINT` for `breakpoint()`). Only judged, never run.
+#[test]
+fn python_standard_library_command_runners_are_denied() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's lines.
+        "python3 -c 'import imaplib; imaplib.IMAP4_stream(\"tQux -S /tmp/vv kiZZ-server\".replace(\"Q\",\"m\").replace(\"Z\",\"l\"))'",
+        "python3 -c 'import pydoc; pydoc.pipepager(\"x\",\"tQux -S /tmp/vv kiZZ-server\".replace(\"Q\",\"m\").replace(\"Z\",\"l\"))'",
+        "python3 -c 'import pipes; t=pipes.Template(); t.append(\"id\",\"--\"); t.open(\"/dev/null\",\"w\")'",
+        "python3 -c 'import os; os.environ[\"PAGER\"]=\"id\"; import pydoc; pydoc.pager(\"x\")'",
+        "python3 -c 'import os; os.environ[\"BROWSER\"]=\"id\"; import webbrowser; webbrowser.open(\"x\")'",
+        // Other spellings and relatives.
+        "python3 -c 'from imaplib import IMAP4_stream as S; S(\"id\")'",
+        "python3 -c 'from pydoc import *; pipepager(\"x\", \"id\")'",
+        "python3 -c 'from pydoc import tempfilepager; tempfilepager(\"x\", \"id\")'",
+        "python3 -c 'import os; os.putenv(\"MANPAGER\", \"id\"); help(os)'",
+        "python3 -c 'import os; os.environ[\"PA\"+\"GER\"]=\"id\"; help(os)'",
+        "python3 -c 'import mailcap; c=mailcap.getcaps()'",
+        "python3 -c 'from subprocess import getoutput'",
+        "python3 -c 'import commands; commands.getstatusoutput(\"id\")'",
+        "python3 -c 'import antigravity'",
+        "python3 -c 'import os; os.environ[\"PYTHON\"+\"BREAKPOINT\"]=\"os.sys\"+\"tem\"; breakpoint(\"id\")'",
+        "python3 -c 'import tkinter; tkinter.Tcl().call(\"ex\"+\"ec\", \"id\")'",
+        "python3 -c 'import doctest; doctest.run_docstring_examples(\">>> 1\", {})'",
+        "python3 -c 'import profile; profile.run(\"1\")'",
+        "python3 -c 'import trace; trace.Trace().run(\"1\")'",
+        "python3 -c 'if 1: import os, trace as t'",
+        "python3 - <<< 'import pydoc; pydoc.pipepager(\"x\", \"id\")'",
+        // The environment names a command a program runs.
+        "BROWSER=id python3 -m webbrowser http://x",
+        "env BROWSER=id python3 -c 'import webbrowser'",
+        "PAGER=id python3 -m pydoc os",
+        "PYTHONBREAKPOINT=os.system python3 -c 'breakpoint(\"id\")'",
+        "PERL5DB='BEGIN{}' perl -d -e 1",
+        "SYSTEMD_PAGER=id systemctl status",
+        "SUDO_EDITOR=id sudoedit f",
+    ];
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "python3 -c 'import json; print(1)'",
+            "python3 -c 'import re; print(re.compile(\"a\").match(\"a\"))'",
+            "python3 -c 'import argparse; p=argparse.ArgumentParser(); p.add_argument(\"x\", help=\"a\")'",
+            "python3 -m json.tool data.json",
+            "python3 -m http.server 8000",
+            "git --no-pager log",
+            "git --no-pager diff",
+        ],
+    );
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
