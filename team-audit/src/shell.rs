@@ -1979,6 +1979,132 @@ fn dynamic_code(l: &str) -> bool {
         || (socket_code(l) && !file_name_like(l))
 }
 
+/// The sqlite3 shell (and DuckDB's, its fork) runs a command for a dot-command's file name
+/// that starts with `|` (`.read`, `.once`, `.output`, `.import`, `.log`, `.trace`, ...), for
+/// `.once`/`.output` given `-e`/`-x` (`$VISUAL`/`$EDITOR` or a viewer), `.excel`, `.www`, the
+/// abbreviations of `.shell`/`.system` (`.sys`), and SQL's `edit(text, editor)`. Its commands
+/// are its arguments (`-cmd` values included) and, with no SQL among them, its stdin: a
+/// here-string or here-document is judged line by line, a pipe is denied.
+fn sqlite_runs_command(
+    base: &str,
+    rest: &[Word],
+    input: &Input,
+    stdin: Option<&str>,
+) -> Option<String> {
+    if !matches!(base, "sqlite3" | "sqlite" | "duckdb") {
+        return None;
+    }
+    let why = |what: &str| {
+        Some(format!(
+            "`{base}` {what}; the guard cannot see what it runs"
+        ))
+    };
+    // Positional words: the database, then SQL or dot-commands (stdin is not read then).
+    let takes_value = |w: &str| {
+        matches!(
+            w.trim_start_matches('-'),
+            "cmd"
+                | "init"
+                | "separator"
+                | "newline"
+                | "nullvalue"
+                | "vfs"
+                | "mmap"
+                | "lookaside"
+                | "pagecache"
+                | "heap"
+                | "maxsize"
+                | "escape"
+        )
+    };
+    let mut positional = 0;
+    let mut k = 0;
+    while k < rest.len() {
+        let t = rest[k].text.as_str();
+        if t.starts_with('-') {
+            k += usize::from(takes_value(t));
+        } else {
+            positional += 1;
+        }
+        k += 1;
+    }
+    let reads_stdin = positional < 2;
+    if reads_stdin && matches!(input, Input::Pipe) {
+        return why("reads its commands from a pipe");
+    }
+    let stdin_text = stdin.filter(|_| reads_stdin && matches!(input, Input::Text(_)));
+    let texts = rest.iter().map(|w| w.text.as_str()).chain(stdin_text);
+    for text in texts {
+        let l = text.to_ascii_lowercase();
+        let edit = l.match_indices("edit").any(|(i, m)| {
+            let before = l[..i].chars().next_back();
+            !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                && l[i + m.len()..].trim_start().starts_with('(')
+        });
+        if edit {
+            return why("runs an editor command (`edit()`)");
+        }
+        for line in l.lines() {
+            let Some(cmd) = line.trim_start().strip_prefix('.') else {
+                continue;
+            };
+            let args = sqlite_dot_args(cmd);
+            let Some((name, args)) = args.split_first() else {
+                continue;
+            };
+            let abbrev = |full: &str| name.len() >= 2 && full.starts_with(name.as_str());
+            if abbrev("shell") || abbrev("system") {
+                return why("runs a shell command (`.shell`/`.system`)");
+            }
+            if abbrev("excel") || name.starts_with("ww") {
+                return why("starts a viewer (`.excel`, `.www`)");
+            }
+            if (name.starts_with('o') && (abbrev("once") || abbrev("output") || name == "o"))
+                && args.iter().any(|a| a.starts_with('-') && a != "--bom")
+            {
+                return why("starts an editor or a viewer (`.once -e`/`-x`)");
+            }
+            if !abbrev("separator") && args.iter().any(|a| a.trim_start().starts_with('|')) {
+                return why("runs a command given as a `|` file name");
+            }
+        }
+    }
+    None
+}
+
+/// A sqlite3 dot-command's words as its shell splits them: at blanks, with `'...'` and
+/// `"..."` quoting (the quotes dropped).
+fn sqlite_dot_args(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote = None;
+    let mut started = false;
+    for c in line.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => cur.push(c),
+            None if c == '\'' || c == '"' => {
+                quote = Some(c);
+                started = true;
+            }
+            None if c.is_whitespace() => {
+                if started {
+                    out.push(std::mem::take(&mut cur));
+                    started = false;
+                }
+            }
+            None => {
+                cur.push(c);
+                started = true;
+            }
+        }
+    }
+    if started {
+        out.push(cur);
+    }
+    out
+}
+
 /// Whether Python code (lowercase) imports the module `m` (`import m`, `import os, m as x`,
 /// `from m import f`): for modules whose names are ordinary words (`pipes`, `profile`,
 /// `trace`), which as identifiers alone would deny too much.
@@ -4313,6 +4439,10 @@ impl Scan {
             self.deny(&words[i..], why);
             return;
         }
+        if let Some(why) = sqlite_runs_command(base, rest, input, stdin) {
+            self.deny(&words[i..], why);
+            return;
+        }
         if mentions_tmux(base) {
             self.deny(
                 &words[i..],
@@ -5603,6 +5733,36 @@ mod tests {
         ] {
             assert!(!denied(everyday), "denied: {everyday}");
         }
+    }
+
+    #[test]
+    fn sqlite3_dot_commands_that_run_commands() {
+        for attack in [
+            "sqlite3 :memory: \".read '|id'\"",
+            "sqlite3 :memory: '.output |id'",
+            "sqlite3 :memory: '.once -e'",
+            "sqlite3 :memory: '.excel'",
+            "sqlite3 :memory: '.sys id'",
+            "sqlite3 -cmd '.output |id' db",
+            "sqlite3 db \"select edit('', 'id')\"",
+            "sqlite3 db <<< '.import |id t'",
+            "echo .tables | sqlite3 db",
+        ] {
+            assert!(denied(attack), "allowed: {attack}");
+        }
+        for everyday in [
+            "sqlite3 db.sqlite '.tables'",
+            "sqlite3 db '.read schema.sql'",
+            "sqlite3 db '.separator |' 'select 1;'",
+            "sqlite3 db <<< 'select 1;'",
+            "echo x | sqlite3 db 'select 1;'",
+        ] {
+            assert!(!denied(everyday), "denied: {everyday}");
+        }
+        assert_eq!(
+            sqlite_dot_args("read '|a b' \"c\"d e"),
+            ["read", "|a b", "cd", "e"]
+        );
     }
 
     #[test]

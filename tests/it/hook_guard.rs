@@ -1816,6 +1816,66 @@ fn python_standard_library_command_runners_are_denied() {
     );
 }
 
+/// The twenty-seventh round: sqlite3 runs a shell command for a dot-command's file name that
+/// starts with `|` (`.read`, `.once`, `.output`, `.import`, `.log`, `.trace`), for `.once
+/// -e`/`-x`, `.excel` and `.www` (an editor or a viewer), for the abbreviations of `.shell`/
+/// `.system`, and for SQL's `edit()`; it reads dot-commands from a here-string or a pipe too.
+/// Only judged, never run.
+#[test]
+fn sqlite3_dot_commands_that_run_a_command_are_denied() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's lines.
+        "sqlite3 :memory: \".read '|echo tQux -S /tmp/vv kiZZ-server | tr QZ ml | sh >&2'\"",
+        "sqlite3 :memory: \".once '|echo tQux -S /tmp/vv kiZZ-server | tr QZ ml | sh'\" 'select 1;'",
+        "sqlite3 :memory: \".import '|echo tQux -S /tmp/vv kiZZ-server | tr QZ ml | sh' t\"",
+        "sqlite3 :memory: \".output '|id'\"",
+        // Other spellings: unquoted, double quotes, abbreviations, other commands.
+        "sqlite3 :memory: '.output |id'",
+        "sqlite3 :memory: '.read \"|id\"'",
+        "sqlite3 :memory: '.o |id'",
+        "sqlite3 :memory: '.log |id'",
+        "sqlite3 :memory: '.trace |id'",
+        "sqlite3 :memory: '.import --csv |id t'",
+        "sqlite3 :memory: '.once -e' 'select 1;'",
+        "sqlite3 :memory: '.once -x' 'select 1;'",
+        "sqlite3 :memory: '.output -e'",
+        "sqlite3 :memory: '.excel'",
+        "sqlite3 :memory: '.www'",
+        "sqlite3 :memory: '.sys id'",
+        "sqlite3 :memory: '.she id'",
+        "sqlite3 :memory: \"select edit('', 'id')\"",
+        "sqlite3 :memory: \"SELECT EDIT ('', 'id')\"",
+        "duckdb :memory: '.output |id'",
+        // Where sqlite3 reads its commands: a here-string, a here-document, a pipe.
+        "sqlite3 :memory: <<< '.output |id'",
+        "sqlite3 :memory: <<< '.read |id'",
+        "sqlite3 :memory: <<'EOF'\nselect 1;\n  .once |id\nselect 2;\nEOF",
+        "sqlite3 :memory: <<< '.shell id'",
+        "echo '.read |id' | sqlite3 :memory:",
+        "echo '.shell id' | sqlite3 :memory:",
+        "printf 'select 1;' | sqlite3 -batch db.sqlite",
+    ];
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "sqlite3 db.sqlite '.tables'",
+            "sqlite3 db \".read schema.sql\"",
+            "sqlite3 db '.schema users'",
+            "sqlite3 -header -csv db 'select * from t;'",
+            "sqlite3 db '.mode list' '.separator |' 'select 1, 2;'",
+            "sqlite3 db '.output out.txt' 'select 1;'",
+            "sqlite3 db '.import --csv data.csv t'",
+            "sqlite3 db <<< 'select count(*) from t;'",
+            "sqlite3 db < schema.sql",
+            "sqlite3 db .dump | head",
+            "sqlite3 db .dump > dump.sql",
+            "sqlite3 db 'select credit(1)'",
+        ],
+    );
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
