@@ -1979,6 +1979,271 @@ fn dynamic_code(l: &str) -> bool {
         || (socket_code(l) && !file_name_like(l))
 }
 
+/// Modules Perl may load by `-M`/`-m`: pragmas and libraries that start no process and
+/// reach no name given as a string. `POSIX` exports no process runner (its `system` is not
+/// exported; `fork`, `kill`, `exec*` are names the code check denies anyway).
+const PERL_HARMLESS_MODULES: &[&str] = &[
+    "strict",
+    "warnings",
+    "utf8",
+    "feature",
+    "integer",
+    "constant",
+    "vars",
+    "bigint",
+    "bignum",
+    "bigrat",
+    "open",
+    "English",
+    "Carp",
+    "List::Util",
+    "Scalar::Util",
+    "Data::Dumper",
+    "JSON::PP",
+    "Getopt::Long",
+    "Getopt::Std",
+    "File::Basename",
+    "File::Spec",
+    "File::Spec::Functions",
+    "File::Path",
+    "File::Temp",
+    "File::Find",
+    "File::Copy",
+    "Cwd",
+    "Time::HiRes",
+    "Time::Local",
+    "Time::Piece",
+    "Text::Wrap",
+    "Text::ParseWords",
+    "Text::Tabs",
+    "Encode",
+    "MIME::Base64",
+    "Digest::MD5",
+    "Digest::SHA",
+    "POSIX",
+    "Math::BigInt",
+    "Math::BigFloat",
+    "Math::Trig",
+    "Term::ANSIColor",
+    "Unicode::Normalize",
+    "charnames",
+    "Sys::Hostname",
+];
+
+/// Libraries Ruby may load by `-r`: none defines a method that starts a process (Rake's `sh`,
+/// un.rb's `httpd`, `debug`'s command loop are why this is a list).
+const RUBY_HARMLESS_MODULES: &[&str] = &[
+    "json",
+    "set",
+    "yaml",
+    "psych",
+    "pp",
+    "prettyprint",
+    "date",
+    "time",
+    "csv",
+    "digest",
+    "digest/md5",
+    "digest/sha1",
+    "digest/sha2",
+    "securerandom",
+    "base64",
+    "optparse",
+    "pathname",
+    "stringio",
+    "bigdecimal",
+    "English",
+    "fileutils",
+    "tempfile",
+    "tmpdir",
+    "uri",
+    "zlib",
+    "logger",
+    "ostruct",
+    "matrix",
+    "prime",
+    "etc",
+    "rbconfig",
+];
+
+/// Node preloads that only compile or set `process.env`: the TypeScript loaders and dotenv.
+const NODE_HARMLESS_MODULES: &[&str] = &[
+    "dotenv/config",
+    "ts-node/register",
+    "ts-node/register/transpile-only",
+    "tsx",
+    "tsx/cjs",
+    "tsx/esm",
+    "source-map-support/register",
+];
+
+/// A module an interpreter loads by option that may give the code the guard reads a function
+/// with an innocent name that starts a process (`perl -MIPC::Cmd=run -e 'run(...)'`, `ruby
+/// -rrake -e 'sh ...'`, `node -r zx/globals -e '$(...)'`): Perl's `-M`/`-m` (also `-M-`,
+/// `-MFoo=a,b`, in a cluster, after `-e`) and Ruby's `-r` must name a module of their
+/// allowlist; `perl -d` (the debugger runs commands from its input, and `PERL5DB`) is denied.
+/// Node's `-r`/`--require`/`--import`/`--loader` (and Bun's `--preload`) are judged only when
+/// the guard reads the program (`-e`/`-p` or a here-string): with a script file, the script is
+/// unread anyway.
+fn unknown_module(stem: &str, rest: &[Word], code_read: bool) -> Option<String> {
+    let mut modules: Vec<&str> = Vec::new();
+    match stem {
+        "perl" => {
+            let mut k = 0;
+            while k < rest.len() {
+                let t = rest[k].text.as_str();
+                if t == "--" || !t.starts_with('-') || t == "-" {
+                    break;
+                }
+                let cs: Vec<char> = t[1..].chars().collect();
+                let mut j = 0;
+                let mut takes_next = false;
+                while j < cs.len() {
+                    match cs[j] {
+                        'M' | 'm' => {
+                            let m: String = cs[j + 1..].iter().collect();
+                            let name = m.strip_prefix('-').unwrap_or(&m);
+                            let end = name
+                                .find(|c: char| {
+                                    !(c.is_ascii_alphanumeric() || c == '_' || c == ':')
+                                })
+                                .unwrap_or(name.len());
+                            let (name, args) = name.split_at(end);
+                            let plain_args = args.is_empty()
+                                || args.strip_prefix('=').is_some_and(|a| {
+                                    a.chars().all(|c| {
+                                        c.is_ascii_alphanumeric()
+                                            || matches!(
+                                                c,
+                                                '_' | ',' | ':' | '-' | '(' | ')' | '$' | '@' | '%'
+                                            )
+                                    })
+                                });
+                            if !plain_args || !PERL_HARMLESS_MODULES.contains(&name) {
+                                return Some(format!(
+                                    "loads the module `{m}` (`-M`/`-m`), which is not known to \
+                                     be harmless: its functions can start processes under \
+                                     innocent names"
+                                ));
+                            }
+                            break;
+                        }
+                        'd' => {
+                            return Some(
+                                "runs the debugger (`-d`), which runs commands from its input \
+                                 and `PERL5DB`"
+                                    .into(),
+                            );
+                        }
+                        'l' | '0' => {
+                            j += 1;
+                            while j < cs.len() && (cs[j].is_ascii_hexdigit() || cs[j] == 'x') {
+                                j += 1;
+                            }
+                        }
+                        'C' => {
+                            j += 1;
+                            while j < cs.len()
+                                && (cs[j].is_ascii_digit() || "IOEioeSDALa".contains(cs[j]))
+                            {
+                                j += 1;
+                            }
+                        }
+                        'e' | 'E' => {
+                            takes_next = j + 1 == cs.len();
+                            break;
+                        }
+                        'a' | 'c' | 'n' | 'p' | 's' | 't' | 'T' | 'u' | 'U' | 'v' | 'w' | 'W'
+                        | 'X' | 'S' | 'h' | 'f' => j += 1,
+                        _ => break,
+                    }
+                }
+                k += 1 + usize::from(takes_next);
+            }
+        }
+        "ruby" | "irb" => {
+            let mut k = 0;
+            while k < rest.len() {
+                let t = rest[k].text.as_str();
+                if t == "--" || !t.starts_with('-') || t == "-" {
+                    break;
+                }
+                let mut takes_next = false;
+                if let Some(m) = t.strip_prefix("--require=") {
+                    modules.push(m);
+                } else if t == "--require" {
+                    if let Some(m) = rest.get(k + 1) {
+                        modules.push(&m.text);
+                    }
+                    takes_next = true;
+                } else if !t.starts_with("--") {
+                    for (j, c) in t.char_indices().skip(1) {
+                        match c {
+                            'r' => {
+                                let m = &t[j + 1..];
+                                if m.is_empty() {
+                                    if let Some(m) = rest.get(k + 1) {
+                                        modules.push(&m.text);
+                                    }
+                                    takes_next = true;
+                                } else {
+                                    modules.push(m);
+                                }
+                                break;
+                            }
+                            'e' | 'C' | 'E' | 'I' => {
+                                takes_next = j + 1 == t.len();
+                                break;
+                            }
+                            'a' | 'c' | 'd' | 'l' | 'n' | 'p' | 's' | 'S' | 'v' | 'w' | 'y' => {}
+                            _ => break,
+                        }
+                    }
+                }
+                k += 1 + usize::from(takes_next);
+            }
+            if let Some(m) = modules.iter().find(|m| !RUBY_HARMLESS_MODULES.contains(m)) {
+                return Some(format!(
+                    "loads the library `{m}` (`-r`), which is not known to be harmless: its \
+                     methods can start processes under innocent names"
+                ));
+            }
+        }
+        "node" | "nodejs" | "bun" if code_read => {
+            let opts = [
+                "-r",
+                "--require",
+                "--import",
+                "--loader",
+                "--experimental-loader",
+                "--preload",
+            ];
+            for (k, w) in rest.iter().enumerate() {
+                let t = w.text.as_str();
+                if opts.contains(&t) {
+                    if let Some(m) = rest.get(k + 1) {
+                        modules.push(&m.text);
+                    }
+                } else if let Some((o, m)) = t.split_once('=')
+                    && opts.contains(&o)
+                {
+                    modules.push(m);
+                } else if let Some(m) = t.strip_prefix("-r").filter(|m| !m.is_empty()) {
+                    modules.push(m);
+                }
+            }
+            if let Some(m) = modules.iter().find(|m| !NODE_HARMLESS_MODULES.contains(m)) {
+                return Some(format!(
+                    "preloads `{m}` for code the guard reads, which is not known to be harmless: \
+                     it can give that code functions that start processes under innocent names"
+                ));
+            }
+        }
+        _ => {}
+    }
+    None
+}
+
 /// The sqlite3 shell (and DuckDB's, its fork) runs a command for a dot-command's file name
 /// that starts with `|` (`.read`, `.once`, `.output`, `.import`, `.log`, `.trace`, ...), for
 /// `.once`/`.output` given `-e`/`-x` (`$VISUAL`/`$EDITOR` or a viewer), `.excel`, `.www`, the
@@ -4594,11 +4859,14 @@ impl Scan {
             } else {
                 None
             };
+            let module = unknown_module(stem, rest, inline || matches!(input, Input::Text(_)));
             let why = if code_dynamic {
                 Some("runs code only known when the shell runs")
             } else if let Some(why) = &from_fd {
                 Some(why.as_str())
             } else if let Some(why) = &tcl {
+                Some(why.as_str())
+            } else if let Some(why) = &module {
                 Some(why.as_str())
             } else if rest.iter().any(|w| opaque(&w.text)) {
                 Some(
@@ -5763,6 +6031,32 @@ mod tests {
             sqlite_dot_args("read '|a b' \"c\"d e"),
             ["read", "|a b", "cd", "e"]
         );
+    }
+
+    #[test]
+    fn modules_loaded_by_option() {
+        for attack in [
+            "perl -MIPC::Cmd=run -e 'run(command=>1)'",
+            "perl -wM-IPC::Cmd -e 1",
+            "perl -e 1 -mIPC::Cmd",
+            "perl -MList::Util=sum;run -e 1",
+            "perl -d -e 1",
+            "ruby -rrake -e 'sh 1'",
+            "ruby -r rake -e 1",
+            "node -r zx/globals -e 1",
+            "node --import=zx/globals -p 1",
+        ] {
+            assert!(denied(attack), "allowed: {attack}");
+        }
+        for everyday in [
+            "perl -MList::Util=sum -e 'print sum(1,2)'",
+            "perl -Mstrict -lne 'print' f",
+            "ruby -rjson -e 'puts 1'",
+            "node -r ts-node/register -e 1",
+            "node --import tsx main.ts",
+        ] {
+            assert!(!denied(everyday), "denied: {everyday}");
+        }
     }
 
     #[test]

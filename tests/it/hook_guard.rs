@@ -1876,6 +1876,69 @@ fn sqlite3_dot_commands_that_run_a_command_are_denied() {
     );
 }
 
+/// The twenty-seventh round: a module an interpreter loads by option (`perl -MIPC::Cmd=run`,
+/// `ruby -rrake`, `node -r zx/globals -e`) gives the code the guard reads functions with
+/// innocent names (`run`, `sh`, `$`) that start processes. Only modules known to be harmless
+/// may be loaded so; `perl -d` (the debugger runs commands from its input) is denied. Only
+/// judged, never run.
+#[test]
+fn modules_loaded_by_an_interpreter_option_must_be_known_harmless() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's line.
+        "perl -MIPC::Cmd=run -e 'run(command=>\"tQux -S /tmp/vv kiZZ-server\" =~ tr/QZ/ml/r)'",
+        // Other spellings: -m, -M-, clusters, after -e, other modules, the old separator.
+        "perl -mIPC::Cmd -e 'IPC::Cmd::run(command => \"id\")'",
+        "perl -M-IPC::Cmd -e 1",
+        "perl -wMIPC::Cmd=run -e 'run(command=>\"id\")'",
+        "perl -lMIPC::Cmd=run -e 'run(command=>\"id\")'",
+        "perl -CSD -MIPC::Cmd=run -e 'run(command=>\"id\")'",
+        "perl -e 'run(command=>\"id\")' -MIPC::Cmd=run",
+        "perl -MIPC::Run=run -e 'run [\"id\"]'",
+        "perl -MCapture::Tiny=capture -e 1",
+        "perl -Mif=1,IPC::Cmd,run -e 'run(command=>\"id\")'",
+        "perl -MFoo=a,b -e 1",
+        "perl \"-MIPC'Cmd\" -e 1",
+        "perl -M'List::Util;run()' -e 1",
+        "perl -d -e 1 <<< '!!id'",
+        "perl -d:Trace -e 1",
+        "PERL5OPT=-MIPC::Cmd=run perl -e 'run(command=>\"id\")'",
+        // Ruby and Node.
+        "ruby -rrake -e 'sh \"id\"'",
+        "ruby -r rake -e 'sh \"id\"'",
+        "ruby -wrrake -e 'sh \"id\"'",
+        "ruby -run -e httpd",
+        "ruby -rdebug -e 1",
+        "node -r zx/globals -e '$([\"id\"])'",
+        "node --require=zx/globals -e '1'",
+        "node --import zx/globals -p '1'",
+        "node --loader ./l.mjs -e '1'",
+        "node --experimental-loader=./l.mjs -e 1",
+        "node -r ./x.js <<< 'console.log(1)'",
+        "bun --preload ./x.js -e 1",
+    ];
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "perl -MList::Util=sum -e 'print sum(1,2)'",
+            "perl -MList::Util=sum,max -lne 'print max(split)' data.txt",
+            "perl -Mstrict -Mwarnings -e 'print 1'",
+            "perl -MJSON::PP -e 'print JSON::PP->new->encode([1])'",
+            "perl -MPOSIX=floor -e 'print floor(1.5)'",
+            "perl -Mopen=:std,:utf8 -ne 'print' f.txt",
+            "perl -pi -e 's/a/b/' f.txt",
+            "perl -lane 'print $F[0]' f.txt",
+            "ruby -rjson -e 'puts JSON.parse(\"[1]\")'",
+            "ruby -ryaml -rset -e 'puts 1'",
+            "node -e 'console.log(1)'",
+            "node -r dotenv/config server.js",
+            "node --import tsx src/main.ts",
+            "node -r ts-node/register -e 'console.log(1)'",
+        ],
+    );
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
