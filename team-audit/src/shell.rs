@@ -237,6 +237,31 @@
 //!   `unix` anywhere, Node's `net`/`tls`/`dgram`, `createConnection`), and a program given a
 //!   unix socket is denied ([`unix_socket_client`]: `curl --unix-socket`/`-K`, `nc -U`,
 //!   `openssl -unix`, `socat` with any address but stdio, TCP, UDP and TLS).
+//!
+//! - **The twenty-seventh round: what the code the guard reads can reach by another name.**
+//!   (1) Python's standard library runs command strings under names the process-call list
+//!   lacked: `dynamic_code` counts `imaplib.IMAP4_stream`, `pydoc` (`pipepager`,
+//!   `tempfilepager`, `pager`) and `help(...)`, `getoutput`, `mailcap`, `webbrowser` and
+//!   `antigravity` (they run `$BROWSER`), `breakpoint` (`$PYTHONBREAKPOINT` names any callable),
+//!   `tkinter` (Tcl's `exec`), `doctest`, `bdb`, and an *import* of `pipes`, `profile` or
+//!   `trace` ([`python_imports`]: as bare words they are too common); `code_var` counts
+//!   `BROWSER`, `PYTHONBREAKPOINT`, `PERL5DB`, `SYSTEMD_PAGER`, `SYSTEMD_EDITOR`, `SUDO_EDITOR`,
+//!   `MAILCAPS`. Decided: every assignment of such a variable is denied, even to `cat` (as
+//!   `PAGER` already was). (2) sqlite3 runs `popen` for a dot-command's file name that starts
+//!   with `|` ([`sqlite_runs_command`]): any dot-command argument (quotes read as its shell
+//!   reads them, [`sqlite_dot_args`]) starting with `|` is denied but for `.separator`, and so
+//!   are `.once`/`.output` with an option but `--bom`, `.excel`, `.www`, any abbreviation of
+//!   `.shell`/`.system` of two letters or more, and SQL's `edit(`; in arguments and, when
+//!   sqlite3 reads stdin (fewer than two positional words), in a here-string or here-document;
+//!   a pipe into it is denied. duckdb is judged the same. (3) A module loaded by option gives
+//!   the code the guard reads functions with innocent names (`perl -MIPC::Cmd=run -e 'run(..)'`):
+//!   [`unknown_module`] allows Perl's `-M`/`-m` (`-M-`, `=args`, in a cluster, after `-e`) and
+//!   Ruby's `-r` only for the modules of `PERL_HARMLESS_MODULES` / `RUBY_HARMLESS_MODULES`
+//!   with plain import arguments, denies `perl -d` (its debugger runs `!!cmd` from input), and,
+//!   when the guard reads the program (`-e`/`-p`, a here-string), Node's `-r`/`--require`/
+//!   `--import`/`--loader` and Bun's `--preload` of anything but the TypeScript loaders and
+//!   `dotenv/config`. Decided: with a script file, `node -r X script.js` is not judged (the
+//!   script is unread anyway, and `--import tsx` is common); Perl and Ruby are judged always.
 
 use crate::oracle::Server;
 
