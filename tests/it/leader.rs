@@ -480,6 +480,43 @@ fn assert_send_types_nothing(
     assert!(matches!(o.status.code(), Some(0 | 3)), "{o:?}");
 }
 
+/// A `custom` team whose workers each run the fake agent (which takes `up`'s first prompt,
+/// then exits) and then hand the pane's terminal to their own command: `cases(dir)[i]` for
+/// worker-(i+1), a line of `sh` run in the worker's directory. Returns once every agent has
+/// exited, and the workers' names.
+fn workers_then_running(
+    cases: impl FnOnce(&std::path::Path) -> Vec<String>,
+) -> (Team, Vec<String>) {
+    let mut n = 0;
+    let t = Team::running_as("custom", |dir| {
+        let cases = cases(dir);
+        n = cases.len();
+        let arms: String = cases
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("worker-{}) {c} ;;\n", i + 1))
+            .collect();
+        let script = dir.join("agent.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "{agent} --done-after 300 --die-after 2500 --received {d}/received-$TEAM_WORKER.txt\n\
+                 case $TEAM_WORKER in\n{arms}esac\n",
+                agent = tests::bin("fake-agent").display(),
+                d = dir.display(),
+            ),
+        )
+        .unwrap();
+        format!("sh {}", script.display())
+    });
+    let max = n.to_string();
+    assert_code(&t.run(&["policy", "demo", "--max-workers", &max]), 0);
+    assert_code(&t.run(&["up", "demo", &max, "--ready-timeout", "20s"]), 0);
+    // The agents exit; each case's program takes its pane's terminal.
+    std::thread::sleep(std::time::Duration::from_millis(4000));
+    (t, (1..=n).map(|i| format!("worker-{i}")).collect())
+}
+
 /// Black-box round: `less` was not recognised. `up`'s first prompt was typed into it
 /// ("delivered (typed...)"), and `send '!touch ...'` ran the command (less runs a `!` line in
 /// a shell). A pager or viewer reading the pane (`exec less f`, `cat f | less`, whose keys
@@ -551,41 +588,22 @@ fn up_types_no_first_prompt_into_a_pager() {
 /// team had: ready once the screen is still, so only the pager check stops the typing.)
 #[test]
 fn send_types_nothing_into_a_pager() {
-    let t = Team::running_as("custom", |dir| {
+    let (t, workers) = workers_then_running(|dir| {
         let long = dir.join("long.txt");
         std::fs::write(
             &long,
             (1..400).map(|i| format!("line {i}\n")).collect::<String>(),
         )
         .unwrap();
-        let script = dir.join("agent.sh");
-        std::fs::write(
-            &script,
-            format!(
-                "{agent} --done-after 300 --die-after 2500 --received {d}/received-$TEAM_WORKER.txt\n\
-                 case $TEAM_WORKER in\n\
-                 worker-1) exec less {l} ;;\n\
-                 worker-2) cat {l} | less ;;\n\
-                 *) exec more {l} ;;\n\
-                 esac\n",
-                agent = tests::bin("fake-agent").display(),
-                d = dir.display(),
-                l = long.display()
-            ),
-        )
-        .unwrap();
-        format!("sh {}", script.display())
+        let l = long.display();
+        vec![
+            format!("exec less {l}"),
+            format!("cat {l} | less"),
+            format!("exec more {l}"),
+        ]
     });
-    assert_code(&t.run(&["policy", "demo", "--max-workers", "3"]), 0);
-    assert_code(&t.run(&["up", "demo", "3", "--ready-timeout", "20s"]), 0);
-    // The agents exit; a pager takes each pane's terminal.
-    std::thread::sleep(std::time::Duration::from_millis(4000));
-    assert_send_types_nothing(
-        &t,
-        &["worker-1", "worker-2", "worker-3"],
-        &|c| format!("!touch {}", c.display()),
-        "pager",
-    );
+    let names: Vec<&str> = workers.iter().map(String::as_str).collect();
+    assert_send_types_nothing(&t, &names, &|c| format!("!touch {}", c.display()), "pager");
 }
 
 /// The twenty-first round: a worker that hands its terminal to Python's debugger
@@ -680,45 +698,30 @@ fn send_types_nothing_into_a_shell_run_by_a_loader() {
     let valgrind = ["/usr/bin/valgrind", "/usr/local/bin/valgrind"]
         .into_iter()
         .find(|p| std::path::Path::new(p).exists());
-    let t = Team::running_as("custom", |dir| {
+    let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("python3 is installed");
+    let (t, workers) = workers_then_running(|dir| {
         std::os::unix::fs::symlink("/bin/sh", dir.join("codex")).unwrap();
-        let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
-            .into_iter()
-            .find(|p| std::path::Path::new(p).exists())
-            .expect("python3 is installed");
-        // Without valgrind, its case runs a symlinked shell through the loader instead.
-        let fourth = match valgrind {
-            Some(v) => format!("exec {v} -q /bin/sh -i"),
-            None => format!(
-                "cd {} && exec {ld} --library-path /nonexistent ./codex -i",
-                dir.display()
-            ),
-        };
-        let script = dir.join("agent.sh");
-        std::fs::write(
-            &script,
-            format!(
-                "{agent} --done-after 300 --die-after 2500 --received {d}/received-$TEAM_WORKER.txt\n\
-                 case $TEAM_WORKER in\n\
-                 worker-1) exec {ld} /bin/sh -i ;;\n\
-                 worker-2) exec {ld} --argv0 agent /bin/sh ;;\n\
-                 worker-3) exec {ld} {python} -i ;;\n\
-                 *) {fourth} ;;\n\
-                 esac\n",
-                agent = tests::bin("fake-agent").display(),
-                d = dir.display(),
-            ),
-        )
-        .unwrap();
-        format!("sh {}", script.display())
+        vec![
+            format!("exec {ld} /bin/sh -i"),
+            format!("exec {ld} --argv0 agent /bin/sh"),
+            format!("exec {ld} {python} -i"),
+            // Without valgrind, its case runs a symlinked shell through the loader instead.
+            match valgrind {
+                Some(v) => format!("exec {v} -q /bin/sh -i"),
+                None => format!(
+                    "cd {} && exec {ld} --library-path /nonexistent ./codex -i",
+                    dir.display()
+                ),
+            },
+        ]
     });
-    assert_code(&t.run(&["policy", "demo", "--max-workers", "4"]), 0);
-    assert_code(&t.run(&["up", "demo", "4", "--ready-timeout", "20s"]), 0);
-    // The agents exit; the loaded shell or REPL takes each pane's terminal.
-    std::thread::sleep(std::time::Duration::from_millis(4000));
+    let names: Vec<&str> = workers.iter().map(String::as_str).collect();
     assert_send_types_nothing(
         &t,
-        &["worker-1", "worker-2", "worker-3", "worker-4"],
+        &names,
         &|c| format!("touch {}", c.display()),
         "loaded shell",
     );
@@ -731,33 +734,19 @@ fn send_types_nothing_into_a_shell_run_by_a_loader() {
 /// directory. (`node --title x` renames the process, arguments and all: a stated limit.)
 #[test]
 fn send_types_nothing_into_a_repl_given_an_option_value() {
-    let t = Team::running_as("custom", |dir| {
+    let (t, workers) = workers_then_running(|dir| {
         std::fs::write(dir.join("ignore"), "print('a file named as the value')\n").unwrap();
-        let script = dir.join("agent.sh");
-        std::fs::write(
-            &script,
-            format!(
-                "{agent} --done-after 300 --die-after 2500 --received {d}/received-$TEAM_WORKER.txt\n\
-                 case $TEAM_WORKER in\n\
-                 worker-1) exec python3 -W ignore ;;\n\
-                 worker-2) exec python3 -X utf8 ;;\n\
-                 worker-3) exec python3 -W ignore -X dev -q ;;\n\
-                 *) cd {d} && exec python3 -W ignore ;;\n\
-                 esac\n",
-                agent = tests::bin("fake-agent").display(),
-                d = dir.display(),
-            ),
-        )
-        .unwrap();
-        format!("sh {}", script.display())
+        vec![
+            "exec python3 -W ignore".into(),
+            "exec python3 -X utf8".into(),
+            "exec python3 -W ignore -X dev -q".into(),
+            format!("cd {} && exec python3 -W ignore", dir.display()),
+        ]
     });
-    assert_code(&t.run(&["policy", "demo", "--max-workers", "4"]), 0);
-    assert_code(&t.run(&["up", "demo", "4", "--ready-timeout", "20s"]), 0);
-    // The agents exit; the REPL takes each pane's terminal.
-    std::thread::sleep(std::time::Duration::from_millis(4000));
+    let names: Vec<&str> = workers.iter().map(String::as_str).collect();
     assert_send_types_nothing(
         &t,
-        &["worker-1", "worker-2", "worker-3", "worker-4"],
+        &names,
         &|c| format!("open('{}', 'w')", c.display()),
         "REPL",
     );
