@@ -1905,6 +1905,8 @@ fn dynamic_code(l: &str) -> bool {
         "__getattribute__",
         "__dict__",
         "vars",
+        "globals",
+        "locals",
         "__import__",
         "import_module",
         "modules",
@@ -1987,6 +1989,7 @@ fn dynamic_code(l: &str) -> bool {
         || ["pipes", "profile", "trace"]
             .iter()
             .any(|m| python_imports(l, m))
+        || python_star_import(l)
         || l.match_indices("help(").any(|(i, _)| {
             !l[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.')
         })
@@ -2409,6 +2412,42 @@ fn python_imports(l: &str, m: &str) -> bool {
         } else {
             false
         }
+    })
+}
+
+/// Python code (lowercase) that star-imports a module with process calls (`from os import *`):
+/// its `system`, `exec*`, `spawn*` become plain names that `globals()`, `dir()` or a
+/// comprehension can reach by a string built at run time.
+fn python_star_import(l: &str) -> bool {
+    const PROCESS_MODULES: &[&str] = &[
+        "os",
+        "posix",
+        "nt",
+        "subprocess",
+        "pty",
+        "pipes",
+        "commands",
+        "popen2",
+        "shutil",
+        "platform",
+        "asyncio",
+        "multiprocessing",
+        "_posixsubprocess",
+    ];
+    l.split([';', '\n']).any(|st| {
+        let Some(from) = st.trim().strip_prefix("from ") else {
+            return false;
+        };
+        let Some((module, names)) = from.split_once(" import") else {
+            return false;
+        };
+        let root = module.trim().split('.').next().unwrap_or("");
+        names
+            .trim_start()
+            .trim_start_matches('(')
+            .trim_start()
+            .starts_with('*')
+            && PROCESS_MODULES.contains(&root)
     })
 }
 

@@ -1939,6 +1939,37 @@ fn modules_loaded_by_an_interpreter_option_must_be_known_harmless() {
     );
 }
 
+/// The twenty-eighth round: Python reaches a star-imported `system` by a name built at run
+/// time through `globals()`/`locals()`. Only judged, never run.
+#[test]
+fn python_globals_and_star_imports_of_process_modules_are_denied() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's lines.
+        "python3 -c \"from os import *; globals()['sys'+'tem']('xumt'[::-1]+' -S /tmp/x/srv1 '+'revres-llik'[::-1])\"",
+        "python3 -c \"from os import *; locals()['sys'+'tem']('id')\"",
+        "python3 -c \"from os import *; [f for n,f in globals().items() if n=='sys'+'tem'][0]('id')\"",
+        // globals() alone, and star imports of modules with process calls.
+        "python3 -c \"import os; globals()['o'+'s'].__getattribute__\"",
+        "python3 -c \"g = globals; g()['x']\"",
+        "python3 -c 'from os import *'",
+        "python3 -c 'from posix import *; print(1)'",
+        "python3 -c 'from pty import *'",
+        "python3 -c 'from os.path import *; from os import (*)'",
+        "python3 <<< 'from posix import *'",
+    ];
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "python3 -c 'import os; print(os.getcwd())'",
+            "python3 -c 'from math import *; print(sqrt(2))'",
+            "python3 -c 'from os.path import join; print(join(\"a\", \"b\"))'",
+            "python3 -c 'import json; print(json.dumps({\"global\": 1}))'",
+        ],
+    );
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
