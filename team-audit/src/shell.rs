@@ -2008,8 +2008,8 @@ fn dynamic_code(l: &str) -> bool {
 }
 
 /// Modules Perl may load by `-M`/`-m`: pragmas and libraries that start no process and
-/// reach no name given as a string. `POSIX` exports no process runner (its `system` is not
-/// exported; `fork`, `kill`, `exec*` are names the code check denies anyway).
+/// reach no name given as a string. `POSIX` is not one (it has `POSIX::system`, and re-exports
+/// core functions): only `-MPOSIX=f,...` naming functions of `POSIX_HARMLESS` is allowed.
 const PERL_HARMLESS_MODULES: &[&str] = &[
     "strict",
     "warnings",
@@ -2048,7 +2048,6 @@ const PERL_HARMLESS_MODULES: &[&str] = &[
     "MIME::Base64",
     "Digest::MD5",
     "Digest::SHA",
-    "POSIX",
     "Math::BigInt",
     "Math::BigFloat",
     "Math::Trig",
@@ -2056,6 +2055,36 @@ const PERL_HARMLESS_MODULES: &[&str] = &[
     "Unicode::Normalize",
     "charnames",
     "Sys::Hostname",
+];
+
+/// POSIX functions `-MPOSIX=...` may import: arithmetic, time and limits.
+const POSIX_HARMLESS: &[&str] = &[
+    "floor",
+    "ceil",
+    "fmod",
+    "strftime",
+    "mktime",
+    "difftime",
+    "strtol",
+    "strtod",
+    "round",
+    "trunc",
+    "INT_MAX",
+    "INT_MIN",
+    "UINT_MAX",
+    "DBL_MAX",
+    "DBL_MIN",
+    "FLT_MAX",
+    "LONG_MAX",
+    "LONG_MIN",
+    "EXIT_SUCCESS",
+    "EXIT_FAILURE",
+    "isatty",
+    "setlocale",
+    "LC_ALL",
+    "LC_NUMERIC",
+    "LC_CTYPE",
+    "LC_TIME",
 ];
 
 /// Libraries Ruby may load by `-r`: none defines a method that starts a process (Rake's `sh`,
@@ -2147,7 +2176,11 @@ fn unknown_module(stem: &str, rest: &[Word], code_read: bool) -> Option<String> 
                                             )
                                     })
                                 });
-                            if !plain_args || !PERL_HARMLESS_MODULES.contains(&name) {
+                            let posix = name == "POSIX"
+                                && args.strip_prefix('=').is_some_and(|a| {
+                                    a.split(',').all(|f| POSIX_HARMLESS.contains(&f))
+                                });
+                            if !plain_args || !(posix || PERL_HARMLESS_MODULES.contains(&name)) {
                                 return Some(format!(
                                     "loads the module `{m}` (`-M`/`-m`), which is not known to \
                                      be harmless: its functions can start processes under \
@@ -2396,6 +2429,43 @@ fn sqlite_dot_args(line: &str) -> Vec<String> {
         out.push(cur);
     }
     out
+}
+
+/// Perl code that calls a sub whose name or reference is only known when it runs: through a
+/// scalar or an expression (`&$f`, `& $f`, `&{...}`, `goto &$f`, `$f->(...)`, `$x{f}->()`),
+/// a method named by a variable (`POSIX->$m(...)`), `can(` (a reference by name), or a glob
+/// assigned from a string or a symbol-table lookup (`*x = "POSIX::sys"."tem"`, `*{"..."}`,
+/// `$POSIX::{...}`). `"POSIX::sys"."tem"` then calls `system` under no name the guard reads.
+fn perl_symbolic_call(t: &str) -> bool {
+    let b = t.as_bytes();
+    let amp_call = b.iter().enumerate().any(|(i, &c)| {
+        c == b'&'
+            && (i == 0 || !matches!(b[i - 1], b'&' | b'$'))
+            && b.get(i + 1) != Some(&b'&')
+            && b[i + 1..]
+                .iter()
+                .find(|c| !c.is_ascii_whitespace())
+                .is_some_and(|c| matches!(c, b'$' | b'{' | b'*'))
+    });
+    let glob_assign = b.iter().enumerate().any(|(i, &c)| {
+        c == b'*' && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'*')) && {
+            let rest = &t[i + 1..];
+            let name_end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(rest.len());
+            let after = rest[name_end..].trim_start();
+            rest.starts_with('{')
+                || (name_end > 0 && after.starts_with('=') && !after.starts_with("=="))
+        }
+    });
+    amp_call
+        || glob_assign
+        || t.contains("->(")
+        || t.contains("->$")
+        || t.contains("->&")
+        || t.contains("::{")
+        || has_ident(t, "can")
+        || has_ident(t, "DOES")
 }
 
 /// Whether Python code (lowercase) imports the module `m` (`import m`, `import os, m as x`,
@@ -4872,8 +4942,10 @@ impl Scan {
             }
             // sed and awk programs cannot reach a name built at run time (their ways to run a
             // command are checked on their own).
+            let stem = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
             let opaque = |t: &str| {
                 suspicious_code(t)
+                    || (stem == "perl" && perl_symbolic_call(t))
                     || (!matches!(base, "sed" | "gsed" | "awk" | "gawk" | "mawk" | "nawk")
                         && dynamic_code(&t.to_ascii_lowercase()))
                     || (matches!(base, "awk" | "gawk") && gawk_indirect(t))
@@ -4913,7 +4985,6 @@ impl Scan {
                 });
             // Tcl builds command names at run time (`set c ex; append c ec; $c ...`): its code
             // may only call commands known to be harmless, by literal name.
-            let stem = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
             let tcl = if matches!(stem, "tclsh" | "wish" | "expect") {
                 let inline = rest
                     .windows(2)

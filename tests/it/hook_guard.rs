@@ -1970,6 +1970,46 @@ fn python_globals_and_star_imports_of_process_modules_are_denied() {
     );
 }
 
+/// The twenty-eighth round: Perl calls `POSIX::system` through a name built at run time
+/// (`$f = "POSIX::sys"."tem"; &$f(...)`); `-MPOSIX` is no longer a harmless module. Only
+/// judged, never run.
+#[test]
+fn perl_calls_through_a_scalar_or_a_symbol_table_are_denied() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's lines.
+        "perl -MPOSIX -e '$f=\"POSIX::sys\".\"tem\"; &$f(scalar(reverse(\"xumt\")).\" -S /tmp/x/srv1 \".scalar(reverse(\"revres-llik\")))'",
+        "perl -e 'require POSIX; $f=\"POSIX::sys\".\"tem\"; $f->(\"echo hi\")'",
+        // Other ways to call by a runtime name.
+        "perl -e 'require POSIX; $f=\"POSIX::sys\".\"tem\"; & $f(\"id\")'",
+        "perl -e 'require POSIX; $f=\"POSIX::sys\".\"tem\"; &{$f}(\"id\")'",
+        "perl -e 'require POSIX; $f=\"POSIX::sys\".\"tem\"; @_=(\"id\"); goto &$f'",
+        "perl -e 'require POSIX; $m=\"sys\".\"tem\"; POSIX->$m(\"id\")'",
+        "perl -e 'require POSIX; *x = \"POSIX::sys\".\"tem\"; x(\"id\")'",
+        "perl -e 'require POSIX; *x = $POSIX::{\"sys\".\"tem\"}; x(\"id\")'",
+        "perl -e 'require POSIX; POSIX->can(\"sys\".\"tem\")->(\"id\")'",
+        "perl <<< 'require POSIX; $f=\"POSIX::sys\".\"tem\"; &$f(\"id\")'",
+        // POSIX by option: only named harmless functions.
+        "perl -MPOSIX -e 1",
+        "perl -mPOSIX -e 1",
+        "perl -MPOSIX=system -e 'system(\"id\")'",
+        "perl -MPOSIX=:sys_wait_h -e 1",
+    ];
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "perl -e 'my $f = sub { 1 }; print 2'",
+            "perl -MList::Util=sum -e 'print sum(1,2)'",
+            "perl -MPOSIX=floor,strftime -e 'print floor(1.5)'",
+            "perl -pe 's/x/[$&]/' f.txt",
+            "perl -ne 'print if /a/ && /b/' f.txt",
+            "perl -e 'print 2*3, 2**3; $x *= 2'",
+            "perl -MData::Dumper -e 'print Dumper({a=>1})'",
+        ],
+    );
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
