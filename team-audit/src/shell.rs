@@ -2468,6 +2468,39 @@ fn perl_symbolic_call(t: &str) -> bool {
         || has_ident(t, "DOES")
 }
 
+/// Ruby code that reaches a method by a name it builds at run time: `method(`,
+/// `instance_method`, `public_method`, `singleton_method`, `define_method`, `alias_method`,
+/// `to_proc`, `to_sym`/`intern` (a symbol from a string), `bind_call`, `instance_exec`,
+/// `module_eval`, and a symbol that interpolates (`:"sys#{x}"`, `%I[...]`).
+/// `Kernel.method("sys"+"tem").call(...)` calls `system` under no name the guard reads.
+fn ruby_reflective_call(t: &str) -> bool {
+    [
+        "method",
+        "methods",
+        "instance_method",
+        "public_method",
+        "public_instance_method",
+        "singleton_method",
+        "define_method",
+        "define_singleton_method",
+        "alias_method",
+        "method_missing",
+        "to_proc",
+        "to_sym",
+        "intern",
+        "bind",
+        "bind_call",
+        "instance_exec",
+        "module_eval",
+        "module_exec",
+        "class_exec",
+    ]
+    .iter()
+    .any(|w| has_ident(t, w))
+        || (t.contains(":\"") && t.contains("#{"))
+        || t.contains("%I")
+}
+
 /// Whether Python code (lowercase) imports the module `m` (`import m`, `import os, m as x`,
 /// `from m import f`): for modules whose names are ordinary words (`pipes`, `profile`,
 /// `trace`), which as identifiers alone would deny too much.
@@ -4946,6 +4979,7 @@ impl Scan {
             let opaque = |t: &str| {
                 suspicious_code(t)
                     || (stem == "perl" && perl_symbolic_call(t))
+                    || (matches!(stem, "ruby" | "irb") && ruby_reflective_call(t))
                     || (!matches!(base, "sed" | "gsed" | "awk" | "gawk" | "mawk" | "nawk")
                         && dynamic_code(&t.to_ascii_lowercase()))
                     || (matches!(base, "awk" | "gawk") && gawk_indirect(t))

@@ -2010,6 +2010,36 @@ fn perl_calls_through_a_scalar_or_a_symbol_table_are_denied() {
     );
 }
 
+/// The twenty-eighth round: Ruby reaches `Kernel#system` by a name built at run time
+/// (`Kernel.method("sys"+"tem").call(...)`). Only judged, never run.
+#[test]
+fn ruby_reflective_calls_by_a_runtime_name_are_denied() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's line.
+        "ruby -e 'Kernel.method(\"sys\"+\"tem\").call(\"echo hi\")'",
+        // Other reflective ways.
+        "ruby -e 'Kernel.public_method((\"sys\"+\"tem\").to_sym).call(\"id\")'",
+        "ruby -e 'Kernel.instance_method(\"sys\"+\"tem\").bind_call(self, \"id\")'",
+        "ruby -e '(\"sys\"+\"tem\").to_sym.to_proc.call(Kernel, \"id\")'",
+        "ruby -e '\"id\".then(&Kernel.method(:\"sys#{\"tem\"}\"))'",
+        "ruby -e 'Kernel.then(&:\"sys#{\"tem\"}\")'",
+        "ruby -e 'm = %I[sys#{\"tem\"}]'",
+        "ruby -e 'Object.define_method(:x, Kernel.instance_method(\"sys\"+\"tem\"))'",
+        "ruby <<< 'Kernel.method(\"sys\"+\"tem\").call(\"id\")'",
+    ];
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "ruby -e 'puts \"a:\" + \"b\"'",
+            "ruby -e 'puts %w[a b].map(&:upcase).join'",
+            "ruby -e 'puts [1,2].map { |x| x * 2 }.sum'",
+            "ruby -rjson -e 'puts JSON.parse(\"[1]\")'",
+        ],
+    );
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
