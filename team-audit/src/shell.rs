@@ -2398,6 +2398,76 @@ fn sqlite_runs_command(
     None
 }
 
+/// PostgreSQL's and MySQL's/MariaDB's clients run shell commands from their input: psql's
+/// `\!`, a `|command` for `\o`/`\g`/`\gx`/`\w`, `\copy ... program`, backquotes in a
+/// meta-command's arguments, the editor (`\e`, `\ef`, `\ev`); mysql's `\!`/`system`,
+/// `\P`/`pager`, `\e`/`edit`, `--pager`, and a client plugin loaded from a directory
+/// (`--plugin-dir`, `--default-auth`). Any argument, and a here-string or here-document, is
+/// judged; a pipe into one that reads its stdin is denied.
+fn sql_client_runs_command(
+    base: &str,
+    rest: &[Word],
+    input: &Input,
+    stdin: Option<&str>,
+) -> Option<String> {
+    let psql = base == "psql";
+    if !psql && !matches!(base, "mysql" | "mariadb") {
+        return None;
+    }
+    let runs = |t: &str| {
+        let l = t.to_ascii_lowercase();
+        let meta = t.contains("\\!")
+            || t.contains('`')
+            || (t.contains('\\') && t.contains('|'))
+            || has_ident(&l, "program")
+            || t.split('\\').skip(1).any(|m| {
+                matches!(
+                    m.split_whitespace().next(),
+                    Some("e" | "ef" | "ev" | "edit" | "P")
+                )
+            });
+        let client = !psql
+            && l.split([';', '\n']).any(|st| {
+                matches!(
+                    st.split_whitespace().next(),
+                    Some("system" | "pager" | "edit" | "\\!" | "\\p" | "\\e")
+                )
+            });
+        let option = !psql
+            && ["--pager", "--plugin-dir", "--default-auth", "--plugin"]
+                .iter()
+                .any(|o| l.starts_with(o));
+        meta || client || option
+    };
+    let inline = rest.iter().any(|w| {
+        matches!(w.text.as_str(), "-c" | "-e" | "--command" | "--execute")
+            || w.text.starts_with("--command=")
+            || w.text.starts_with("--execute=")
+    });
+    let code_flag = |t: &str| {
+        matches!(t, "-c" | "-e" | "--command" | "--execute")
+            || ["-c", "-e", "--command=", "--execute="]
+                .iter()
+                .any(|f| t.starts_with(f))
+    };
+    let dynamic_code = rest
+        .iter()
+        .enumerate()
+        .any(|(k, w)| w.dynamic && (code_flag(&w.text) || k > 0 && code_flag(&rest[k - 1].text)));
+    if dynamic_code || rest.iter().any(|w| runs(&w.text)) || stdin.is_some_and(runs) {
+        Some(format!(
+            "`{base}` is given a client command that runs a shell command (`\\!`, `system`, \
+             a pager, an editor, `|command`, `program`, a plugin); the guard cannot see what it runs"
+        ))
+    } else if !inline && matches!(input, Input::Pipe) {
+        Some(format!(
+            "`{base}` reads client commands from a pipe; the guard cannot see what it runs"
+        ))
+    } else {
+        None
+    }
+}
+
 /// A sqlite3 dot-command's words as its shell splits them: at blanks, with `'...'` and
 /// `"..."` quoting (the quotes dropped).
 fn sqlite_dot_args(line: &str) -> Vec<String> {
@@ -4868,6 +4938,10 @@ impl Scan {
             return;
         }
         if let Some(why) = unix_socket_client(base, rest) {
+            self.deny(&words[i..], why);
+            return;
+        }
+        if let Some(why) = sql_client_runs_command(base, rest, input, stdin) {
             self.deny(&words[i..], why);
             return;
         }

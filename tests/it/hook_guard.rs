@@ -2040,6 +2040,42 @@ fn ruby_reflective_calls_by_a_runtime_name_are_denied() {
     );
 }
 
+/// The twenty-eighth round: psql's and mysql's client commands run shell commands (`\\!`,
+/// `system`, a pager, `|command`). Only judged, never run.
+#[test]
+fn sql_client_commands_that_run_a_shell_are_denied() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's lines.
+        "psql -c '\\! echo hi'",
+        "mysql -e '\\! echo hi'",
+        "mysql -e 'system echo hi'",
+        // Other spellings.
+        "psql -c '\\o |id' -c 'select 1'",
+        "psql -c 'select 1 \\g |id'",
+        "psql -c \"\\copy t to program 'id'\"",
+        "psql -c '\\set x `id`'",
+        "psql -c \"$Q\"",
+        "psql <<< '\\! id'",
+        "echo '\\! id' | psql",
+        "mariadb -e 'select 1; SYSTEM id'",
+        "mysql --pager=id -e 'select 1'",
+        "mysql --plugin-dir=/tmp/x --default-auth=y",
+        "mariadb <<< 'pager id'",
+    ];
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "psql -c 'select 1'",
+            "psql \"$DATABASE_URL\" -c 'select 1'",
+            "psql -c '\\dt'",
+            "psql -U postgres -l",
+            "mysql -u root -e 'show databases'",
+        ],
+    );
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
