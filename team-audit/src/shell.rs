@@ -2571,6 +2571,42 @@ fn ruby_reflective_call(t: &str) -> bool {
         || t.contains("%I")
 }
 
+/// A git subcommand option whose value git runs as a program: `send-email`'s
+/// `--sendmail-cmd`, `--to-cmd`, `--cc-cmd`, `--header-cmd` and `--smtp-server` naming a path
+/// (a sendmail-like program), `clone -u` (the `--upload-pack` short form), `--template` of
+/// `clone`/`init` (its hooks run), `daemon --access-hook`, `instaweb` (`--httpd`, `--browser`)
+/// and `web--browse`.
+fn git_program_option(rest: &[Word]) -> bool {
+    let sub = |s: &str| rest.iter().any(|w| w.text == s);
+    let opt = |o: &str| {
+        rest.iter()
+            .any(|w| w.text == o || w.text.strip_prefix(o).is_some_and(|v| v.starts_with('=')))
+    };
+    let smtp_program = rest.iter().enumerate().any(|(k, w)| {
+        let v = match w.text.strip_prefix("--smtp-server=") {
+            Some(v) => Some((v, w.dynamic)),
+            None if w.text == "--smtp-server" => {
+                rest.get(k + 1).map(|n| (n.text.as_str(), n.dynamic))
+            }
+            None => None,
+        };
+        v.is_some_and(|(v, dynamic)| dynamic || v.contains('/') || v.starts_with('~'))
+    });
+    (sub("send-email")
+        && (smtp_program
+            || ["--sendmail-cmd", "--to-cmd", "--cc-cmd", "--header-cmd"]
+                .iter()
+                .any(|o| opt(o))))
+        || (sub("clone")
+            && rest.iter().any(|w| {
+                w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('u')
+            }))
+        || ((sub("clone") || sub("init")) && opt("--template"))
+        || (sub("daemon") && opt("--access-hook"))
+        || sub("instaweb")
+        || sub("web--browse")
+}
+
 /// Whether Python code (lowercase) imports the module `m` (`import m`, `import os, m as x`,
 /// `from m import f`): for modules whose names are ordinary words (`pipes`, `profile`,
 /// `trace`), which as identifiers alone would deny too much.
@@ -4638,6 +4674,13 @@ impl Scan {
                     "a git command that runs a command string (`rebase --exec`, \
                      `difftool -x`, `grep -O`, `submodule foreach`, `bisect run`, \
                      `filter-branch`, `--upload-pack`, `ext::`)",
+                );
+            }
+            "git" if git_program_option(rest) => {
+                return unread(
+                    "a git option whose value git runs as a program (`send-email \
+                     --sendmail-cmd`/`--to-cmd`/`--cc-cmd`/`--header-cmd`, `--smtp-server=/path`, \
+                     `clone -u`, `--template` hooks, `daemon --access-hook`, `instaweb`)",
                 );
             }
             "watch" => return unread("`watch` runs a command string through a shell"),

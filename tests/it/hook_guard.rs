@@ -2076,6 +2076,40 @@ fn sql_client_commands_that_run_a_shell_are_denied() {
     );
 }
 
+/// The twenty-eighth round: git options whose value git runs as a program
+/// (`send-email --sendmail-cmd`, `--smtp-server=/path`, `clone -u`). Only judged, never run.
+#[test]
+fn git_options_that_name_a_program_are_denied() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's lines.
+        "git send-email --sendmail-cmd=x a.patch",
+        "git send-email --to-cmd=x a.patch",
+        "git send-email --cc-cmd x a.patch",
+        "git send-email --header-cmd=x a.patch",
+        "git send-email --smtp-server=/tmp/x a.patch",
+        "git send-email --smtp-server /tmp/x a.patch",
+        // The same rule for other subcommands.
+        "git -C sub send-email --sendmail-cmd=x a.patch",
+        "git clone -u 'id >&2' a b",
+        "git clone -qu x a b",
+        "git clone --template=/tmp/t a b",
+        "git init --template /tmp/t",
+        "git daemon --access-hook=/tmp/x",
+        "git instaweb --httpd=/tmp/x",
+    ];
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "git log -1",
+            "git send-email --to=a@b.c --smtp-server=smtp.example.com a.patch",
+            "git clone https://example.com/x.git",
+            "git add -u",
+        ],
+    );
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
