@@ -262,6 +262,27 @@
 //!   `--import`/`--loader` and Bun's `--preload` of anything but the TypeScript loaders and
 //!   `dotenv/config`. Decided: with a script file, `node -r X script.js` is not judged (the
 //!   script is unread anyway, and `--import tsx` is common); Perl and Ruby are judged always.
+//!
+//! - **The twenty-eighth round: a call by a name built at run time, per language; programs
+//!   whose options or input run a shell.** (1) Python: `dynamic_code` counts `globals` and
+//!   `locals`, and [`python_star_import`] a `from M import *` of `os`, `posix`, `nt`,
+//!   `subprocess`, `pty`, `pipes`, `commands`, `popen2`, `shutil`, `platform`, `asyncio`,
+//!   `multiprocessing`. (2) Perl ([`perl_symbolic_call`]): `&$f`/`& $f`/`&{..}`/`goto &$f`,
+//!   `->(`, `->$m`, `::{` (a stash), `can`, a glob assigned or dereferenced (`*x = "..."`,
+//!   `*{"..."}`); `POSIX` left `PERL_HARMLESS_MODULES` (`POSIX::system`; it re-exports core
+//!   functions): `-MPOSIX=f,..` passes only for `POSIX_HARMLESS` names. (3) Ruby
+//!   ([`ruby_reflective_call`]): `method`, `instance_method`, `public_method`,
+//!   `define_method`, `to_sym`, `to_proc`, `intern`, `bind_call`, `*_exec`, `module_eval`,
+//!   `%I[..]`, `:"..#{..}"`. (4) [`sql_client_runs_command`]: psql's `\!`, `|cmd` after a
+//!   meta-command, `program`, backquotes, `\e`; mysql's/mariadb's `\!`, `system`, `pager`,
+//!   `edit`, `\P`, `--pager`, `--plugin-dir`, `--default-auth`; in any argument, a
+//!   here-string, or code only known at run time; a pipe into one without `-c`/`-e` is
+//!   denied. (5) [`git_program_option`]: `send-email --sendmail-cmd`/`--to-cmd`/`--cc-cmd`/
+//!   `--header-cmd`, `--smtp-server` naming a path, `clone -u` (any short cluster holding
+//!   `u`), `clone`/`init --template` (its hooks run), `daemon --access-hook`, `instaweb`,
+//!   `web--browse`. Decided (false positives): Perl's `$a & $b`, `$f->()` on an anonymous
+//!   sub, `->can`; Ruby's `.method` of any object (`req.method`); SQL holding both `\` and
+//!   `|`; `cat q.sql | psql`; `perl -MPOSIX` without an import list.
 
 use crate::oracle::Server;
 
