@@ -577,6 +577,35 @@ const REPLS: &[&str] = &[
     "groovysh", "sqlite", "psql", "mysql", "bc", "dc", "gdb",
 ];
 
+/// What reads a terminal below `root` (a worker's supervisor): the pid and executable of each
+/// process whose standard input is a terminal, sorted. It changes when such a process starts,
+/// exits or `exec`s another program (`python3` found as a `pyenv` shim, a shell script that
+/// `exec`s a REPL): a delivery waits for it to hold still before it types, so that the
+/// terminal-reader look judges what will read the text, not what was starting. An agent's own
+/// tools (stdin a pipe or `/dev/null`) come and go without moving it. Empty when nothing can be
+/// read.
+pub fn subtree_fingerprint(root: u32) -> Vec<(u32, Option<PathBuf>)> {
+    let Ok(tree) = crate::proctree::Tree::subtree(root) else {
+        return Vec::new();
+    };
+    let on_tty = |pid: u32| {
+        std::fs::read_link(proc_path(pid, "fd/0"))
+            .is_ok_and(|t| t.starts_with("/dev/pts") || t.starts_with("/dev/tty"))
+    };
+    let mut v: Vec<(u32, Option<PathBuf>)> = tree
+        .nodes()
+        .filter(|n| n.id.pid != root && n.state != b'Z' && on_tty(n.id.pid))
+        .map(|n| {
+            (
+                n.id.pid,
+                std::fs::read_link(proc_path(n.id.pid, "exe")).ok(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 /// A process below `root` (a worker's supervisor) that would run or forward text typed into
 /// the worker's pane, reading the pane's terminal (its stdin is the supervisor's, or, for a
 /// terminal client or a line runner, a descriptor it opened on it): a terminal client (a

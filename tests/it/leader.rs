@@ -847,6 +847,50 @@ fn up_types_no_first_prompt_into_a_pager_under_another_name() {
     assert_eq!(send_intents(&sb), 0, "keys were typed: {}", text(&o));
 }
 
+/// The twenty-ninth round: `python3` found as a `pyenv` shim starts through several shell
+/// scripts and `exec`s before the REPL: the screen stayed empty and still while they ran, the
+/// `custom` profile took that for ready, the first prompt was typed into the terminal's
+/// buffer, and the REPL read and ran it once it started. Here a start of four short steps,
+/// each a new process reading the terminal, then `exec python3`: nothing is typed, since the
+/// processes reading the pane's terminal must hold still as long as the screen before a paste,
+/// and the REPL is then seen.
+#[test]
+fn up_types_no_first_prompt_into_a_repl_that_starts_slowly() {
+    let sb = Sandbox::new();
+    let cmd = "sleep 0.15; sleep 0.15; sleep 0.15; sleep 0.15; exec python3 -q";
+    assert_code(
+        &sb.run(
+            "team-scale",
+            &[
+                "init",
+                "demo",
+                "--private",
+                "--agent",
+                "custom",
+                "--worker-cmd",
+                cmd,
+            ],
+        ),
+        0,
+    );
+    let o = sb.run(
+        "team-scale",
+        &["up", "demo", "1", "--ready-timeout", "8s", "--json"],
+    );
+    assert_code(&o, 1);
+    let l = json_lines(&o.stdout)
+        .into_iter()
+        .find(|l| l["worker"] == "worker-1")
+        .unwrap_or_else(|| panic!("{}", text(&o)));
+    assert_eq!(l["delivery"], "undelivered", "{l}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("python3"),
+        "the REPL is named: {}",
+        text(&o)
+    );
+    assert_eq!(send_intents(&sb), 0, "keys were typed: {}", text(&o));
+}
+
 /// The same round, through `send`: an agent hands its terminal to `pager`, `editor` or `less`
 /// named `codex`; `send '!touch <canary>'` types nothing (no intent either), so no command
 /// runs.

@@ -13,8 +13,10 @@
 //!    readiness timeout types nothing;
 //! 2. launch-argument and banner profiles type nothing: delivered once the agent shows the
 //!    text (or shows that it works);
-//! 3. typed profiles: once the prompt is on the cursor line and the screen has been still for
-//!    the profile's `stable_ms`, an audit intent (`send-keys`) is made durable, the text is
+//! 3. typed profiles: once the prompt is on the cursor line and the screen, and the processes
+//!    reading the pane's terminal below its supervisor (`process::subtree_fingerprint`: a
+//!    program still starting through shims and `exec`s), have been still for the profile's
+//!    `stable_ms`, an audit intent (`send-keys`) is made durable, the text is
 //!    pasted (bracketed where wanted) in a guarded transaction, and after `settle_ms` Enter is
 //!    pressed on its own, also guarded; delivered when the draft has left the input line or the
 //!    agent shows it works; else Enter again, at most `retries` times.
@@ -41,7 +43,8 @@
 //!   process is known by its comm, its `argv[0]` and its executable (`/proc/<pid>/exe`), so
 //!   Debian's `pager` and `editor` are the `less` and `vim` they run, and `less` behind a
 //!   symlink named `codex` is `less` (REPLs only by the first two: an agent on `node` may name
-//!   itself and drop its arguments). An
+//!   itself and drop its arguments). The look is made again before each Enter, the last
+//!   instant before typed text runs. An
 //!   interpreter running a script file is taken for the agent (agents are such programs). The same programs on another terminal or a pipe (an agent's own `ssh`
 //!   for git, a shell in its own pty) do not count. The `/proc` look is not atomic with the keys; the tmux
 //!   check is.
@@ -153,7 +156,8 @@ impl Delivery {
 #[derive(Debug)]
 enum St {
     Waiting {
-        last: Option<(Vec<String>, usize)>,
+        /// The screen, the cursor line and what runs below the supervisor, last round.
+        last: Option<ReadyKey>,
         since: Instant,
     },
     Pasted {
@@ -165,6 +169,10 @@ enum St {
     },
     Done(Delivery),
 }
+
+/// What must hold still for `stable_ms` before a paste: the screen, the cursor line, and the
+/// processes below the worker's supervisor ([`crate::process::subtree_fingerprint`]).
+type ReadyKey = (Vec<String>, usize, Vec<(u32, Option<std::path::PathBuf>)>);
 
 #[derive(Clone, Copy)]
 enum Step {
@@ -285,7 +293,11 @@ pub fn deliver(
                         }
                     }
                     PromptMode::Typed => {
-                        let key = (screen.lines.clone(), screen.cursor_y);
+                        let key = (
+                            screen.lines.clone(),
+                            screen.cursor_y,
+                            crate::process::subtree_fingerprint(t.inc.pane_pid),
+                        );
                         if seen != Seen::Ready {
                             Some(St::Waiting {
                                 last: None,
@@ -499,15 +511,21 @@ fn run_steps(
     let mut which = Vec::new();
     for &(i, step) in steps {
         let t = &targets[i];
-        // Before the intent: text that would reach a shell or another terminal is not typed.
-        if matches!(step, Step::Paste)
-            && let Some(who) = crate::process::terminal_reader_below(t.inc.pane_pid)
-        {
+        // Before the intent: text that would reach a shell or another terminal is not typed;
+        // and before each Enter, the last instant before typed text runs, the same look again
+        // (a program that started reading the terminal since the paste gets no Enter).
+        if let Some(who) = crate::process::terminal_reader_below(t.inc.pane_pid) {
             st[i] = undelivered(
-                format!(
-                    "{}'s pane {} would not reach its agent: {who}; nothing was typed",
-                    t.worker, t.inc.pane_id
-                ),
+                match step {
+                    Step::Paste => format!(
+                        "{}'s pane {} would not reach its agent: {who}; nothing was typed",
+                        t.worker, t.inc.pane_id
+                    ),
+                    Step::Enter => format!(
+                        "{}'s pane {} would not reach its agent: {who}, which started after the text was pasted; Enter was not pressed",
+                        t.worker, t.inc.pane_id
+                    ),
+                },
                 &last_screen[i],
             );
             continue;
