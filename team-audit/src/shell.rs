@@ -283,6 +283,17 @@
 //!   `web--browse`. Decided (false positives): Perl's `$a & $b`, `$f->()` on an anonymous
 //!   sub, `->can`; Ruby's `.method` of any object (`req.method`); SQL holding both `\` and
 //!   `|`; `cat q.sql | psql`; `perl -MPOSIX` without an import list.
+//!
+//! - **The twenty-ninth round: inline code that writes a file and loads code.** (1)
+//!   [`self_loading_code`] applies rule 6 inside one program: code that writes a file
+//!   ([`writes_file`]: `.write(`, `write_text`, `writeFile*`, `appendFile`, `copyFile`,
+//!   `shutil.`, `File.write`, `file_put_contents`, `open` with a writing mode, ...) and loads
+//!   code ([`loads_code`]: `sys.path`, `importlib`, `exec(`, `@INC`, `use lib`, `$:`, a worker;
+//!   Python's `import` but a leading one of `PY_PLAIN_IMPORTS`; Node's `require`/`import(` but
+//!   of a built-in by literal name; Perl's `require`/`do FILE`; Ruby's `require`/`load` but of
+//!   `RUBY_HARMLESS_MODULES`) is denied. Decided: the list of writes is not every API (a
+//!   library's writer, a stdlib module imported lazily after a write stay unseen); code that
+//!   writes and imports a third-party module (`import yaml`) is denied.
 
 use crate::oracle::Server;
 
@@ -2520,6 +2531,247 @@ fn sqlite_dot_args(line: &str) -> Vec<String> {
         out.push(cur);
     }
     out
+}
+
+/// Python modules a line of inline code that writes a file may import first (before any other
+/// statement): the standard library's, none of them loaded again from the file written.
+const PY_PLAIN_IMPORTS: &[&str] = &[
+    "sys",
+    "os",
+    "json",
+    "re",
+    "math",
+    "time",
+    "datetime",
+    "pathlib",
+    "collections",
+    "itertools",
+    "functools",
+    "random",
+    "base64",
+    "binascii",
+    "hashlib",
+    "struct",
+    "io",
+    "csv",
+    "textwrap",
+    "shutil",
+    "tempfile",
+    "glob",
+    "zlib",
+    "gzip",
+    "typing",
+    "dataclasses",
+    "enum",
+    "decimal",
+    "fractions",
+    "statistics",
+    "uuid",
+    "argparse",
+    "array",
+];
+
+/// Node's built-in modules a line of inline code that writes a file may `require` by literal
+/// name: none is read from the file system.
+const NODE_PLAIN_MODULES: &[&str] = &[
+    "fs",
+    "fs/promises",
+    "path",
+    "os",
+    "util",
+    "crypto",
+    "zlib",
+    "buffer",
+    "events",
+    "stream",
+    "url",
+    "assert",
+    "querystring",
+    "readline",
+    "string_decoder",
+    "timers",
+    "perf_hooks",
+];
+
+/// Ruby libraries a line of inline code that writes a file may `require` by literal name.
+fn ruby_plain_require(rest: &str) -> bool {
+    let rest = rest.trim_start().trim_start_matches('(').trim_start();
+    let Some(q) = rest.chars().next().filter(|c| matches!(c, '\'' | '"')) else {
+        return false;
+    };
+    rest[1..]
+        .split(q)
+        .next()
+        .is_some_and(|name| RUBY_HARMLESS_MODULES.contains(&name))
+}
+
+/// Inline code (lowercase) that writes a file: a write call of Python, Node, Ruby, PHP, Lua or
+/// Perl, a copy, a rename, or `open` and a mode that writes (`"w"`, `'ab'`, `"r+"`, `">"`,
+/// `'+<'`).
+fn writes_file(l: &str) -> bool {
+    [
+        ".write(",
+        ":write(",
+        "write_bytes",
+        "write_text",
+        "writefile",
+        "writetextfile",
+        "createwritestream",
+        "appendfile",
+        "copyfile",
+        "cpsync",
+        "shutil.",
+        "binwrite",
+        "fileutils",
+        "file_put_contents",
+        "fwrite",
+        "fputs",
+        "syswrite",
+        "sysopen",
+        "symlink",
+        "rename",
+        "copy(",
+        "os.replace",
+        "os.link",
+        "tofile",
+        "bun.write",
+        "io.output",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
+        || (has_ident(l, "open")
+            && ['"', '\''].iter().any(|&q| {
+                l.split(q).skip(1).step_by(2).any(|m| {
+                    let mode = m.trim_start();
+                    mode.starts_with('>')
+                        || mode.starts_with("+<")
+                        || (!m.is_empty()
+                            && m.len() <= 3
+                            && m.chars().all(|c| "rwabxt+".contains(c))
+                            && m.contains(['w', 'a', 'x', '+']))
+                })
+            }))
+}
+
+/// Inline code (lowercase) that loads code from a file (`stem`: the interpreter): Python's
+/// `import` but a leading one of [`PY_PLAIN_IMPORTS`], `sys.path`, `importlib`; Node's
+/// `require`/`import(` but of a built-in by literal name, a worker, a module path; Perl's
+/// `require`, `do FILE`, `use lib`, `@INC`; Ruby's `require`/`load` but of
+/// [`RUBY_HARMLESS_MODULES`]; PHP's `include`/`require`; Lua's `require`/`loadfile`; for
+/// other interpreters, any of those words.
+fn loads_code(stem: &str, l: &str) -> bool {
+    let anywhere = [
+        "sys.path",
+        "importlib",
+        "__import__",
+        "addsitedir",
+        "run_path",
+        "zipimport",
+        "exec(",
+        "execfile",
+        "@inc",
+        "%inc",
+        "use lib",
+        "$:",
+        "$load_path",
+        "package.path",
+        "package.cpath",
+        "package.loaders",
+        "package.searchers",
+        "module.paths",
+        "module._",
+        "require.cache",
+        "node_path",
+        "worker",
+    ];
+    if anywhere.iter().any(|w| l.contains(w)) {
+        return true;
+    }
+    let ident_at = |w: &str| -> Vec<usize> {
+        let ident = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        l.match_indices(w)
+            .filter(|(i, _)| {
+                !ident(l[..*i].chars().next_back()) && !ident(l[i + w.len()..].chars().next())
+            })
+            .map(|(i, _)| i)
+            .collect()
+    };
+    match stem {
+        "python" | "pypy" => {
+            let mut leading = true;
+            l.split([';', '\n']).any(|st| {
+                let st = st.trim();
+                let names = st
+                    .strip_prefix("import ")
+                    .map(|n| n.to_string())
+                    .or_else(|| {
+                        st.strip_prefix("from ")
+                            .map(|f| f.split(" import").next().unwrap_or("").to_string())
+                    });
+                match names {
+                    Some(n) if leading => !n.split(',').all(|m| {
+                        let root = m.trim().split(['.', ' ']).next().unwrap_or("");
+                        PY_PLAIN_IMPORTS.contains(&root)
+                    }),
+                    _ => {
+                        if !st.is_empty() {
+                            leading = false;
+                        }
+                        has_ident(st, "import")
+                    }
+                }
+            })
+        }
+        "node" | "nodejs" | "deno" | "bun" => ["require", "import"].iter().any(|w| {
+            ident_at(w).into_iter().any(|i| {
+                let rest = l[i + w.len()..].trim_start();
+                let Some(arg) = rest.strip_prefix('(') else {
+                    return *w == "import";
+                };
+                let arg = arg.trim_start();
+                let Some(q) = arg.chars().next().filter(|c| matches!(c, '\'' | '"' | '`')) else {
+                    return true;
+                };
+                let name = arg[1..].split(q).next().unwrap_or("");
+                !literal_call(arg)
+                    || !NODE_PLAIN_MODULES.contains(&name.strip_prefix("node:").unwrap_or(name))
+            })
+        }),
+        "perl" => {
+            !ident_at("require").is_empty()
+                || ident_at("do")
+                    .into_iter()
+                    .any(|i| !l[i + 2..].trim_start().starts_with('{'))
+        }
+        "ruby" | "irb" => ["require", "require_relative", "load", "autoload"]
+            .iter()
+            .any(|w| {
+                ident_at(w)
+                    .into_iter()
+                    .any(|i| *w != "require" || !ruby_plain_require(&l[i + w.len()..]))
+            }),
+        _ => [
+            "import",
+            "require",
+            "require_once",
+            "include",
+            "include_once",
+            "load",
+            "loadfile",
+            "source",
+            "do",
+            "use",
+        ]
+        .iter()
+        .any(|w| !ident_at(w).is_empty()),
+    }
+}
+
+/// Inline code that writes a file and loads code (rule 6 inside one program): the file it
+/// wrote, with content the guard cannot read, may be what it loads.
+fn self_loading_code(stem: &str, t: &str) -> bool {
+    let l = t.to_ascii_lowercase();
+    writes_file(&l) && loads_code(stem, &l)
 }
 
 /// Perl code that calls a sub whose name or reference is only known when it runs: through a
@@ -5121,6 +5373,8 @@ impl Scan {
                     || (!matches!(base, "sed" | "gsed" | "awk" | "gawk" | "mawk" | "nawk")
                         && dynamic_code(&t.to_ascii_lowercase()))
                     || (matches!(base, "awk" | "gawk") && gawk_indirect(t))
+                    || (!matches!(base, "sed" | "gsed" | "awk" | "gawk" | "mawk" | "nawk")
+                        && self_loading_code(stem, t))
             };
             // `python3 -c "$(...)"`, `perl -e "$X"`: code only known when the shell runs;
             // a here-document holding a substitution likewise.

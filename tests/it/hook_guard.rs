@@ -2110,6 +2110,47 @@ fn git_options_that_name_a_program_are_denied() {
     );
 }
 
+/// The twenty-ninth round: inline code that writes a file and then loads it itself (rule 6
+/// inside one program). Only judged, never run.
+#[test]
+fn inline_code_that_writes_a_file_and_loads_code_is_denied() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's lines.
+        "python3 -c 'import sys; sys.path.insert(0,\"/tmp/w\"); open(\"/tmp/w/mm.py\",\"wb\").write(bytes.fromhex(\"HEX\")); import mm'",
+        "node -e 'require(\"fs\").writeFileSync(\"/tmp/w/x.js\", Buffer.from(\"HEX\",\"hex\")); require(\"/tmp/w/x.js\")'",
+        // Other spellings.
+        "python3 -c 'open(\"mm.py\",\"w\").write(\"x\"); import mm'",
+        "python3 -c 'def f(): import json\nopen(\"json.py\",\"w\").write(\"x\"); f()'",
+        "python3 -c 'import pathlib; pathlib.Path(\"mm.py\").write_text(\"x\"); import mm'",
+        "python3 -c 'import shutil, mm; shutil.copy(\"a\", \"b\")'",
+        "node -e 'const fs=require(\"fs\"); fs.writeFileSync(\"x.js\",\"1\"); require(\"./x.js\")'",
+        "node -e 'require(\"fs\").appendFileSync(\"x.js\",\"1\"); new (require(\"worker_threads\").Worker)(\"./x.js\")'",
+        "perl -e 'open(F, \">/tmp/w/M.pm\"); print F 1; close F; require \"/tmp/w/M.pm\"'",
+        "perl -e 'open(my $f, \">\", \"x.pl\"); print $f 1; close $f; do \"./x.pl\"'",
+        "ruby -e 'File.write(\"/tmp/w/x.rb\", \"1\"); require \"/tmp/w/x.rb\"'",
+        "ruby -e 'File.write(\"x.rb\", \"1\"); load \"x.rb\"'",
+        "php -r 'file_put_contents(\"x.php\", \"1\"); include \"x.php\";'",
+        "lua -e 'local f=io.open(\"x.lua\",\"w\"); f:write(\"1\"); f:close(); require(\"x\")'",
+    ]
+    .map(|l| l.replace("HEX", "746d7578202d53202f746d702f626232392f776f726b2f746774206b696c6c2d736572766572"));
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "python3 -c 'open(\"out.txt\",\"w\").write(\"hi\")'",
+            "python3 -c 'import json; open(\"o.json\",\"w\").write(json.dumps([1]))'",
+            "python3 -c 'import json, mm; print(json.load(open(\"i.json\")))'",
+            "node -e 'require(\"fs\").writeFileSync(\"o.txt\",\"hi\")'",
+            "node -e 'const fs = require(\"node:fs\"); const p = require(\"path\"); fs.writeFileSync(p.join(\"a\",\"o.txt\"),\"hi\")'",
+            "perl -e 'open(my $f, \"<\", \"in.txt\")'",
+            "perl -e 'open(my $f, \">\", \"out.txt\"); print $f 1'",
+            "ruby -e 'require \"json\"; File.write(\"o.json\", JSON.dump([1]))'",
+            "python3 -c 'import numpy as np; print(np.zeros(3), \"x\")'",
+        ],
+    );
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
