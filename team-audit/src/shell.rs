@@ -293,7 +293,11 @@
 //!   of a built-in by literal name; Perl's `require`/`do FILE`; Ruby's `require`/`load` but of
 //!   `RUBY_HARMLESS_MODULES`) is denied. Decided: the list of writes is not every API (a
 //!   library's writer, a stdlib module imported lazily after a write stay unseen); code that
-//!   writes and imports a third-party module (`import yaml`) is denied.
+//!   writes and imports a third-party module (`import yaml`) is denied. (2) Python's//!   lookups by a string in `dynamic_code`: `resolve_name`/`pkgutil`, `get_field`,
+//!   `vformat`, `logging.config` (`dictConfig`'s `()`, `fileConfig`'s `args`), mock's
+//!   `_importer`, `get_type_hints`/`ForwardRef`, `importlib` but `.metadata`/`.resources`,
+//!   entry points, `copyreg`, `shelve`, `dill`, `cloudpickle`, `joblib`, `jsonpickle`, YAML's
+//!   unsafe/full loaders. `"{0.x}".format(..)` stays allowed: it only builds a string.
 
 use crate::oracle::Server;
 
@@ -2015,9 +2019,49 @@ fn dynamic_code(l: &str) -> bool {
         "_tkinter",
         "doctest",
         "bdb",
+        // Python's standard library: a name looked up by a string (`pkgutil.resolve_name`,
+        // `string.Formatter().get_field`/`vformat`, logging.config's `()` factory and
+        // `fileConfig`'s evaluated `args`, mock's importer, a string annotation evaluated by
+        // `get_type_hints`, importlib but its `metadata` and `resources`, an entry point's
+        // `load`), objects rebuilt from bytes (copyreg, shelve,
+        // dill, cloudpickle, joblib, jsonpickle, YAML's unsafe loaders).
+        "resolve_name",
+        "pkgutil",
+        "get_field",
+        "vformat",
+        "dictconfig",
+        "fileconfig",
+        "_importer",
+        "_dot_lookup",
+        "get_type_hints",
+        "forwardref",
+        "entrypoint",
+        "entry_points",
+        "copyreg",
+        "shelve",
+        "dill",
+        "cloudpickle",
+        "joblib",
+        "jsonpickle",
+        "unsafe_load",
+        "unsafeloader",
+        "full_load",
+        "fullloader",
     ]
     .iter()
     .any(|w| has_ident(l, w))
+        || l.contains("logging.config")
+        || l.match_indices("importlib").any(|(i, m)| {
+            let rest = &l[i + m.len()..];
+            ![
+                ".metadata",
+                ".resources",
+                " import metadata",
+                " import resources",
+            ]
+            .iter()
+            .any(|p| rest.starts_with(p))
+        })
         || ["pipes", "profile", "trace"]
             .iter()
             .any(|m| python_imports(l, m))

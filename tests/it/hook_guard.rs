@@ -2151,6 +2151,40 @@ fn inline_code_that_writes_a_file_and_loads_code_is_denied() {
     );
 }
 
+/// The twenty-ninth round: Python looks a name up by a string through the standard library
+/// (`pkgutil.resolve_name`, `string.Formatter().get_field`, `logging.config`'s `()` factory,
+/// `typing.get_type_hints`). Only judged, never run.
+#[test]
+fn python_name_lookups_by_a_string_are_denied() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's lines.
+        "python3 -c 'import pkgutil; pkgutil.resolve_name(\"os:sys\"+\"tem\")(\"id\")'",
+        "python3 -c 'import string,os; string.Formatter().get_field(\"0.sys\"+\"tem\",(os,),{})[0](\"id\")'",
+        // Other lookups by a string.
+        "python3 -c 'from pkgutil import resolve_name as r; r(\"os.sys\"+\"tem\")(\"id\")'",
+        "python3 -c 'import string; string.Formatter().vformat(\"{0.x}\", (1,), {})'",
+        "python3 -c 'import logging.config; logging.config.dictConfig({\"version\":1,\"handlers\":{\"h\":{\"()\":\"os.sys\"+\"tem\"}}})'",
+        "python3 -c 'import typing; typing.get_type_hints(f)'",
+        "python3 -c 'from unittest import mock; mock._importer(\"os\")'",
+        "python3 -c 'import importlib.util as u; u.spec_from_file_location(\"m\",\"/tmp/m.py\")'",
+        "python3 -c 'from importlib import util'",
+        "python3 -c 'import importlib.metadata as m; m.EntryPoint(name=\"x\", value=\"os:sys\"+\"tem\", group=\"g\").load()'",
+        "python3 -c 'import copyreg, shelve'",
+        "python3 -c 'import dill; dill.loads(b\"x\")'",
+    ];
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "python3 -c 'print(\"{0}\".format(1))'",
+            "python3 -c 'print(\"{a}\".format(a=1), f\"{2}\")'",
+            "python3 -c 'import string; print(string.ascii_letters)'",
+            "python3 -c 'import logging; logging.basicConfig(level=10)'",
+        ],
+    );
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
