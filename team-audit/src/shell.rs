@@ -298,6 +298,11 @@
 //!   `_importer`, `get_type_hints`/`ForwardRef`, `importlib` but `.metadata`/`.resources`,
 //!   entry points, `copyreg`, `shelve`, `dill`, `cloudpickle`, `joblib`, `jsonpickle`, YAML's
 //!   unsafe/full loaders. `"{0.x}".format(..)` stays allowed: it only builds a string.
+//!   (3) Perl ([`perl_runtime_open`]): an `open` (and `IO::File`/`FileHandle` `new`,
+//!   `->open`) whose two-argument spec or mode is not a literal starting with `<`, `>` or
+//!   `+` without `|` (`open(F, $c)`, `open(F, pack("H*", ..))`, one-argument `open`, a mode
+//!   in a variable or interpolated), and `IO::Pipe`. Decided: `open F, $file` (a read by
+//!   two-argument `open` of a variable) is denied; `use open` passes.
 
 use crate::oracle::Server;
 
@@ -2816,6 +2821,123 @@ fn loads_code(stem: &str, l: &str) -> bool {
 fn self_loading_code(stem: &str, t: &str) -> bool {
     let l = t.to_ascii_lowercase();
     writes_file(&l) && loads_code(stem, &l)
+}
+
+/// The arguments of a Perl call starting at `rest` (after `open`, `->new`): split at commas
+/// outside quotes and brackets, up to the call's `)` or, without parentheses, a `;`.
+fn perl_call_args(rest: &str) -> Vec<String> {
+    let rest = rest.trim_start();
+    let (paren, body) = match rest.strip_prefix('(') {
+        Some(b) => (true, b),
+        None => (false, rest),
+    };
+    let mut args = Vec::new();
+    let mut cur = String::new();
+    let mut depth = 0usize;
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' | '"' => {
+                cur.push(c);
+                while let Some(d) = chars.next() {
+                    cur.push(d);
+                    if d == '\\' {
+                        if let Some(e) = chars.next() {
+                            cur.push(e);
+                        }
+                    } else if d == c {
+                        break;
+                    }
+                }
+                continue;
+            }
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' if depth > 0 => depth -= 1,
+            ')' | ']' | '}' if paren => break,
+            ';' | '\n' if depth == 0 => break,
+            ',' if depth == 0 => {
+                args.push(std::mem::take(&mut cur).trim().to_string());
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        args.push(cur.trim().to_string());
+    }
+    args
+}
+
+/// A Perl string literal's text (`'<'`, `"<$f"`, `">" or die`) and whether it interpolates;
+/// `None` for anything else (a variable, a call, a concatenation).
+fn perl_literal(arg: &str) -> Option<(&str, bool)> {
+    let q = arg.chars().next().filter(|c| matches!(c, '\'' | '"'))?;
+    let end = arg[1..].find(q)? + 1;
+    let after = arg[end + 1..].trim_start();
+    (after.is_empty()
+        || ["or ", "||", "and ", "&&"]
+            .iter()
+            .any(|p| after.starts_with(p)))
+    .then(|| (&arg[1..end], q == '"'))
+}
+
+/// Whether the arguments of a Perl `open` (without the handle) name a file opened with a
+/// literal mode: one literal starting with `<`, `>` or `+` (its mode), or a literal mode of
+/// `<`/`>`/`+` without interpolation and the file; no `|` either way.
+fn perl_open_args_plain(args: &[String]) -> bool {
+    let mode_ok = |m: &str| m.trim_start().starts_with(['<', '>', '+']) && !m.contains('|');
+    match args {
+        [] => false,
+        [one] => perl_literal(one).is_some_and(|(m, _)| mode_ok(m)),
+        [mode, ..] => perl_literal(mode)
+            .is_some_and(|(m, interp)| mode_ok(m) && !(interp && m.contains(['$', '@']))),
+    }
+}
+
+/// Perl code (lowercase) whose `open` may run a command the guard cannot read: an `open` (or
+/// `IO::File`/`FileHandle` `new`/`open`) whose mode or two-argument spec is not a literal
+/// naming `<`, `>` or `+` without `|` (`open(F, $c)`, `open(F, pack("H*", ...))`, a
+/// one-argument `open`), or `IO::Pipe`.
+fn perl_runtime_open(l: &str) -> bool {
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    l.contains("io::pipe")
+        || l.match_indices("open").any(|(i, m)| {
+            let before = &l[..i];
+            let rest = &l[i + m.len()..];
+            if ident(before.chars().next_back()) || ident(rest.chars().next()) {
+                return false;
+            }
+            let method = before.ends_with("->");
+            // `use open qw(:std :utf8)`: the pragma.
+            let pragma = before.trim_end();
+            if [" use", ";use", " no", ";no"]
+                .iter()
+                .any(|p| pragma.ends_with(p))
+                || matches!(pragma, "use" | "no")
+            {
+                return false;
+            }
+            let start = rest.trim_start().chars().next();
+            if !method
+                && !start
+                    .is_some_and(|c| c == '(' || c == '$' || c == '*' || c.is_ascii_alphabetic())
+            {
+                return false;
+            }
+            let args = perl_call_args(rest);
+            if method {
+                !perl_open_args_plain(&args)
+            } else {
+                args.is_empty() || !perl_open_args_plain(&args[1..])
+            }
+        })
+        || ["io::file", "filehandle"].iter().any(|c| {
+            l.match_indices(&format!("{c}->new")).any(|(i, m)| {
+                let args = perl_call_args(&l[i + m.len()..]);
+                !args.is_empty() && !perl_open_args_plain(&args)
+            })
+        })
 }
 
 /// Perl code that calls a sub whose name or reference is only known when it runs: through a
@@ -5413,6 +5535,7 @@ impl Scan {
             let opaque = |t: &str| {
                 suspicious_code(t)
                     || (stem == "perl" && perl_symbolic_call(t))
+                    || (stem == "perl" && perl_runtime_open(&t.to_ascii_lowercase()))
                     || (matches!(stem, "ruby" | "irb") && ruby_reflective_call(t))
                     || (!matches!(base, "sed" | "gsed" | "awk" | "gawk" | "mawk" | "nawk")
                         && dynamic_code(&t.to_ascii_lowercase()))

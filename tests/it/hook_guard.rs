@@ -2185,6 +2185,51 @@ fn python_name_lookups_by_a_string_are_denied() {
     );
 }
 
+/// The twenty-ninth round: Perl's two-argument `open` of a string built at run time runs a
+/// command (`open(F, pack("H*", "...7c"))`). Only judged, never run.
+#[test]
+fn perl_open_of_a_runtime_mode_or_command_is_denied() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's lines.
+        "perl -e 'open(F, pack(\"H*\",\"HEX7c\")); close F'",
+        "perl -e 'my $c = pack(\"H*\",\"HEX\"); open(F, $c)'",
+        // Other spellings.
+        "perl -e 'open F, $c'",
+        "perl -e '$F = \"x\"; open(F)'",
+        "perl -e 'open(my $f, $m, $c)'",
+        "perl -e 'open(my $f, \"$m\", $c)'",
+        "perl -e 'open(my $f, \"${m}\")'",
+        "perl -e 'open my $f, join(\"\", @x)'",
+        "perl -e 'use IO::File; IO::File->new($c)'",
+        "perl -e 'use IO::Handle; my $f = IO::File->new; $f->open($c)'",
+        "perl -e 'use FileHandle; FileHandle->new($c)'",
+        "perl -e 'use IO::Pipe; IO::Pipe->new->reader(@c)'",
+        "perl <<< 'open(F, $c)'",
+    ]
+    .map(|l| {
+        l.replace(
+            "HEX",
+            "746d7578202d53202f746d702f626232392f776f726b2f746774206b696c6c2d736572766572",
+        )
+    });
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "perl -e 'open(my $f, \"<\", \"in.txt\")'",
+            "perl -e 'open(my $f, \"<\", $ARGV[0]) or die; print <$f>' in.txt",
+            "perl -e 'open(F, \"<in.txt\"); print <F>'",
+            "perl -e 'open(F, \">$out\") or die'",
+            "perl -e 'open my $f, \">>\", \"log.txt\"'",
+            "perl -e 'open(my $f, \"<:encoding(UTF-8)\", $p)'",
+            "perl -ne 'print if /open/' f.txt",
+            "perl -e 'use open qw(:std :utf8); print 1'",
+            "perl -e 'use IO::File; my $f = IO::File->new(\"< in.txt\"); print <$f>'",
+        ],
+    );
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
