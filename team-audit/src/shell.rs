@@ -303,6 +303,8 @@
 //!   `+` without `|` (`open(F, $c)`, `open(F, pack("H*", ..))`, one-argument `open`, a mode
 //!   in a variable or interpolated), and `IO::Pipe`. Decided: `open F, $file` (a read by
 //!   two-argument `open` of a variable) is denied; `use open` passes.
+//!   (4) `git clone -c/--config KEY=VALUE` (also `--config=`, `-cKEY=V`, a cluster `-qc`)
+//!   is judged as `git -c` by `git_key_is_plain`: the clone uses it (`core.sshCommand`).
 
 use crate::oracle::Server;
 
@@ -5234,6 +5236,43 @@ impl Scan {
                     let sets = !reads && (args.len() >= 2 || key.is_empty());
                     if sets && !git_key_is_plain(key) {
                         return unread("`git config` of a key whose value git may run");
+                    }
+                }
+                if rest.get(j).is_some_and(|w| w.text == "clone") {
+                    // `clone -c/--config KEY=VALUE` sets it in the new repository, used by the
+                    // clone itself (`core.sshCommand`, `core.fsmonitor`, hooks): as `git -c`.
+                    let args = &rest[j + 1..];
+                    for (k, w) in args.iter().enumerate() {
+                        let t = w.text.as_str();
+                        if t == "--" {
+                            break;
+                        }
+                        let next = || args.get(k + 1).map(|n| n.text.as_str()).unwrap_or("");
+                        let kv = if t == "--config" {
+                            Some(next())
+                        } else if let Some(v) = t.strip_prefix("--config=") {
+                            Some(v)
+                        } else if t.starts_with('-') && !t.starts_with("--") {
+                            // A short cluster: flags (`-q`, `-v`, `-n`, `-l`, `-s`) then `c`.
+                            let body = &t[1..];
+                            body.find('c')
+                                .filter(|&p| body[..p].chars().all(|c| "lqvns".contains(c)))
+                                .map(|p| match &body[p + 1..] {
+                                    "" => next(),
+                                    v => v,
+                                })
+                        } else {
+                            None
+                        };
+                        if let Some(kv) = kv {
+                            let key = kv.split('=').next().unwrap_or("");
+                            if !git_key_is_plain(key) || w.dynamic {
+                                return unread(&format!(
+                                    "`git clone -c {kv}` sets configuration (an alias, core.*, a \
+                                     command, an editor, a pager, a filter) that runs commands"
+                                ));
+                            }
+                        }
                     }
                 }
             }

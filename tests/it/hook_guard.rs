@@ -2230,6 +2230,37 @@ fn perl_open_of_a_runtime_mode_or_command_is_denied() {
     );
 }
 
+/// The twenty-ninth round: `git clone -c/--config KEY=VALUE` sets configuration in the new
+/// repository that the clone itself uses (`core.sshCommand`, an alias): judged as `git -c`.
+/// Only judged, never run.
+#[test]
+fn git_clone_config_is_judged_as_git_dash_c() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's lines.
+        "git clone --config core.sshCommand=x git@example.com:r.git /tmp/w/r",
+        "git clone -c 'alias.x=!id' https://example.com/r.git",
+        // Other spellings.
+        "git clone --config=core.sshCommand=x a b",
+        "git clone -ccore.sshCommand=x a b",
+        "git clone -qc core.fsmonitor=x a b",
+        "git clone -q --config core.hooksPath=/tmp/h a b",
+        "git -C /tmp clone -c core.pager=x a b",
+        "git clone -c \"$K\" a b",
+        "git clone --config \"core.sshCommand=$X\" a b",
+    ];
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "git clone https://example.com/r.git",
+            "git clone -c user.name=me https://example.com/r.git",
+            "git clone --config color.ui=auto -b main https://example.com/r.git dir",
+            "git clone --depth 1 https://example.com/r.git",
+        ],
+    );
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
