@@ -577,24 +577,36 @@ const REPLS: &[&str] = &[
     "groovysh", "sqlite", "psql", "mysql", "bc", "dc", "gdb",
 ];
 
-/// What reads a terminal below `root` (a worker's supervisor): the pid and executable of each
-/// process whose standard input is a terminal, sorted. It changes when such a process starts,
-/// exits or `exec`s another program (`python3` found as a `pyenv` shim, a shell script that
-/// `exec`s a REPL): a delivery waits for it to hold still before it types, so that the
-/// terminal-reader look judges what will read the text, not what was starting. An agent's own
-/// tools (stdin a pipe or `/dev/null`) come and go without moving it. Empty when nothing can be
-/// read.
-pub fn subtree_fingerprint(root: u32) -> Vec<(u32, Option<PathBuf>)> {
+/// What reads a terminal below `root` (a worker's supervisor) and has run for at least
+/// `min_age`: the pid and executable of each such process whose standard input is a terminal,
+/// sorted. It changes when such a process comes of age, exits or `exec`s another program (a
+/// `python3` that is a `pyenv` shim `exec`s the interpreter at the end of its start): a
+/// delivery waits for it to hold still before it types, so that the terminal-reader look
+/// judges what will read the text, not what was starting. Processes younger than `min_age`
+/// (a worker's short-lived children) and an agent's own tools (stdin a pipe or `/dev/null`)
+/// come and go without moving it. Empty when nothing can be read.
+pub fn subtree_fingerprint(root: u32, min_age: std::time::Duration) -> Vec<(u32, Option<PathBuf>)> {
     let Ok(tree) = crate::proctree::Tree::subtree(root) else {
         return Vec::new();
     };
+    // Start times are in clock ticks after boot (100 a second on Linux).
+    let now = std::fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|u| u.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(u64::MAX, |secs| (secs * 100.0) as u64);
+    let min_ticks = (min_age.as_millis() / 10) as u64;
     let on_tty = |pid: u32| {
         std::fs::read_link(proc_path(pid, "fd/0"))
             .is_ok_and(|t| t.starts_with("/dev/pts") || t.starts_with("/dev/tty"))
     };
     let mut v: Vec<(u32, Option<PathBuf>)> = tree
         .nodes()
-        .filter(|n| n.id.pid != root && n.state != b'Z' && on_tty(n.id.pid))
+        .filter(|n| {
+            n.id.pid != root
+                && n.state != b'Z'
+                && now.saturating_sub(n.id.start_time) >= min_ticks
+                && on_tty(n.id.pid)
+        })
         .map(|n| {
             (
                 n.id.pid,

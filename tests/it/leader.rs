@@ -850,14 +850,14 @@ fn up_types_no_first_prompt_into_a_pager_under_another_name() {
 /// The twenty-ninth round: `python3` found as a `pyenv` shim starts through several shell
 /// scripts and `exec`s before the REPL: the screen stayed empty and still while they ran, the
 /// `custom` profile took that for ready, the first prompt was typed into the terminal's
-/// buffer, and the REPL read and ran it once it started. Here a start of four short steps,
-/// each a new process reading the terminal, then `exec python3`: nothing is typed, since the
-/// processes reading the pane's terminal must hold still as long as the screen before a paste,
-/// and the REPL is then seen.
+/// buffer, and the REPL read and ran it once it started. Here a start of three short steps,
+/// then the shell that ran them `exec`s `python3`: nothing is typed, since the processes
+/// reading the pane's terminal (those that have run as long as the screen must hold still)
+/// must hold still too before a paste, and the REPL is then seen.
 #[test]
 fn up_types_no_first_prompt_into_a_repl_that_starts_slowly() {
     let sb = Sandbox::new();
-    let cmd = "sleep 0.15; sleep 0.15; sleep 0.15; sleep 0.15; exec python3 -q";
+    let cmd = "sleep 0.15; sleep 0.15; sleep 0.15; exec python3 -q";
     assert_code(
         &sb.run(
             "team-scale",

@@ -296,7 +296,10 @@ pub fn deliver(
                         let key = (
                             screen.lines.clone(),
                             screen.cursor_y,
-                            crate::process::subtree_fingerprint(t.inc.pane_pid),
+                            crate::process::subtree_fingerprint(
+                                t.inc.pane_pid,
+                                Duration::from_millis(t.profile.stable_ms),
+                            ),
                         );
                         if seen != Seen::Ready {
                             Some(St::Waiting {
