@@ -641,17 +641,20 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
         // What the process is, not only what it was called: its comm (the name it was run
         // by, `pager`), its `argv[0]`, and its executable's own name (`less`, through the
         // alternatives' symlinks).
-        let (names, exe) = program_names(n.id.pid, &n.comm);
-        let Ok(Some(cmdline)) = read_proc(n.id.pid, "cmdline") else {
-            continue;
-        };
+        // What cannot be read (another user's process) is judged by its comm alone.
+        let cmdline = read_proc(n.id.pid, "cmdline")
+            .ok()
+            .flatten()
+            .unwrap_or_default();
         let argv: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        let (names, exe) = program_names(n.id.pid, &n.comm, argv.first().copied());
         // A loader running a program in its own process (`ld.so /bin/sh`, `valgrind sh`) is
         // that program, with the arguments after it.
-        let (names, first_arg) = match loaded_program(n.id.pid, &names, &argv) {
+        let (names, first_arg) = match loaded_program(n.id.pid, exe.as_deref(), &names, &argv) {
             Some((names, at)) => (names, at + 1),
             None => (names, 1),
         };
+        let exe = other_exe(exe.as_deref(), &names);
         let all: Vec<&String> = names.iter().chain(&exe).collect();
         let any = |f: &dyn Fn(&str) -> bool| all.iter().find(|n| f(n)).map(|n| n.to_string());
         let stem = |n: &str| {
@@ -959,16 +962,13 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
 }
 
 /// The names a process goes by: its `comm` and the last component of its `argv[0]` (without a
-/// login shell's `-`); and, apart, the name of its executable (`/proc/<pid>/exe`: the file the
-/// alternatives' symlinks lead to, `/usr/bin/pager` being `/usr/bin/less`), when it is another.
-/// A multi-call binary's executable (`busybox`) says nothing of the applet it runs, so it is
-/// left out. What cannot be read is left out (the comm is always there).
-fn program_names(pid: u32, comm: &str) -> (Vec<String>, Option<String>) {
+/// login shell's `-`); and, apart, the last component of its executable (`/proc/<pid>/exe`:
+/// the file the alternatives' symlinks lead to, `/usr/bin/pager` being `/usr/bin/less`), when
+/// it can be read. See [`other_exe`] for when the executable says more than the names.
+fn program_names(pid: u32, comm: &str, arg0: Option<&[u8]>) -> (Vec<String>, Option<String>) {
     let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_owned();
     let mut names = vec![comm.to_owned()];
-    if let Ok(Some(argv)) = read_proc(pid, "cmdline")
-        && let Some(arg0) = argv.split(|b| *b == 0).next()
-    {
+    if let Some(arg0) = arg0 {
         let arg0 = base(&String::from_utf8_lossy(arg0));
         let arg0 = arg0.strip_prefix('-').unwrap_or(&arg0);
         if !arg0.is_empty() && arg0 != comm {
@@ -981,10 +981,15 @@ fn program_names(pid: u32, comm: &str) -> (Vec<String>, Option<String>) {
             let exe = exe.to_string_lossy();
             base(exe.strip_suffix(" (deleted)").unwrap_or(&exe))
         })
-        .filter(|e| {
-            !e.is_empty() && !names.contains(e) && !matches!(e.as_str(), "busybox" | "toybox")
-        });
+        .filter(|e| !e.is_empty());
     (names, exe)
+}
+
+/// The executable's name when it is another than `names`; a multi-call binary's (`busybox`)
+/// says nothing of the applet it runs, so it is left out.
+fn other_exe(exe: Option<&str>, names: &[String]) -> Option<String> {
+    exe.filter(|e| !names.iter().any(|n| n == e) && !matches!(*e, "busybox" | "toybox"))
+        .map(str::to_owned)
 }
 
 /// Programs that load another program and run it in their own process, so that its comm,
@@ -1118,17 +1123,20 @@ impl Loader {
     }
 }
 
-/// When `pid`'s executable is a [`Loader`], the names of the program it runs (the last
-/// component of the path its arguments give, and of the file that path leads to through
-/// symlinks) added to `names`, and that argument's index in `argv`; loaders running loaders
+/// When `pid`'s executable (`exe`, its last component) is a [`Loader`], the names of the
+/// program it runs (the last component of the path its arguments give, and of the file that
+/// path leads to through symlinks) added to `names`, and that argument's index in `argv`; loaders running loaders
 /// are followed. Known by the executable alone (`/proc/<pid>/exe`), never by a name the
 /// process chose (`exec -a valgrind sh -i x` stays a shell); the names it had are kept, so
 /// naming a loader's program after a harmless one hides nothing either. `None` for any other
 /// process.
-fn loaded_program(pid: u32, names: &[String], argv: &[&[u8]]) -> Option<(Vec<String>, usize)> {
-    let exe = std::fs::read_link(proc_path(pid, "exe")).ok()?;
-    let exe = exe.file_name()?.to_string_lossy().into_owned();
-    let mut kind = Loader::of(std::iter::once(exe.as_str()))?;
+fn loaded_program(
+    pid: u32,
+    exe: Option<&str>,
+    names: &[String],
+    argv: &[&[u8]],
+) -> Option<(Vec<String>, usize)> {
+    let mut kind = Loader::of(std::iter::once(exe?))?;
     let mut i = 1;
     for _ in 0..4 {
         // The loader's own options, then the program.

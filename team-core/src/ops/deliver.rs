@@ -293,31 +293,35 @@ pub fn deliver(
                         }
                     }
                     PromptMode::Typed => {
-                        let key = (
-                            screen.lines.clone(),
-                            screen.cursor_y,
-                            crate::process::subtree_fingerprint(
-                                t.inc.pane_pid,
-                                Duration::from_millis(t.profile.stable_ms),
-                            ),
-                        );
                         if seen != Seen::Ready {
                             Some(St::Waiting {
                                 last: None,
                                 since: now,
                             })
-                        } else if last.as_ref() != Some(&key) {
-                            Some(St::Waiting {
-                                last: Some(key),
-                                since: now,
-                            })
-                        } else if now.duration_since(*since)
-                            >= Duration::from_millis(t.profile.stable_ms)
-                        {
-                            steps.push((i, Step::Paste));
-                            Some(St::Pasted { at: now })
                         } else {
-                            None
+                            // The process look only once the screen reads ready: a still
+                            // screen is what it can hold back.
+                            let key = (
+                                screen.lines.clone(),
+                                screen.cursor_y,
+                                crate::process::subtree_fingerprint(
+                                    t.inc.pane_pid,
+                                    Duration::from_millis(t.profile.stable_ms),
+                                ),
+                            );
+                            if last.as_ref() != Some(&key) {
+                                Some(St::Waiting {
+                                    last: Some(key),
+                                    since: now,
+                                })
+                            } else if now.duration_since(*since)
+                                >= Duration::from_millis(t.profile.stable_ms)
+                            {
+                                steps.push((i, Step::Paste));
+                                Some(St::Pasted { at: now })
+                            } else {
+                                None
+                            }
                         }
                     }
                 },
