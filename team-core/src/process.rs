@@ -887,18 +887,26 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
                 .ok()
                 .flatten()
                 .is_some_and(|env| env_values(&env, "PYTHONINSPECT").any(|v| !v.is_empty()));
+        // An interpreter's own options come before its script; the words after it are the
+        // script's (Gemini CLI relaunches itself as `node --max-old-space-size=N gemini -i
+        // '<prompt>'`, whose `-i` is Gemini's).
+        let own = |k: usize| !repl || script.is_none_or(|s| k < s);
         let interactive = runs_runner
             || inspect_env
-            || args.iter().enumerate().any(|(k, a)| {
-                matches!(*a, b"-i" | b"--interactive" | b"repl")
-                    || (perl && a.starts_with(b"-d"))
-                    || (repl && *a == b"-m" && args.get(k + 1).is_some_and(|m| debugger(m)))
-                    || (repl
-                        && a.strip_prefix(b"-m")
-                            .is_some_and(|m| !m.is_empty() && debugger(m)))
-                    || clustered(k, a)
-                    || (node && k == 0 && matches!(*a, b"inspect" | b"debug"))
-            });
+            || args
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| own(*k))
+                .any(|(k, a)| {
+                    matches!(*a, b"-i" | b"--interactive" | b"repl")
+                        || (perl && a.starts_with(b"-d"))
+                        || (repl && *a == b"-m" && args.get(k + 1).is_some_and(|m| debugger(m)))
+                        || (repl
+                            && a.strip_prefix(b"-m")
+                                .is_some_and(|m| !m.is_empty() && debugger(m)))
+                        || clustered(k, a)
+                        || (node && k == 0 && matches!(*a, b"inspect" | b"debug"))
+                });
         // A shell's options that take an argument (`-o vi`, `--rcfile f`): that argument is
         // no script.
         let mut given_code = false;

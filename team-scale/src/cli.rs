@@ -564,6 +564,10 @@ pub struct SendArgs {
     /// How long to wait for the agent to be ready to take it.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DUR")]
     pub ready_timeout: std::time::Duration,
+    /// Also type it while the agent works, as a message the agent queues (Codex, Claude Code,
+    /// Gemini CLI, and profiles with `queue_cursor`); without it a working agent is waited for.
+    #[arg(long)]
+    pub queue: bool,
 }
 
 #[derive(Debug, Args)]
@@ -575,4 +579,7 @@ pub struct BroadcastArgs {
     /// How long to wait for the agents to be ready to take it.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, value_name = "DUR")]
     pub ready_timeout: std::time::Duration,
+    /// Also type it into agents that work, as a message they queue (see `send --queue`).
+    #[arg(long)]
+    pub queue: bool,
 }

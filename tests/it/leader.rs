@@ -20,6 +20,17 @@ settle_ms = 150
 verify_ms = 800
 retries = 2
 busy = ["Working on:"]
+queue_cursor = ["fake>"]
+
+[agents.fakeplain]
+programs = []
+display = "Fake agent (no queue)"
+ready_cursor = ["fake> "]
+stable_ms = 300
+settle_ms = 150
+verify_ms = 800
+retries = 2
+busy = ["Working on:"]
 "#;
 
 struct Team {
@@ -1229,4 +1240,181 @@ fn commands_in_a_subdirectory_find_the_team_and_init_there_asks_for_here() {
     // From now on deep is its own workspace.
     assert_code(&in_deep("team-scale", &["status", "demo"]), 66);
     assert_code(&in_deep("team-scale", &["status", "other"]), 0);
+}
+
+/// A team of `agent`'s profile whose one worker works on its first prompt for a minute
+/// (`--done-after 60000`), with `flags` for the fake agent.
+fn working(agent: &str, flags: &str) -> Team {
+    let t = Team::running_as(agent, |dir| {
+        format!(
+            "exec {} --done-after 60000 {flags} --received {d}/received-$TEAM_WORKER.txt --record {d}/record-$TEAM_WORKER.bin",
+            tests::bin("fake-agent").display(),
+            d = dir.display()
+        )
+    });
+    assert_code(&t.run(&["up", "demo", "1", "--ready-timeout", "20s"]), 0);
+    t
+}
+
+fn delivery(o: &Output) -> Value {
+    json_lines(&o.stdout)
+        .into_iter()
+        .find(|l| l["type"] == "delivery")
+        .unwrap_or_else(|| panic!("no delivery line: {}", text(o)))
+}
+
+fn record(t: &Team, w: &str) -> String {
+    String::from_utf8_lossy(
+        &std::fs::read(t.dir.join(format!("record-{w}.bin"))).unwrap_or_default(),
+    )
+    .into_owned()
+}
+
+/// A message for an agent that works: without `--queue` it waits for the agent to be idle and
+/// types nothing, naming the agent as working and `--queue` as the way; with `--queue` it is
+/// typed into the input line the working agent shows, and proven by the draft leaving it.
+#[test]
+fn send_queue_reaches_a_working_agent_and_without_it_nothing_is_typed() {
+    let t = working("fake", "");
+    let o = t.run(&[
+        "send",
+        "demo",
+        "worker-1",
+        "status please",
+        "--ready-timeout",
+        "2s",
+        "--json",
+    ]);
+    assert_code(&o, 1);
+    let d = delivery(&o);
+    assert_eq!(d["result"], "undelivered", "{d}");
+    let detail = d["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("still working") && detail.contains("send --queue"),
+        "{detail}"
+    );
+    assert!(!record(&t, "worker-1").contains("status please"));
+    let o = t.run(&[
+        "send",
+        "demo",
+        "worker-1",
+        "status please",
+        "--queue",
+        "--ready-timeout",
+        "5s",
+        "--json",
+    ]);
+    assert_code(&o, 0);
+    let d = delivery(&o);
+    assert!(
+        d["detail"].as_str().unwrap().contains("queued message"),
+        "{d}"
+    );
+    assert!(t.received("worker-1").contains("status please"));
+    // `broadcast --queue` too.
+    let o = t.run(&[
+        "broadcast",
+        "demo",
+        "wrap up",
+        "--queue",
+        "--ready-timeout",
+        "5s",
+    ]);
+    assert_code(&o, 0);
+    assert!(t.received("worker-1").contains("wrap up"));
+    assert_audit_pairs(&t.sb.ws.join(".team/audit.jsonl"));
+}
+
+/// `--queue` for an agent whose profile names no input line it keeps while it works (aider
+/// takes no message then): it waits as without it, and says why.
+#[test]
+fn send_queue_waits_for_an_agent_that_takes_no_message_while_it_works() {
+    let t = working("fakeplain", "");
+    let o = t.run(&[
+        "send",
+        "demo",
+        "worker-1",
+        "status please",
+        "--queue",
+        "--ready-timeout",
+        "2s",
+        "--json",
+    ]);
+    assert_code(&o, 1);
+    let d = delivery(&o);
+    assert_eq!(d["result"], "undelivered", "{d}");
+    assert!(
+        d["detail"]
+            .as_str()
+            .unwrap()
+            .contains("takes no message while it works"),
+        "{d}"
+    );
+    assert!(!record(&t, "worker-1").contains("status please"));
+}
+
+/// The attack on `--queue`: the working agent asks about a tool call above its input line, its
+/// busy line still showing and the cursor still on `fake> `, so everything `--queue` looks for
+/// is there. A menu is refused before a working agent's input line counts: `send` reports
+/// `blocked` and not one key reaches the menu.
+#[test]
+fn send_queue_types_nothing_into_a_menu_a_working_agent_shows() {
+    let t = working("fake", "--approval-after 300 --approval-above");
+    tests::wait_for("the menu", std::time::Duration::from_secs(10), || {
+        String::from_utf8_lossy(&t.run(&["peek", "demo", "worker-1"]).stdout)
+            .contains("Yes, proceed")
+    });
+    let before = record(&t, "worker-1");
+    let o = t.run(&[
+        "send",
+        "demo",
+        "worker-1",
+        "yes do it",
+        "--queue",
+        "--ready-timeout",
+        "3s",
+        "--json",
+    ]);
+    assert_code(&o, 1);
+    let d = delivery(&o);
+    assert_eq!(d["result"], "blocked", "{d}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(record(&t, "worker-1"), before, "keys reached the menu");
+    assert_eq!(send_intents(&t.sb), 1, "only up's first prompt was typed");
+}
+
+/// An agent that is an interpreter running a script file, given words after its script that
+/// read like the interpreter's own options: Gemini CLI relaunches itself as `node
+/// --max-old-space-size=N .../gemini -i '<prompt>'`, whose `-i` is Gemini's. They are the
+/// script's, and the agent gets its messages (the process look took a `-i` anywhere for a
+/// REPL, so no message ever reached a Gemini CLI worker).
+#[test]
+fn send_reaches_an_interpreter_agent_whose_script_is_given_dash_i() {
+    let t = Team::running(|dir| {
+        let py = dir.join("agent.py");
+        std::fs::write(
+            &py,
+            format!(
+                "import subprocess, sys\nsys.exit(subprocess.call([{:?}, '--done-after', '700', '--received', {:?}]))\n",
+                tests::bin("fake-agent").display().to_string(),
+                dir.join("received-worker-1.txt").display().to_string(),
+            ),
+        )
+        .unwrap();
+        format!(
+            "exec python3 -X utf8 {} -i --interactive repl",
+            py.display()
+        )
+    });
+    assert_code(&t.run(&["up", "demo", "1", "--ready-timeout", "20s"]), 0);
+    let o = t.run(&[
+        "send",
+        "demo",
+        "worker-1",
+        "run the tests",
+        "--ready-timeout",
+        "10s",
+    ]);
+    assert_code(&o, 0);
+    assert!(t.received("worker-1").contains("run the tests"));
 }

@@ -43,6 +43,9 @@ struct Row {
     other_changed: usize,
     /// `send-keys` intents in the audit log: what the tools typed.
     typed: usize,
+    /// The leader's `send` after a delivered `up` (configured HOME only): its exit, result
+    /// and detail.
+    send: Option<(i32, String, String)>,
     expected: bool,
 }
 
@@ -84,6 +87,7 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             json!({"cli": r.cli, "scenario": r.scenario, "exit": r.code, "seconds": r.secs,
                    "delivery": r.delivery, "detail": r.detail, "home_changed": r.home_changed,
                    "other_files_changed": r.other_changed, "typed": r.typed,
+                   "send": r.send.as_ref().map(|(c, w, d)| json!({"exit": c, "result": w, "detail": d})),
                    "as_expected": r.expected})
         })
         .collect();
@@ -282,6 +286,39 @@ fn one(bin: &Path, cache: &Path, cli: &'static str, scenario: &'static str) -> a
             .unwrap_or("error");
         (word.to_string(), line)
     };
+    // What `up` typed (before the `send` below types too).
+    let typed = std::fs::read_to_string(ws.join(".team/audit.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("\"action\":\"send-keys\"") && l.contains("\"stage\":\"intent\""))
+        .count();
+    // The leader's `send` reuses the first prompt's delivery. With no network the agent
+    // still works on its first prompt (it retries the API for minutes): `--queue` types the
+    // message as one it queues, where it takes such messages, else once it is idle again.
+    let send = if scenario == "configured" && code == 0 {
+        let o = tool(&[
+            "send",
+            "t",
+            "worker-1",
+            "reply with the single word pong",
+            "--queue",
+            "--ready-timeout",
+            "150s",
+            "--json",
+        ])?;
+        let line: Value = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|l| l["type"] == "delivery")
+            .unwrap_or(Value::Null);
+        Some((
+            o.status.code().unwrap_or(-1),
+            line["result"].as_str().unwrap_or("?").to_string(),
+            line["detail"].as_str().unwrap_or("").to_string(),
+        ))
+    } else {
+        None
+    };
     let after = files(&home);
     let mut home_changed: Vec<String> = after
         .iter()
@@ -299,11 +336,6 @@ fn one(bin: &Path, cache: &Path, cli: &'static str, scenario: &'static str) -> a
         .filter(|f| !DECISION_FILES.contains(&f.trim_start_matches('-')))
         .count();
     home_changed.retain(|f| DECISION_FILES.contains(&f.trim_start_matches('-')));
-    let typed = std::fs::read_to_string(ws.join(".team/audit.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.contains("\"action\":\"send-keys\"") && l.contains("\"stage\":\"intent\""))
-        .count();
     let _ = tool(&["shutdown", "t", "--grace", "1s"]);
     crate::util::kill_servers(&tt);
     // Codex leaves a detached app-server per Codex home: ours (this throwaway HOME) is ended
@@ -324,7 +356,14 @@ fn one(bin: &Path, cache: &Path, cli: &'static str, scenario: &'static str) -> a
     let _ = std::fs::remove_dir_all(&base);
     let expected = match scenario {
         "first run" => code != 0 && delivery != "error" && typed == 0 && home_changed.is_empty(),
-        _ => code == 0 && delivery == "delivered" && home_changed.is_empty(),
+        _ => {
+            code == 0
+                && delivery == "delivered"
+                && home_changed.is_empty()
+                && send
+                    .as_ref()
+                    .is_some_and(|(c, w, _)| *c == 0 && w == "delivered")
+        }
     };
     Ok(Row {
         cli,
@@ -336,19 +375,20 @@ fn one(bin: &Path, cache: &Path, cli: &'static str, scenario: &'static str) -> a
         home_changed,
         other_changed,
         typed,
+        send,
         expected,
     })
 }
 
 fn report_md(rows: &[Row]) -> String {
     let mut s = String::from(
-        "| CLI | HOME | `up` exit | time | result | what `up` said | typed | trust/settings files changed | as expected |\n|---|---|---|---|---|---|---|---|---|\n",
+        "| CLI | HOME | `up` exit | time | result | what `up` said | typed | then `send` | trust/settings files changed | as expected |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let detail = r.detail.replace('|', "\\|");
         let detail: String = detail.chars().take(220).collect();
         s.push_str(&format!(
-            "| {} | {} | {} | {:.1} s | {} | {} | {} | {} (and {} files of its own) | {} |\n",
+            "| {} | {} | {} | {:.1} s | {} | {} | {} | {} | {} (and {} files of its own) | {} |\n",
             r.cli,
             r.scenario,
             r.code,
@@ -359,6 +399,10 @@ fn report_md(rows: &[Row]) -> String {
                 "nothing".to_string()
             } else {
                 format!("{} message(s)", r.typed)
+            },
+            match &r.send {
+                None => "-".to_string(),
+                Some((c, w, d)) => format!("exit {c}: {w} ({})", d.replace('|', "\\|")),
             },
             if r.home_changed.is_empty() {
                 "none".to_string()

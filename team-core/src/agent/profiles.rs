@@ -11,6 +11,7 @@
 //! ready_screen = ["Type a task"]  # and the screen shows all of these
 //! stable_ms = 800                 # the ready screen must stay unchanged this long
 //! busy = ["Working"]              # the agent shows one of these while it works
+//! queue_cursor = ["> "]           # its input line while it works (`send --queue`; omit: none)
 //! settle_ms = 300                 # between the paste and Enter
 //! verify_ms = 2000                # how long to wait for proof after each Enter
 //! retries = 2                     # extra Enters when the draft stays in the input line
@@ -92,6 +93,10 @@ pub struct Profile {
     pub stable_ms: u64,
     #[serde(default)]
     pub busy: Vec<String>,
+    /// The input line a working agent shows on the cursor line when it takes messages to
+    /// queue (`send --queue`); empty: the agent takes none while it works.
+    #[serde(default)]
+    pub queue_cursor: Vec<String>,
     #[serde(default)]
     pub blocking: Vec<Blocker>,
     #[serde(default = "d_settle")]
@@ -132,6 +137,7 @@ impl Profile {
             ready_screen: Vec::new(),
             stable_ms: d_stable(),
             busy: Vec::new(),
+            queue_cursor: Vec::new(),
             blocking: Vec::new(),
             settle_ms: d_settle(),
             verify_ms: d_verify(),
@@ -198,6 +204,11 @@ impl Profile {
                 return Err(bad("empty text in ready_cursor or busy".into()));
             }
         }
+        for s in &self.queue_cursor {
+            if s.trim().is_empty() {
+                return Err(bad("queue_cursor needs non-blank texts".into()));
+            }
+        }
         Ok(())
     }
 }
@@ -220,6 +231,9 @@ pub fn builtins() -> Vec<Profile> {
     let mut codex = Profile::base("codex", "Codex", &["codex"]);
     codex.prompt_arg = Some(strs(&["{prompt}"]));
     codex.busy = strs(&["esc to interrupt", "Working ("]);
+    // While it works its input line stays (`› Ask Codex to do anything`), and a message
+    // entered there is queued.
+    codex.queue_cursor = strs(&["›"]);
     codex.blocking = vec![
         blocker(
             "sign-in",
@@ -243,6 +257,7 @@ pub fn builtins() -> Vec<Profile> {
     let mut claude = Profile::base("claude", "Claude Code", &["claude"]);
     claude.prompt_arg = Some(strs(&["{prompt}"]));
     claude.busy = strs(&["esc to interrupt"]);
+    claude.queue_cursor = strs(&["❯"]);
     claude.blocking = vec![
         blocker(
             "trust",
@@ -270,6 +285,7 @@ pub fn builtins() -> Vec<Profile> {
     let mut gemini = Profile::base("gemini", "Gemini CLI", &["gemini"]);
     gemini.prompt_arg = Some(strs(&["-i", "{prompt}"]));
     gemini.busy = strs(&["esc to cancel", "Thinking"]);
+    gemini.queue_cursor = strs(&[">"]);
     gemini.blocking = vec![
         blocker(
             "trust",

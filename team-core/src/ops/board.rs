@@ -159,7 +159,12 @@ fn notify(
     for (w, ids) in given {
         // One message per worker (texts differ), each through the one delivery path.
         let text = notice(team, w, ids, env.store);
-        match message::send(env, std::slice::from_ref(w), &text, "task", argv, timeout) {
+        // A task notice waits for its agent to be ready: the task is in the inbox already.
+        let wait = message::Wait {
+            timeout,
+            queue: false,
+        };
+        match message::send(env, std::slice::from_ref(w), &text, "task", argv, wait) {
             Ok(mut r) => out.append(&mut r),
             Err(e) => out.push((w.clone(), Sent::Refused(e.to_string()))),
         }

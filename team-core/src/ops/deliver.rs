@@ -49,6 +49,18 @@
 //!   for git, a shell in its own pty) do not count. The `/proc` look is not atomic with the keys; the tmux
 //!   check is.
 //!
+//! - **A message for a working agent waits unless `--queue`**: an idle agent at its prompt
+//!   does not draw a menu by itself, a working one can at any moment (a tool call to approve).
+//!   So by default nothing is typed while the screen shows the profile's busy text, and a
+//!   timeout says the agent was still working. `send --queue` types into a working agent whose
+//!   profile names the input line it keeps meanwhile (`queue_cursor`: Codex, Claude Code and
+//!   Gemini CLI queue what is entered there): only with the cursor on that line, no menu or
+//!   question on screen, the line and the processes still for `stable_ms`, and a fresh capture
+//!   just before the keys (after the intent) showing the same; proven only by the draft leaving
+//!   the input line (that the agent works proves nothing here). The remaining window, a menu
+//!   drawn between that capture and the paste, is why it is not the default. Task notices
+//!   never queue: the task is in the inbox already.
+//!
 //! - **A list of what not to type into, not a list of what to type into**: the `custom`
 //!   profile and the user's own profiles type into any program by design, and the agents are
 //!   `node` or `python3` running a script (as a REPL's user can be), so an allowlist of the
@@ -99,6 +111,9 @@ pub struct Target {
     pub workspace: String,
     /// The audit entry for the `send-keys` intent (action and targets are filled in).
     pub audit: Entry,
+    /// Type into the agent while it works too, as a message it queues, when its profile
+    /// names the input line it shows meanwhile (`queue_cursor`): `send --queue`.
+    pub queue: bool,
 }
 
 /// How a delivery ended.
@@ -162,10 +177,14 @@ enum St {
     },
     Pasted {
         at: Instant,
+        /// Typed while the agent works (a queued message): only the draft leaving the input
+        /// line proves it, since the agent showed that it works before.
+        queued: bool,
     },
     Entered {
         at: Instant,
         n: u32,
+        queued: bool,
     },
     Done(Delivery),
 }
@@ -293,7 +312,8 @@ pub fn deliver(
                         }
                     }
                     PromptMode::Typed => {
-                        if seen != Seen::Ready {
+                        let queue = seen == Seen::Busy && queues(t, &screen);
+                        if seen != Seen::Ready && !queue {
                             Some(St::Waiting {
                                 last: None,
                                 since: now,
@@ -301,8 +321,15 @@ pub fn deliver(
                         } else {
                             // The process look only once the screen reads ready: a still
                             // screen is what it can hold back.
+                            // A working agent's screen moves (a spinner, a clock): then its
+                            // input line must hold still.
+                            let lines = if queue {
+                                vec![QUEUE_KEY.into(), screen.cursor_line().to_string()]
+                            } else {
+                                screen.lines.clone()
+                            };
                             let key = (
-                                screen.lines.clone(),
+                                lines,
                                 screen.cursor_y,
                                 crate::process::subtree_fingerprint(
                                     t.inc.pane_pid,
@@ -318,20 +345,27 @@ pub fn deliver(
                                 >= Duration::from_millis(t.profile.stable_ms)
                             {
                                 steps.push((i, Step::Paste));
-                                Some(St::Pasted { at: now })
+                                Some(St::Pasted {
+                                    at: now,
+                                    queued: queue,
+                                })
                             } else {
                                 None
                             }
                         }
                     }
                 },
-                St::Pasted { at } => {
+                St::Pasted { at, queued } => {
                     let waited = now.duration_since(*at);
                     if waited < Duration::from_millis(t.profile.settle_ms) {
                         None
                     } else if draft_at_cursor(&screen, &t.text) {
                         steps.push((i, Step::Enter));
-                        Some(St::Entered { at: now, n: 1 })
+                        Some(St::Entered {
+                            at: now,
+                            n: 1,
+                            queued: *queued,
+                        })
                     } else if waited
                         >= Duration::from_millis(t.profile.settle_ms + t.profile.verify_ms)
                     {
@@ -343,20 +377,31 @@ pub fn deliver(
                         None
                     }
                 }
-                St::Entered { at, n } => {
-                    if seen == Seen::Busy {
+                St::Entered { at, n, queued } => {
+                    // A message typed while the agent worked: that it works proves nothing,
+                    // only the draft leaving the input line does.
+                    let left = !draft_at_cursor(&screen, &t.text);
+                    if left || (seen == Seen::Busy && !*queued) {
                         Some(St::Done(Delivery::Delivered {
-                            how: format!("typed; the agent shows it works ({n} Enter)"),
-                        }))
-                    } else if !draft_at_cursor(&screen, &t.text) {
-                        Some(St::Done(Delivery::Delivered {
-                            how: format!("typed; the draft left the input line ({n} Enter)"),
+                            how: if *queued {
+                                format!(
+                                    "typed while the agent worked; it took it as a queued message ({n} Enter)"
+                                )
+                            } else if seen == Seen::Busy {
+                                format!("typed; the agent shows it works ({n} Enter)")
+                            } else {
+                                format!("typed; the draft left the input line ({n} Enter)")
+                            },
                         }))
                     } else if now.duration_since(*at) < Duration::from_millis(t.profile.verify_ms) {
                         None
                     } else if *n <= t.profile.retries {
                         steps.push((i, Step::Enter));
-                        Some(St::Entered { at: now, n: n + 1 })
+                        Some(St::Entered {
+                            at: now,
+                            n: n + 1,
+                            queued: *queued,
+                        })
                     } else {
                         Some(St::Done(Delivery::Undelivered {
                             why: format!(
@@ -395,11 +440,7 @@ pub fn deliver(
                             "interrupted while waiting for the agent to be ready; nothing was typed"
                                 .into()
                         } else {
-                            format!(
-                                "{} did not show a ready, still input prompt within {:?}; nothing was typed",
-                                t.profile.display(),
-                                timeout
-                            )
+                            timed_out(t, &last_screen[i], timeout)
                         },
                         &last_screen[i],
                     );
@@ -440,6 +481,96 @@ pub fn deliver(
         }
     }
     out
+}
+
+/// Why a target that never became ready typed nothing: a working agent is named as such,
+/// with what takes the text anyway (`--queue`, for an agent that queues messages).
+fn timed_out(t: &Target, last: &Option<Screen>, timeout: Duration) -> String {
+    let busy = last
+        .as_ref()
+        .is_some_and(|s| classify(&t.profile, s, t.ready_pattern.as_deref(), None) == Seen::Busy);
+    let name = t.profile.display();
+    if !busy {
+        return format!(
+            "{name} did not show a ready, still input prompt within {timeout:?}; nothing was typed"
+        );
+    }
+    let how = if t.profile.queue_cursor.is_empty() {
+        "it takes no message while it works"
+    } else if t.queue {
+        "its input line did not hold still"
+    } else {
+        "it queues messages while it works: `team-scale send --queue` types one now"
+    };
+    format!(
+        "{name} was still working after {timeout:?} ({how}); nothing was typed: send it again once it is idle, or wait longer with --ready-timeout"
+    )
+}
+
+/// Whether `t`'s text may be typed into its agent while the agent works: asked for, the
+/// profile names the input line a working agent shows, and the cursor is on that line (so
+/// no menu or question has taken the screen: those are refused before this is asked).
+fn queues(t: &Target, screen: &Screen) -> bool {
+    let cursor = screen.cursor_line().trim();
+    t.queue
+        && t.profile
+            .queue_cursor
+            .iter()
+            .any(|q| cursor.starts_with(q.trim()))
+}
+
+/// Marks a [`ReadyKey`] taken from a working agent's input line (never equal to a screen's).
+const QUEUE_KEY: &str = "\u{0}queue";
+
+/// A paste into a working agent goes only if a look taken now, after the intents and just
+/// before the keys, still shows it working with its input line on the cursor: a working agent
+/// can show a menu at any moment (an idle one waits for input), and the look of the round is
+/// some milliseconds old by now. One capture for them all; those that fail it go back to
+/// waiting (their intent stays open for a later paste).
+fn recheck_queued(
+    tmux: &Tmux,
+    targets: &[Target],
+    steps: &[(usize, Step)],
+    st: &mut [St],
+    txns: &mut Vec<Txn>,
+    which: &mut Vec<usize>,
+) {
+    let queued: Vec<usize> = which
+        .iter()
+        .copied()
+        .filter(|&i| {
+            matches!(st[i], St::Pasted { queued: true, .. })
+                && steps
+                    .iter()
+                    .any(|&(j, s)| j == i && matches!(s, Step::Paste))
+        })
+        .collect();
+    if queued.is_empty() {
+        return;
+    }
+    let panes: Vec<&str> = queued
+        .iter()
+        .map(|&i| targets[i].inc.pane_id.as_str())
+        .collect();
+    let screens = tmux.capture_screens(&panes);
+    for (&i, screen) in queued.iter().zip(screens) {
+        let t = &targets[i];
+        let still = screen.as_ref().is_some_and(|s| {
+            !s.dead
+                && classify(&t.profile, s, t.ready_pattern.as_deref(), None) == Seen::Busy
+                && queues(t, s)
+        });
+        if !still {
+            st[i] = St::Waiting {
+                last: None,
+                since: Instant::now(),
+            };
+            if let Some(k) = which.iter().position(|&j| j == i) {
+                which.remove(k);
+                txns.remove(k);
+            }
+        }
+    }
 }
 
 /// A target's end without delivery, with the last screen seen of its pane.
@@ -572,6 +703,7 @@ fn run_steps(
             }
         }
     }
+    recheck_queued(tmux, targets, steps, st, &mut txns, &mut which);
     if txns.is_empty() {
         return;
     }

@@ -64,6 +64,14 @@ pub fn check_text(text: &str) -> Result<()> {
     check_literal_text(text).map_err(|m| Error::Usage(format!("the message: {m}")))
 }
 
+/// How long a message waits for each agent, and whether a working agent may take it as a
+/// queued message (`send --queue`; its profile must name the input line it shows meanwhile).
+#[derive(Debug, Clone, Copy)]
+pub struct Wait {
+    pub timeout: Duration,
+    pub queue: bool,
+}
+
 /// Sends `text` to each of `workers` of `team` (a fresh load), all at once. `kind` names the
 /// message in the audit log and the events (`message`, `broadcast`, `task`). Returns one
 /// result per worker, in order, and records a `message` event.
@@ -73,11 +81,11 @@ pub fn send(
     text: &str,
     kind: &str,
     argv: &[String],
-    timeout: Duration,
+    wait: Wait,
 ) -> Result<Vec<(WorkerName, Sent)>> {
     check_text(text)?;
     let team = env.store.load()?;
-    let results = send_loaded(env, &team, workers, text, kind, argv, timeout)?;
+    let results = send_loaded(env, &team, workers, text, kind, argv, wait)?;
     let _ = env.store.append_event(
         &team,
         "message",
@@ -99,7 +107,7 @@ fn send_loaded(
     text: &str,
     kind: &str,
     argv: &[String],
-    timeout: Duration,
+    wait: Wait,
 ) -> Result<Vec<(WorkerName, Sent)>> {
     let profile = super::up::team_profile(env, team)?;
     let tmux = env.tmux(team);
@@ -203,12 +211,13 @@ fn send_loaded(
                 reason: None,
                 outcome: None,
             },
+            queue: wait.queue,
         });
         which.push(out.len());
         out.push((name.clone(), None));
     }
     if !targets.is_empty() {
-        let results = deliver::deliver(&tmux, env.audit, &targets, timeout);
+        let results = deliver::deliver(&tmux, env.audit, &targets, wait.timeout);
         for (i, d) in which.into_iter().zip(results) {
             out[i].1 = Some(Sent::Ran(d));
         }

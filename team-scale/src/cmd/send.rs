@@ -23,7 +23,10 @@ pub fn send(ctx: &Ctx, a: SendArgs) -> CliResult<i32> {
         &team,
         Some(vec![worker]),
         &a.text,
-        a.ready_timeout,
+        message::Wait {
+            timeout: a.ready_timeout,
+            queue: a.queue,
+        },
         "send",
     )
 }
@@ -31,7 +34,11 @@ pub fn send(ctx: &Ctx, a: SendArgs) -> CliResult<i32> {
 pub fn broadcast(ctx: &Ctx, a: BroadcastArgs) -> CliResult<i32> {
     let team = TeamName::new(&a.team)?;
     message::check_text(&a.text)?;
-    run(ctx, &team, None, &a.text, a.ready_timeout, "broadcast")
+    let wait = message::Wait {
+        timeout: a.ready_timeout,
+        queue: a.queue,
+    };
+    run(ctx, &team, None, &a.text, wait, "broadcast")
 }
 
 fn run(
@@ -39,7 +46,7 @@ fn run(
     team: &TeamName,
     workers: Option<Vec<WorkerName>>,
     text: &str,
-    timeout: std::time::Duration,
+    wait: message::Wait,
     verb: &str,
 ) -> CliResult<i32> {
     let store = ctx.store(team);
@@ -68,7 +75,7 @@ fn run(
     } else {
         "broadcast"
     };
-    let results = message::send(&env, &workers, text, kind, &argv, timeout)?;
+    let results = message::send(&env, &workers, text, kind, &argv, wait)?;
     let mut out = Out::new(ctx.json);
     let all = print_notices(&mut out, &results, "the message")?;
     let delivered = results.iter().filter(|(_, s)| s.is_delivered()).count();

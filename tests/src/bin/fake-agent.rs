@@ -14,6 +14,10 @@
 //!   selected choice has no marker, only reverse video, and no question text; `codex`, the same
 //!   under Codex's question and footer (`Would you like to run ...`, `Press enter to confirm or
 //!   esc to cancel`); `yn`, no menu, the cursor after `Allow this command? [y/N] `;
+//! - `--approval-above`: the approval menu is drawn above the input line while the agent
+//!   still works (`Working on:` stays, the cursor stays on `fake> `), as an agent that asks
+//!   about a tool call under its busy line does (`--approval-after` then counts from the
+//!   first prompt submitted); its keys answer the menu;
 //! - `--separate-enter`: an Enter that arrives within 40 ms of typed text is ignored (the text
 //!   stays in the input line, unsent), as the real CLIs do with a paste and its Enter;
 //! - `--exit-at-start CODE`: prints an error and exits at once with CODE;
@@ -38,6 +42,7 @@ struct Opts {
     screen: Option<String>,
     approval_after: Option<u64>,
     approval_style: Option<String>,
+    approval_above: bool,
     separate_enter: bool,
     exit_at_start: Option<i32>,
     die_after: Option<u64>,
@@ -56,6 +61,7 @@ fn parse() -> Opts {
         screen: None,
         approval_after: None,
         approval_style: None,
+        approval_above: false,
         separate_enter: false,
         exit_at_start: None,
         die_after: None,
@@ -75,6 +81,7 @@ fn parse() -> Opts {
             "--screen" => o.screen = Some(val()),
             "--approval-after" => o.approval_after = Some(val().parse().expect("ms")),
             "--approval-style" => o.approval_style = Some(val()),
+            "--approval-above" => o.approval_above = true,
             "--separate-enter" => o.separate_enter = true,
             "--exit-at-start" => o.exit_at_start = Some(val().parse().expect("code")),
             "--die-after" => o.die_after = Some(val().parse().expect("ms")),
@@ -185,7 +192,11 @@ fn main() {
     });
     let start = Instant::now();
     let die_at = o.die_after.map(|ms| start + Duration::from_millis(ms));
-    let mut approval_at = o.approval_after.map(|ms| start + Duration::from_millis(ms));
+    let mut approval_at = o
+        .approval_after
+        .filter(|_| !o.approval_above)
+        .map(|ms| start + Duration::from_millis(ms));
+    let mut asked = false;
     out(">_ Fake Agent (v0.1)\r\n\r\n");
     if o.first_screen > 0 {
         out("Ask the fake agent to do anything\r\n");
@@ -222,8 +233,18 @@ fn main() {
         {
             approval_at = None;
             blocking = true;
-            busy_until = None;
-            approval_menu(o.approval_style.as_deref());
+            if o.approval_above {
+                clear();
+                out(">_ Fake Agent (v0.1)\r\n\r\nWorking on: the task\r\n\r\n");
+                out("Would you like to run the following command?\r\n  $ rm -rf build\r\n");
+                out(
+                    "› 1. Yes, proceed (y)\r\n  2. No, and tell Fake what to do differently\r\n\r\n",
+                );
+                prompt_line("");
+            } else {
+                busy_until = None;
+                approval_menu(o.approval_style.as_deref());
+            }
         }
         if !shown && Instant::now() >= ready_at {
             shown = true;
@@ -298,6 +319,12 @@ fn main() {
                     let text = std::mem::take(&mut buf);
                     submit(&o, &text);
                     busy_until = work(&o);
+                    if o.approval_above && !asked {
+                        asked = true;
+                        approval_at = o
+                            .approval_after
+                            .map(|ms| Instant::now() + Duration::from_millis(ms));
+                    }
                     prompt_line("");
                 }
                 continue;
@@ -336,7 +363,7 @@ fn exit(o: &Opts, code: i32) -> ! {
 fn submit(o: &Opts, text: &str) {
     append(&o.received, format!("{text}\n").as_bytes());
     out(&format!(
-        "\r\n\r\nWorking on: {}\r\n",
+        "\r\n\r\nWorking on: {}\r\n\r\n",
         text.chars().take(40).collect::<String>()
     ));
 }

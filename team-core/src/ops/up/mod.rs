@@ -684,6 +684,8 @@ impl New<'_> {
                 reason: None,
                 outcome: None,
             },
+            // A new agent has no work yet: its first prompt waits for it to be ready.
+            queue: false,
         })
     }
 }
