@@ -377,6 +377,8 @@ const TERMINAL_CLIENTS: &[&str] = &[
     "rlogin",
     "su",
     "sudo",
+    // `runuser --pty` runs its command on a terminal of its own and forwards the pane's keys.
+    "runuser",
     "login",
     "socat",
     "nc",
@@ -670,9 +672,10 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
             .iter()
             .find(|n| REPLS.contains(&stem(n).as_str()))
             .cloned();
-        // An interpreter known only by its executable (a symlink `agent` to `python3`): judged
-        // only on what its arguments show (`-m pdb`, `-i`, a debugger's script), never for
-        // having none, since a renamed agent shows none.
+        // An interpreter known only by its executable (a symlink `mybot` to `tclsh` or
+        // `python3`): judged like one run by its name, having no script included; but `node`
+        // only on what its arguments show (`-i`, `inspect`), never for having none, since an
+        // agent on Node renames itself and drops its arguments (`process.title = "claude"`).
         let exe_repl = exe
             .as_ref()
             .filter(|e| REPLS.contains(&stem(e).as_str()))
@@ -686,8 +689,13 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
         else {
             continue;
         };
-        let renamed =
-            client.is_none() && runner.is_none() && shell_name.is_none() && repl_name.is_none();
+        let renamed = client.is_none()
+            && runner.is_none()
+            && shell_name.is_none()
+            && repl_name.is_none()
+            && exe_repl
+                .as_deref()
+                .is_some_and(|e| matches!(stem(e).as_str(), "node" | "nodejs"));
         let (client, runner) = (client.is_some(), runner.is_some());
         let (shell, repl) = (
             shell_name.is_some(),
@@ -713,8 +721,10 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
         // A pager, an editor or a terminal client reads its keys from the terminal it opens
         // itself (`/dev/tty`, a descriptor above 2) even when its input is a pipe (`git log |
         // less`, `cat f | less`).
-        let reads_pane = tty_of(n.id.pid).is_some_and(|t| on_pane(&t))
-            || ((client || runner) && opened_terminal(n.id.pid, &on_pane));
+        // A shell or an interpreter can read its program from the terminal through a
+        // descriptor of its own too (`sh /dev/tty < /dev/null`, `sh /dev/fd/5 5<&0`).
+        let reads_pane =
+            tty_of(n.id.pid).is_some_and(|t| on_pane(&t)) || opened_terminal(n.id.pid, &on_pane);
         if !reads_pane {
             continue;
         }
@@ -736,9 +746,27 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
         let flag = |a: &&[u8]| a.starts_with(b"-") || a.starts_with(b"+");
         // A script that is the terminal itself (`sh /dev/stdin`, `/dev/tty`, `/proc/self/fd/0`)
         // is no script.
+        // A descriptor by path is the terminal when it leads to one (`/dev/fd/5`, `/proc/self/
+        // fd/7`); the startup script comes as `/bin/sh /dev/fd/9`, a file.
+        let pid = n.id.pid;
         let terminal_path = |a: &[u8]| {
-            matches!(a, b"/dev/stdin" | b"/dev/tty" | b"/dev/fd/0" | b"-")
-                || (a.starts_with(b"/proc/") && a.ends_with(b"/fd/0"))
+            let a = String::from_utf8_lossy(a);
+            let fd_link = if let Some(fd) = a.strip_prefix("/dev/fd/") {
+                Some(proc_path(pid, "fd").join(fd))
+            } else if let Some(rest) = a.strip_prefix("/proc/")
+                && let Some((who, fd)) = rest.split_once("/fd/")
+            {
+                let who = if who == "self" || who == "thread-self" {
+                    pid.to_string()
+                } else {
+                    who.to_string()
+                };
+                Some(std::path::PathBuf::from(format!("/proc/{who}/fd/{fd}")))
+            } else {
+                None
+            };
+            matches!(a.as_ref(), "/dev/stdin" | "/dev/tty" | "-")
+                || fd_link.is_some_and(|l| std::fs::read_link(l).is_ok_and(|t| is_tty(&t)))
         };
         // A module or subcommand that is a REPL or a debugger reading the terminal:
         // `python3 -m pdb x.py`, `-mcode`, `-m asyncio`, `node inspect x.js`.
@@ -756,6 +784,13 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
                     | b"idlelib"
                     | b"inspect"
                     | b"debug"
+                    // These run code given in their arguments, which can be a REPL
+                    // (`-m timeit 'import code; code.interact()'`, `-m trace --module code`).
+                    | b"timeit"
+                    | b"trace"
+                    | b"profile"
+                    | b"cProfile"
+                    | b"pstats"
             )
         };
         let node = repl_name

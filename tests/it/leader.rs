@@ -3,7 +3,7 @@
 //! with proven delivery (and refused for a pane that is no longer ours), policy changes.
 
 use std::path::PathBuf;
-use std::process::{Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 use tests::{Sandbox, assert_audit_pairs, assert_code, json_lines};
@@ -1417,4 +1417,58 @@ fn send_reaches_an_interpreter_agent_whose_script_is_given_dash_i() {
     ]);
     assert_code(&o, 0);
     assert!(t.received("worker-1").contains("run the tests"));
+}
+
+/// The thirtieth round: a shell reading its program from the pane's terminal through a
+/// descriptor of its own, its standard input elsewhere (`sh /dev/tty < /dev/null`, `sh
+/// /dev/fd/5 5<&0 0</dev/null`), and `runuser --pty` (a terminal client, as `su --pty` is),
+/// took `send`'s text and ran it. Nothing is typed.
+#[test]
+fn send_types_nothing_into_a_shell_reading_the_terminal_by_another_descriptor() {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    let (t, workers) = workers_then_running(|_| {
+        let mut v = vec![
+            "exec nice sh /dev/tty </dev/null".to_string(),
+            "exec sh /dev/fd/5 5<&0 0</dev/null".to_string(),
+        ];
+        // `runuser` works for root only.
+        if root {
+            v.push("exec runuser --pty -u root -- sh -i".into());
+        }
+        v
+    });
+    let names: Vec<&str> = workers.iter().map(String::as_str).collect();
+    assert_send_types_nothing(&t, &names, &|c| format!("touch {}", c.display()), "shell");
+}
+
+/// The thirtieth round: an interpreter under another name given no script (a symlink `mybot`
+/// to `python3`, known by its executable), and Python's modules that run code given as their
+/// arguments (`-m timeit 'import code; code.interact()'`, `-m trace --module code`), each a
+/// REPL reading the pane, took `send`'s text and ran it. Nothing is typed. (Node is judged by
+/// its arguments only: an agent on Node renames itself, a stated limit.)
+#[test]
+fn send_types_nothing_into_a_renamed_interpreter_or_a_module_running_code() {
+    let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .find_map(|p| std::fs::canonicalize(p).ok())
+        .expect("python3 is installed");
+    let (t, workers) = workers_then_running(|dir| {
+        let bot = dir.join("mybot");
+        std::os::unix::fs::symlink(&python, &bot).unwrap();
+        vec![
+            format!("exec {}", bot.display()),
+            "exec python3 -m timeit -s 'import code; code.interact()'".into(),
+            "exec python3 -m trace --listfuncs --module code".into(),
+        ]
+    });
+    let names: Vec<&str> = workers.iter().map(String::as_str).collect();
+    assert_send_types_nothing(
+        &t,
+        &names,
+        &|c| format!("open('{}', 'w')", c.display()),
+        "REPL",
+    );
 }

@@ -402,7 +402,7 @@ fn report_md(rows: &[Row]) -> String {
             },
             match &r.send {
                 None => "-".to_string(),
-                Some((c, w, d)) => format!("exit {c}: {w} ({})", d.replace('|', "\\|")),
+                Some((c, _, d)) => format!("exit {c}: {}", d.replace('|', "\\|")),
             },
             if r.home_changed.is_empty() {
                 "none".to_string()
