@@ -41,7 +41,7 @@ pub struct Global {
     /// Writers (record, pass, hook) rotate the log into numbered segments (<log>.000001, ...)
     /// when an append would take it past SIZE: bytes, or with K/M/G (KiB/MiB/GiB); 0 never
     /// rotates [default: 256MiB]
-    #[arg(long, global = true, env = "TEAM_AUDIT_MAX_SIZE", value_name = "SIZE", value_parser = team_cli::size::parse_size)]
+    #[arg(long, global = true, alias = "audit-max-size", env = "TEAM_AUDIT_MAX_SIZE", value_name = "SIZE", value_parser = team_cli::size::parse_size)]
     pub max_size: Option<u64>,
 }
 

@@ -87,7 +87,7 @@ pub struct Global {
     pub grace: std::time::Duration,
     /// Act only on teams whose state root lies under DIR (panes and processes); others are
     /// still listed.
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(long, global = true, value_name = "DIR", value_parser = existing_dir)]
     pub only_under: Option<PathBuf>,
     /// Do not scan /proc for residue processes.
     #[arg(long, global = true)]
@@ -155,3 +155,15 @@ pub const MAN: team_cli::generate::ManInfo = team_cli::generate::ManInfo {
     ],
     extra_status: &[],
 };
+
+/// `--only-under DIR`: an existing directory, made absolute and free of symlinks as the state
+/// roots it is compared with are (a relative or misspelt DIR would match no team and make
+/// the run act on nothing, silently).
+fn existing_dir(s: &str) -> Result<PathBuf, String> {
+    let p = std::path::Path::new(s);
+    match p.canonicalize() {
+        Ok(c) if c.is_dir() => Ok(c),
+        Ok(_) => Err(format!("{s}: not a directory")),
+        Err(e) => Err(format!("{s}: {e}")),
+    }
+}

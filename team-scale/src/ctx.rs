@@ -144,9 +144,23 @@ impl Ctx {
             },
             (None, None) => unreachable!("the current directory is read without --workspace"),
         };
-        let workspace = ws
-            .canonicalize()
-            .map_err(|e| Error::io("resolve workspace", &ws, e))?;
+        // A `--workspace` that is no directory is bad input (64), not an I/O failure.
+        let workspace = match ws.canonicalize() {
+            Ok(w) if w.is_dir() => w,
+            Ok(_) => {
+                return Err(Error::Usage(format!(
+                    "--workspace {}: not a directory",
+                    ws.display()
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && g.workspace.is_some() => {
+                return Err(Error::Usage(format!(
+                    "--workspace {}: no such directory",
+                    ws.display()
+                )));
+            }
+            Err(e) => return Err(Error::io("resolve workspace", &ws, e)),
+        };
         let root = StateRoot::resolve(&workspace, state_dir.as_deref())?;
         let tmux_bin = team_cli::env::tmux_bin();
         let tmux_env = team_cli::env::ambient_pane();

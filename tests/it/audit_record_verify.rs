@@ -101,6 +101,14 @@ fn usage_errors_and_missing_logs() {
     assert_eq!(code(&o), 66, "{}", stderr(&o));
     let o = run(with_log(&log, &["query"]));
     assert_eq!(code(&o), 66);
+    assert!(o.stdout.is_empty(), "a header for no log");
+    // A log whose directory is not there is no log either (it was an I/O error, 74).
+    let nowhere = log.parent().unwrap().join("no-such-dir/audit.jsonl");
+    for args in [&["query"][..], &["verify"]] {
+        let o = run(with_log(&nowhere, args));
+        assert_eq!(code(&o), 66, "{args:?}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
     let o = run(with_log(&log, &["query", "--since", "yesterday-ish"]));
     assert_eq!(code(&o), 64);
 }

@@ -58,6 +58,14 @@ fn usage_errors_exit_64_everywhere() {
         assert_eq!(lines[1]["type"], "summary");
         assert_eq!(lines[1]["exit"], 64);
     }
+    // A scope that names no directory would make the reaper act on nothing, silently.
+    let o = run(
+        &sb,
+        "team-reap",
+        &["scan", "--only-under", "/nonexistent/dir"],
+    );
+    assert_code(&o, 64);
+    assert!(text(&o.stderr).contains("/nonexistent/dir"), "{o:?}");
 }
 
 #[test]

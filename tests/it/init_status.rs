@@ -101,6 +101,36 @@ fn bad_input_is_refused_before_any_effect() {
             64,
         ),
         (vec!["init", "demo", "--private", "--size", "axb"], 64),
+        (vec!["init", "demo", "--private", "--size", "10x3"], 64),
+        // Prefixes git would refuse as part of a branch name (`up` could never make one).
+        (
+            vec!["init", "demo", "--private", "--worktree", "branch:a..b"],
+            64,
+        ),
+        (
+            vec!["init", "demo", "--private", "--worktree", "branch:x.lock"],
+            64,
+        ),
+        (
+            vec![
+                "init",
+                "demo",
+                "--private",
+                "--worktree",
+                "branch:.hidden/x",
+            ],
+            64,
+        ),
+        (
+            vec![
+                "init",
+                "demo",
+                "--private",
+                "--workspace",
+                "/nonexistent/ws",
+            ],
+            64,
+        ),
         (vec!["init", "demo", "--private", "--max-workers", "0"], 2),
         (vec!["status", "nope"], 66),
     ] {

@@ -175,7 +175,9 @@ pub fn run(g: &Global, a: QueryArgs) -> Result<i32, AppError> {
     };
     let path = logpath::resolve(g, None, false)?;
     let mut out = Out::new(g.common.json);
-    out.line(&header())?;
+    // The header goes out with the first record (or once the log is read): a log that is not
+    // there is an error alone.
+    let mut headed = false;
     let json_mode = g.common.json;
     // Streams with bounded memory; `--limit N` reads from the end of the log.
     let mut failed: Option<AppError> = None;
@@ -185,7 +187,14 @@ pub fn run(g: &Global, a: QueryArgs) -> Result<i32, AppError> {
         shown += 1;
         last_seq = Some(last_seq.map_or(r.seq, |l| l.max(r.seq)));
         // Stop reading at the first output error (a closed pipe, say).
-        print(&mut out, json_mode, r).map_err(|e| {
+        let was_headed = std::mem::replace(&mut headed, true);
+        (if was_headed {
+            Ok(())
+        } else {
+            out.line(&header())
+        })
+        .and_then(|()| print(&mut out, json_mode, r))
+        .map_err(|e| {
             failed = Some(e);
             team_core::Error::Internal("output failed".into())
         })
@@ -194,6 +203,9 @@ pub fn run(g: &Global, a: QueryArgs) -> Result<i32, AppError> {
         return Err(e);
     }
     let st = st?;
+    if !headed {
+        out.line(&header())?;
+    }
     out.flush()?;
     if st.skipped_lines > 0 {
         crate::error::warn(

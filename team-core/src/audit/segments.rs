@@ -168,6 +168,15 @@ impl LogFile {
 pub(crate) fn open_all(log: &Path) -> Result<Vec<LogFile>> {
     use crate::fsutil::Access;
     use std::os::unix::fs::MetadataExt;
+    // A log whose directory is not there is no log either (not an I/O failure).
+    if let Some(dir) = log.parent().filter(|d| !d.as_os_str().is_empty())
+        && std::fs::symlink_metadata(dir).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    {
+        return Err(Error::NotFound {
+            what: "audit log",
+            path: log.to_path_buf(),
+        });
+    }
     let active = crate::fsutil::open(log, Access::Read)?;
     let id = |f: &std::fs::File| f.metadata().map(|m| (m.dev(), m.ino()));
     let active_id = match &active {

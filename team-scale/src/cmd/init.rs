@@ -34,23 +34,37 @@ pub fn parse_worktree(s: &str) -> Result<WorktreeMode, Error> {
         "off" => Ok(WorktreeMode::Off),
         "detached" => Ok(WorktreeMode::Detached),
         _ => match s.strip_prefix("branch:") {
+            // Each component as git's `check-ref-format` takes it: `<prefix>/worker-<n>` must
+            // be a branch name git accepts, or every `up` would fail.
             Some(p)
                 if !p.is_empty()
-                    && p.split('/').all(|c| !c.is_empty() && c != "." && c != "..")
+                    && !p.contains("..")
+                    && p.split('/').all(|c| {
+                        !c.is_empty()
+                            && !c.starts_with(['.', '-'])
+                            && !c.ends_with('.')
+                            && !c.ends_with(".lock")
+                    })
                     && p.bytes()
                         .all(|b| b.is_ascii_alphanumeric() || b"/_-.".contains(&b)) =>
             {
                 Ok(WorktreeMode::Branch(p.to_string()))
             }
             _ => Err(Error::Usage(format!(
-                "--worktree {s:?}: expected off, detached or branch:<prefix> (prefix of [A-Za-z0-9/_.-])"
+                "--worktree {s:?}: expected off, detached or branch:<prefix>, the prefix made of \
+                 [A-Za-z0-9/_.-] as a git branch name allows (no empty component, none starting \
+                 with `.` or `-` or ending with `.` or `.lock`, no `..`)"
             ))),
         },
     }
 }
 
 fn parse_size(s: &str) -> Result<(u16, u16), Error> {
-    let bad = || Error::Usage(format!("--size {s:?}: expected WIDTHxHEIGHT, e.g. 200x50"));
+    let bad = || {
+        Error::Usage(format!(
+            "--size {s:?}: expected WIDTHxHEIGHT, WIDTH 10 to 1000 and HEIGHT 5 to 1000, e.g. 200x50"
+        ))
+    };
     let (w, h) = s.split_once('x').ok_or_else(bad)?;
     let (w, h) = (
         w.parse::<u16>().map_err(|_| bad())?,
