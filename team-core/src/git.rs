@@ -27,6 +27,32 @@ const HARDENED: [&str; 4] = [
 
 /// Runs `git -C <dir> <args>` with `env` added.
 pub fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
+    command(dir, args, env)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::io("run git in", dir, e))
+}
+
+/// Like [`run_ok`], with `input` on git's standard input (`update-ref --stdin`).
+pub fn run_input(dir: &Path, args: &[&str], input: &[u8]) -> Result<String> {
+    use std::io::Write;
+    let mut child = command(dir, args, &[])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::io("run git in", dir, e))?;
+    let wrote = child.stdin.take().map(|mut i| i.write_all(input));
+    let o = child
+        .wait_with_output()
+        .map_err(|e| Error::io("run git in", dir, e))?;
+    if let Some(Err(e)) = wrote {
+        return Err(Error::io("write to git in", dir, e));
+    }
+    checked(dir, args, o)
+}
+
+fn command(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut c = Command::new("git");
     c.args(HARDENED).arg("-C").arg(dir).args(args);
     crate::childenv::scrub(&mut c);
@@ -39,10 +65,8 @@ pub fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
     for (k, v) in env {
         c.env(k, v);
     }
-    c.env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Error::io("run git in", dir, e))
+    c.env("GIT_TERMINAL_PROMPT", "0");
+    c
 }
 
 /// Whether the git that [`run`] runs is at least `major.minor` (`false` when it cannot say).

@@ -175,16 +175,13 @@ impl Env {
         let wt = worktree.then(|| {
             let path = root.worktree(&team(), &name);
             let branch = format!("team/t/w/{name}");
+            // As `up` makes it: the branch first, with the reflog entry that proves it the
+            // tools' own, then the worktree on it.
+            let made = team_core::ops::resources::branch_made_message("t", name.as_str(), &inc);
+            team_core::ops::resources::make_branch(&self.ws, &branch, &made).unwrap();
             git(
                 &self.ws,
-                &[
-                    "worktree",
-                    "add",
-                    "-q",
-                    "-b",
-                    &branch,
-                    path.to_str().unwrap(),
-                ],
+                &["worktree", "add", "-q", path.to_str().unwrap(), &branch],
             );
             WorktreeRecord {
                 path,

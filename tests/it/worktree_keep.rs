@@ -796,3 +796,178 @@ fn a_repository_of_its_own_at_the_top_keeps_the_worktree() {
         "removed, in its history only"
     );
 }
+
+/// A repository in branch mode (prefix `work`) with workers `worker-1` to `worker-<n>` up,
+/// each running `sleep`; returns the sandbox and worker-1's worktree.
+fn branch_team(n: &str) -> (Sandbox, PathBuf) {
+    let sb = Sandbox::new();
+    git(&sb.ws, &["init", "-q"]);
+    std::fs::write(sb.ws.join("README"), "hello\n").unwrap();
+    git(&sb.ws, &["add", "."]);
+    git(&sb.ws, &["commit", "-qm", "init"]);
+    let init = [
+        "init",
+        "demo",
+        "--private",
+        "--worktree",
+        "branch:work",
+        "--worker-cmd",
+        "exec sleep 100000",
+    ];
+    assert_code(&sb.run("team-scale", &init), 0);
+    assert_code(
+        &sb.run("team-scale", &["up", "demo", n, "--ready-timeout", "0"]),
+        0,
+    );
+    let wt = sb.ws.join(".team/worktrees/demo/worker-1");
+    (sb, wt)
+}
+
+/// Commits a file in the worktree `wt`; returns the commit.
+fn commit_in(wt: &Path, file: &str) -> String {
+    std::fs::write(wt.join(file), "work\n").unwrap();
+    git(wt, &["add", file]);
+    git(wt, &["commit", "-qm", file]);
+    git(wt, &["rev-parse", "HEAD"])
+}
+
+/// The refs (symbolic ones resolved) whose history holds `commit`.
+fn holders(ws: &Path, commit: &str) -> String {
+    git(
+        ws,
+        &["for-each-ref", "--format=%(refname)", "--contains", commit],
+    )
+}
+
+/// Two workers' branches on one commit (worker-2 fast-forwarded onto worker-1's), removed
+/// in one operation: each "reached" the other's commits, and both went. The branches are
+/// judged one at a time against the refs as they are then, so the second one stays.
+#[test]
+fn branches_on_one_commit_removed_together_keep_their_commits() {
+    for how in ["down", "shutdown"] {
+        let (sb, wt1) = branch_team("3");
+        let c = commit_in(&wt1, "parser.rs");
+        let wt2 = sb.ws.join(".team/worktrees/demo/worker-2");
+        git(&wt2, &["merge", "-q", "--ff-only", "work/worker-1"]);
+        let o = match how {
+            "down" => sb.run(
+                "team-scale",
+                &[
+                    "down", "demo", "--worker", "worker-1", "--worker", "worker-2", "--force",
+                ],
+            ),
+            _ => sb.run("team-scale", &["shutdown", "demo"]),
+        };
+        assert_code(&o, 0);
+        let refs = holders(&sb.ws, &c);
+        assert!(
+            refs.contains("refs/heads/work/worker-"),
+            "{how}: no branch holds the workers' commit any more: {refs:?}\n{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("no other branch reaches its commits"),
+            "{how}: {o:?}"
+        );
+        tests::assert_audit_pairs(&sb.ws.join(".team/audit.jsonl"));
+    }
+}
+
+/// A symbolic ref to the worker's branch (`git symbolic-ref refs/heads/review
+/// refs/heads/work/worker-1`, a user's alias) is no other branch: the branch, the only one
+/// holding its commit, stays.
+#[test]
+fn a_symbolic_ref_to_the_branch_does_not_count_as_another_branch() {
+    let (sb, wt1) = branch_team("2");
+    let c = commit_in(&wt1, "result.txt");
+    git(
+        &sb.ws,
+        &[
+            "symbolic-ref",
+            "refs/heads/review",
+            "refs/heads/work/worker-1",
+        ],
+    );
+    let o = sb.run(
+        "team-scale",
+        &["down", "demo", "--worker", "worker-1", "--force"],
+    );
+    assert_code(&o, 0);
+    assert_eq!(
+        git(
+            &sb.ws,
+            &["rev-parse", "--verify", "-q", "refs/heads/work/worker-1"]
+        ),
+        c,
+        "the branch went: {o:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("refs/heads/review points to it"),
+        "{o:?}"
+    );
+    // The alias holds nothing of its own: the work was also saved on a branch of its own.
+    let saved = git(
+        &sb.ws,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "--contains",
+            &c,
+            "refs/heads/team/",
+        ],
+    );
+    assert!(
+        saved.contains("refs/heads/team/demo/saved/worker-1-"),
+        "{saved}"
+    );
+}
+
+/// The worker's branch replaced by a symbolic ref to a user's branch: deleting the worker's
+/// branch is deleting that ref itself, never the branch it points to.
+#[test]
+fn a_worker_branch_made_symbolic_never_deletes_what_it_points_to() {
+    let (sb, wt1) = branch_team("2");
+    git(&sb.ws, &["branch", "feature"]);
+    git(&sb.ws, &["branch", "feature-2", "feature"]); // another branch reaching it
+    git(&wt1, &["checkout", "-q", "--detach"]);
+    git(
+        &sb.ws,
+        &[
+            "symbolic-ref",
+            "refs/heads/work/worker-1",
+            "refs/heads/feature",
+        ],
+    );
+    let o = sb.run(
+        "team-scale",
+        &["down", "demo", "--worker", "worker-1", "--force"],
+    );
+    assert_code(&o, 0);
+    assert!(
+        git(&sb.ws, &["branch", "--list", "feature"]).contains("feature"),
+        "the user's branch went through the worker's symbolic ref: {o:?}"
+    );
+}
+
+/// The worker dropped its branch; the user then made one of the same name: that is not the
+/// branch `up` made, and it stays (said so).
+#[test]
+fn a_branch_recreated_under_the_workers_name_is_not_deleted() {
+    let (sb, wt1) = branch_team("2");
+    git(&wt1, &["checkout", "-q", "-b", "feature-parser"]);
+    git(&wt1, &["branch", "-q", "-D", "work/worker-1"]);
+    git(&sb.ws, &["branch", "work/worker-1", "main"]);
+    let o = sb.run(
+        "team-scale",
+        &["down", "demo", "--worker", "worker-1", "--force"],
+    );
+    assert_code(&o, 0);
+    assert!(
+        git(&sb.ws, &["branch", "--list", "work/worker-1"]).contains("work/worker-1"),
+        "the user's branch went: {o:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("not proven to be the one up made"),
+        "{o:?}"
+    );
+}

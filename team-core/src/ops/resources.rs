@@ -271,6 +271,8 @@ pub struct ResourceReport {
     /// A branch the tools made but kept: no other branch reaches its commits, a worktree has
     /// it checked out, or its deletion failed.
     pub kept_branch: Option<String>,
+    /// Why [`ResourceReport::kept_branch`] was kept.
+    pub kept_branch_why: Option<String>,
     /// Why something was kept (the record then stays `removing`).
     pub blocked: Vec<String>,
     /// A worktree kept because it holds what git cannot save (see [`Unsavable`]).
@@ -960,7 +962,7 @@ pub fn parse_status_v2(out: &[u8]) -> Unsavable {
     u
 }
 
-use crate::git::{Worktree, run_ok as git_ok};
+use crate::git::{self, Worktree, run_ok as git_ok};
 
 const IDENT: [(&str, &str); 4] = [
     ("GIT_AUTHOR_NAME", "team-scale"),
@@ -969,13 +971,25 @@ const IDENT: [(&str, &str); 4] = [
     ("GIT_COMMITTER_EMAIL", "team-scale@localhost"),
 ];
 
-/// Whether `commit`'s history is reachable from a branch other than `own`.
+/// Whether `commit`'s history is reachable from a branch other than `own` (a real one: a
+/// symbolic ref, which may point to `own`, holds nothing of its own).
 fn reachable_elsewhere(dir: &Path, commit: &str, own: Option<&str>) -> Result<bool> {
-    let refs = git_ok(
+    let listed = git_ok(
         dir,
-        &["for-each-ref", "--format=%(refname)", "refs/heads/"],
+        &[
+            "for-each-ref",
+            "--format=%(refname) %(symref)",
+            "refs/heads/",
+        ],
         &[],
     )?;
+    let refs: Vec<&str> = listed
+        .lines()
+        .filter_map(|l| {
+            let (name, target) = l.split_once(' ').unwrap_or((l, ""));
+            target.trim().is_empty().then_some(name)
+        })
+        .collect();
     let mut args: Vec<String> = vec![
         "rev-list".into(),
         "--count".into(),
@@ -984,7 +998,7 @@ fn reachable_elsewhere(dir: &Path, commit: &str, own: Option<&str>) -> Result<bo
     ];
     let own_ref = own.map(|b| format!("refs/heads/{b}"));
     let mut others = 0;
-    for r in refs.lines() {
+    for r in refs {
         if Some(r) != own_ref.as_deref() {
             args.push(r.to_string());
             others += 1;
@@ -1652,15 +1666,113 @@ fn remove_worktree(
     {
         let r = format!("refs/heads/{b}");
         if let Ok(tip) = git_ok(repo, &["rev-parse", "--verify", "-q", &r], &[]) {
-            if !checked_out(repo, b)? && reachable_elsewhere(repo, &tip, Some(b))? {
-                // Deleted by the teardown, after its durable audit intent ([`delete_branch`]).
-                rep.branch_to_delete = Some((b.clone(), tip));
-            } else {
-                rep.kept_branch = Some(b.clone());
+            let made = branch_made_message(team.name.as_str(), w.name.as_str(), &w.incarnation);
+            match branch_gate(repo, b, &tip, &made)? {
+                // Deleted by the teardown, after its durable audit intent ([`delete_branch`],
+                // which passes the same gate again, against the refs as they are then).
+                Ok(_) => rep.branch_to_delete = Some((b.clone(), tip)),
+                Err(why) => {
+                    rep.kept_branch = Some(b.clone());
+                    rep.kept_branch_why = Some(why);
+                }
             }
         }
     }
     Ok(())
+}
+
+/// The reflog message `up` creates a worker's branch with ([`make_branch`]): the first entry
+/// of that branch's reflog, which no other branch of the same name has (a branch deleted and
+/// made again starts a new reflog). It names the worker's incarnation, unique to it.
+pub fn branch_made_message(team: &str, worker: &str, incarnation: &uuid::Uuid) -> String {
+    format!("team-scale up: branch of worker {worker} of team {team} (incarnation {incarnation})")
+}
+
+/// Creates branch `b` of the repository at `repo` at its `HEAD` commit, with a reflog whose
+/// first entry says `made` ([`branch_made_message`]); refused if the branch exists.
+pub fn make_branch(repo: &Path, b: &str, made: &str) -> Result<()> {
+    let head = git_ok(repo, &["rev-parse", "--verify", "-q", "HEAD^{commit}"], &[])?;
+    git_ok(
+        repo,
+        &[
+            "update-ref",
+            "--create-reflog",
+            "-m",
+            made,
+            &format!("refs/heads/{b}"),
+            &head,
+            "",
+        ],
+        &[],
+    )
+    .map(|_| ())
+}
+
+/// Whether branch `b`, at `tip`, may be deleted now: `Ok` with another branch that holds its
+/// commits (its ref and commit, the witness [`delete_branch`] locks), `Err` with why it stays.
+/// The branch must be a real ref (not a symbolic one), proven to be the one `up` made (the
+/// oldest entry of its reflog is `made`), checked out in no worktree nor pointed to by a
+/// symbolic ref, and its tip must be in
+/// the history of another real branch under `refs/heads/` as the refs are right now; a
+/// symbolic ref, a tag or a remote-tracking ref holds nothing for this.
+fn branch_gate(
+    repo: &Path,
+    b: &str,
+    tip: &str,
+    made: &str,
+) -> Result<std::result::Result<(String, String), String>> {
+    let r = format!("refs/heads/{b}");
+    let sym = git::run(repo, &["symbolic-ref", "-q", &r], &[])?;
+    if sym.status.success() {
+        return Ok(Err(format!(
+            "it is a symbolic ref (to {}), not the branch up made",
+            String::from_utf8_lossy(&sym.stdout).trim()
+        )));
+    }
+    let log = git::run(repo, &["log", "-g", "--format=%gs", &r, "--"], &[])?;
+    let first = String::from_utf8_lossy(&log.stdout)
+        .lines()
+        .last()
+        .map(str::to_string);
+    if !log.status.success() || first.as_deref() != Some(made) {
+        return Ok(Err(
+            "it is not proven to be the one up made (its reflog does not begin with up's entry: a branch made again under that name, or a reflog expired)".into(),
+        ));
+    }
+    if checked_out(repo, b)? {
+        return Ok(Err("a worktree has it checked out".into()));
+    }
+    // A user's alias of the branch (`git symbolic-ref refs/heads/review refs/heads/<b>`)
+    // would be left pointing at nothing.
+    let syms = git_ok(
+        repo,
+        &["for-each-ref", "--format=%(refname) %(symref)", "refs/"],
+        &[],
+    )?;
+    if let Some(alias) = syms.lines().find_map(|l| {
+        let (name, target) = l.split_once(' ')?;
+        (target.trim() == r).then_some(name)
+    }) {
+        return Ok(Err(format!("the symbolic ref {alias} points to it")));
+    }
+    let refs = git_ok(
+        repo,
+        &[
+            "for-each-ref",
+            "--contains",
+            tip,
+            "--format=%(refname) %(objectname) %(symref)",
+            "refs/heads/",
+        ],
+        &[],
+    )?;
+    let witness = refs.lines().find_map(|l| {
+        let mut f = l.split(' ');
+        let (name, oid, target) = (f.next()?, f.next()?, f.next().unwrap_or(""));
+        (name != r && target.is_empty() && !oid.is_empty())
+            .then(|| (name.to_string(), oid.to_string()))
+    });
+    Ok(witness.ok_or_else(|| "no other branch reaches its commits".to_string()))
 }
 
 /// Why the worktree at `dir` is in use, if a live process (other than this one) has its
@@ -1711,14 +1823,19 @@ fn checked_out(repo: &Path, b: &str) -> Result<bool> {
 }
 
 /// Deletes branch `b` of the repository at `repo` if it still points at `tip` (what
-/// [`ResourceReport::branch_to_delete`] names; the teardown records its intent first).
-pub fn delete_branch(repo: &Path, b: &str, tip: &str) -> Result<()> {
-    git_ok(
-        repo,
-        &["update-ref", "-d", &format!("refs/heads/{b}"), tip],
-        &[],
-    )
-    .map(|_| ())
+/// [`ResourceReport::branch_to_delete`] names; the teardown records its intent first) and
+/// still passes the gate ([`branch_gate`], `made` being [`branch_made_message`]) against the
+/// refs as they are now: a batch deleting several branches judges each after the ones before
+/// it went, so two branches on one commit never vouch for each other. One ref transaction
+/// deletes the ref itself (never the branch a symbolic ref points to) and verifies the
+/// witness branch at the commit the gate saw, so a concurrent deletion of the witness makes
+/// one of the two fail. `Err` says why it was kept.
+pub fn delete_branch(repo: &Path, b: &str, tip: &str, made: &str) -> Result<()> {
+    let (witness, at) = branch_gate(repo, b, tip, made)?.map_err(Error::Refused)?;
+    let tx = format!(
+        "option no-deref\nverify {witness} {at}\noption no-deref\ndelete refs/heads/{b} {tip}\n"
+    );
+    git::run_input(repo, &["update-ref", "--stdin"], tx.as_bytes()).map(|_| ())
 }
 
 #[cfg(test)]

@@ -1452,6 +1452,7 @@ fn delete_branches(t: &Teardown, team: &Team, plans: &mut [Plan]) -> Result<()> 
                     && let Some((b, _)) = r.branch_to_delete.take()
                 {
                     r.kept_branch = Some(b.clone());
+                    r.kept_branch_why = Some(format!("its audit intent failed: {e}"));
                     plans[i]
                         .report
                         .blocked
@@ -1466,7 +1467,10 @@ fn delete_branches(t: &Teardown, team: &Team, plans: &mut [Plan]) -> Result<()> 
         let Some((b, tip)) = target(&plans[i]) else {
             continue;
         };
-        let res = resources::delete_branch(&team.workspace, &b, &tip);
+        let w = &plans[i].worker;
+        let made =
+            resources::branch_made_message(team.name.as_str(), w.name.as_str(), &w.incarnation);
+        let res = resources::delete_branch(&team.workspace, &b, &tip, &made);
         let mut e = entry(t, team, &plans[i].worker, "delete-branch", &[]);
         e.targets = vec![json!({"branch": b, "commit": tip, "repository": team.workspace})];
         e.outcome = Some(match &res {
@@ -1481,10 +1485,15 @@ fn delete_branches(t: &Teardown, team: &Team, plans: &mut [Plan]) -> Result<()> 
         ));
         if let Some(r) = plans[i].report.resources.as_mut() {
             r.branch_to_delete = None;
-            if ok {
-                r.branch_deleted = Some(b);
-            } else {
-                r.kept_branch = Some(b);
+            match &res {
+                Ok(()) => r.branch_deleted = Some(b),
+                Err(err) => {
+                    r.kept_branch = Some(b);
+                    r.kept_branch_why = Some(match err {
+                        Error::Refused(why) => why.clone(),
+                        e => e.to_string(),
+                    });
+                }
             }
         }
     }

@@ -72,6 +72,7 @@ pub fn print_settle(out: &mut Out, r: &SettleReport) -> CliResult<()> {
             "saved_branch": res.and_then(|r| r.saved_branch.clone()),
             "branch_deleted": res.and_then(|r| r.branch_deleted.clone()),
             "branch_kept": res.and_then(|r| r.kept_branch.clone()),
+            "branch_kept_reason": res.and_then(|r| r.kept_branch_why.clone()),
             "worktree_kept": res.and_then(|r| r.kept_worktree.clone()),
             "unsavable": res.filter(|r| !r.unsavable.is_empty()).map(|r| json!({
                 "ignored": r.unsavable.ignored,
@@ -121,7 +122,10 @@ pub fn print_settle(out: &mut Out, r: &SettleReport) -> CliResult<()> {
             }
             if let Some(b) = &r.kept_branch {
                 out.line(&format!(
-                    "  branch {b} kept: no other branch reaches its commits, or a worktree has it checked out"
+                    "  branch {b} kept: {}",
+                    r.kept_branch_why.as_deref().unwrap_or(
+                        "no other branch reaches its commits, or a worktree has it checked out"
+                    )
                 ))?;
             }
         }

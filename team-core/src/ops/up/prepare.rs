@@ -25,7 +25,7 @@ use crate::agent::{self, Profile, PromptMode};
 use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::model::{Task, Team};
-use crate::ops::{Env, board, git};
+use crate::ops::{Env, board, git, resources};
 use crate::tmux::quote::sh_quote;
 
 /// The first prompt of `p`: the team's trigger text, or the default one naming its inbox.
@@ -106,7 +106,17 @@ pub(super) fn prepare(
         let path = wt.path.to_string_lossy().to_string();
         let out = match &wt.branch {
             None => git(&team.workspace, &["worktree", "add", "--detach", &path])?,
-            Some(b) => git(&team.workspace, &["worktree", "add", "-b", b, &path])?,
+            Some(b) => {
+                // Made first, with the reflog entry that proves it the tools' own when it is
+                // deleted (`resources::branch_made_message`).
+                let made = resources::branch_made_message(
+                    team.name.as_str(),
+                    p.name.as_str(),
+                    &p.incarnation,
+                );
+                resources::make_branch(&team.workspace, b, &made)?;
+                git(&team.workspace, &["worktree", "add", &path, b])?
+            }
         };
         if !out.ok {
             return Err(Error::Refused(format!(
