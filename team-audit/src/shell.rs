@@ -4183,6 +4183,66 @@ fn arith_name(a: &str) -> Option<String> {
     None
 }
 
+/// What `export`, `declare`/`typeset`/`local`/`readonly`, `env` and `set` may not do to the
+/// environment: set a variable that is not [`env_is_harmless`] (a name exported by `export`,
+/// `-x`, or `env`; any other assignment as a shell one, [`env_assignment_denial`]), export
+/// functions (`-f`), make a name a reference to another (`-n`), or export every assignment
+/// (`set -a`, `set -o allexport`).
+fn exported_variable_denial(base: &str, rest: &[Word]) -> Option<String> {
+    match base {
+        "export" | "declare" | "typeset" | "local" | "readonly" => {
+            let opts = |c: char| {
+                rest.iter().any(|w| {
+                    (w.text.starts_with('-') || w.text.starts_with('+')) && w.text[1..].contains(c)
+                })
+            };
+            if opts('f') && (base == "export" || opts('x')) {
+                return Some(format!(
+                    "`{base} -f` exports a function to every program's shell"
+                ));
+            }
+            if opts('n') && base != "export" {
+                return Some(format!(
+                    "`{base} -n` makes a name a reference to another variable, which the guard \
+                     does not follow"
+                ));
+            }
+            let exported = base == "export" || opts('x');
+            rest.iter()
+                .filter(|w| !w.text.starts_with('-') && !w.text.starts_with('+'))
+                .filter(|w| exported || w.text.contains('='))
+                .find_map(|w| env_assignment_denial(w, exported))
+        }
+        "env" => {
+            let mut k = 0;
+            while k < rest.len() {
+                let t = rest[k].text.as_str();
+                if is_assignment(t) {
+                    if let Some(why) = env_assignment_denial(&rest[k], true) {
+                        return Some(why);
+                    }
+                } else if matches!(t, "-u" | "-C" | "--unset" | "--chdir") {
+                    k += 1;
+                } else if !t.starts_with('-') || t == "-" || t == "--" {
+                    break;
+                }
+                k += 1;
+            }
+            None
+        }
+        "set" => rest
+            .iter()
+            .enumerate()
+            .any(|(k, w)| {
+                let t = w.text.as_str();
+                (t.starts_with('-') && !t.starts_with("--") && t.contains('a'))
+                    || (t == "-o" && rest.get(k + 1).is_some_and(|v| v.text == "allexport"))
+            })
+            .then(|| "`set -a` exports every variable the line assigns to every program".into()),
+        _ => None,
+    }
+}
+
 /// Variables whose value a shell or a common program runs as code (or that choose which
 /// code runs).
 fn code_var(word: &str) -> Option<String> {
@@ -4247,6 +4307,195 @@ fn code_var(word: &str) -> Option<String> {
     code.then(|| {
         format!("sets {name}, whose value a shell or a program runs as code the guard cannot read")
     })
+}
+
+/// Environment variables programs read only as plain data (no options, no command, no path
+/// they load code from): the only ones a command, `env`, `export` or `declare -x` may set.
+/// `LC_*` counts too, and a few take only plain values ([`env_value_is_plain`]).
+const HARMLESS_ENV: &[&str] = &[
+    "CI",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "COLORTERM",
+    "TERM",
+    "COLUMNS",
+    "LINES",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TMPDIR",
+    "IFS",
+    "DEBUG",
+    "VERBOSE",
+    "LOG_LEVEL",
+    "PORT",
+    "HOST",
+    "NODE_ENV",
+    "NODE_NO_WARNINGS",
+    "RUST_LOG",
+    "RUST_LOG_STYLE",
+    "RUST_BACKTRACE",
+    "RUST_LIB_BACKTRACE",
+    "RUST_TEST_THREADS",
+    "RUST_TEST_NOCAPTURE",
+    "RUST_MIN_STACK",
+    "RAYON_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "CARGO_TERM_COLOR",
+    "CARGO_TERM_VERBOSE",
+    "CARGO_TERM_QUIET",
+    "CARGO_INCREMENTAL",
+    "CARGO_BUILD_JOBS",
+    "CARGO_TARGET_DIR",
+    "CARGO_NET_OFFLINE",
+    "INSTA_UPDATE",
+    "INSTA_FORCE_PASS",
+    "UPDATE_EXPECT",
+    "TRYBUILD",
+    "PYTHONUNBUFFERED",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONHASHSEED",
+    "PYTHONIOENCODING",
+    "PYTHONUTF8",
+    "PYTHONFAULTHANDLER",
+    "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    "GIT_COMMITTER_DATE",
+    "GIT_TERMINAL_PROMPT",
+    "GIT_OPTIONAL_LOCKS",
+    "GOOS",
+    "GOARCH",
+    "CGO_ENABLED",
+    "GO111MODULE",
+    "DEBIAN_FRONTEND",
+    "SOURCE_DATE_EPOCH",
+    "HUSKY",
+];
+
+/// A value of `MAKEFLAGS`/`GNUMAKEFLAGS`/`MFLAGS` or `RUSTFLAGS`/`RUSTDOCFLAGS` that only sets
+/// jobs and quietness, or lint levels and code generation that loads nothing.
+fn env_value_is_plain(name: &str, value: &str) -> bool {
+    let toks: Vec<&str> = value.split_whitespace().collect();
+    match name {
+        "MAKEFLAGS" | "GNUMAKEFLAGS" | "MFLAGS" => toks.iter().all(|t| {
+            let jobs = t
+                .strip_prefix("-j")
+                .or_else(|| t.strip_prefix("--jobs="))
+                .or_else(|| t.strip_prefix('j'))
+                .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()));
+            jobs || matches!(*t, "-s" | "s" | "--silent" | "-k" | "--no-print-directory")
+        }),
+        "RUSTFLAGS" | "RUSTDOCFLAGS" => {
+            let ident = |v: &str| {
+                !v.is_empty()
+                    && v.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ':'))
+            };
+            let codegen = |v: &str| {
+                let (k, val) = v.split_once('=').unwrap_or((v, ""));
+                matches!(
+                    k,
+                    "opt-level"
+                        | "debuginfo"
+                        | "target-cpu"
+                        | "codegen-units"
+                        | "overflow-checks"
+                        | "debug-assertions"
+                        | "panic"
+                        | "lto"
+                        | "strip"
+                        | "force-frame-pointers"
+                ) && val.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            };
+            let mut k = 0;
+            while k < toks.len() {
+                let t = toks[k];
+                let (flag, attached) = if t.starts_with("--") {
+                    (t, "")
+                } else if t.len() > 2 && t.starts_with('-') {
+                    t.split_at(2)
+                } else {
+                    (t, "")
+                };
+                let value = if attached.is_empty() {
+                    k += 1;
+                    toks.get(k).copied().unwrap_or("")
+                } else {
+                    attached
+                };
+                let ok = match flag {
+                    "-D" | "-W" | "-A" | "-F" | "--cap-lints" | "--cfg" => ident(value),
+                    "-C" => codegen(value),
+                    _ => false,
+                };
+                if !ok {
+                    return false;
+                }
+                k += 1;
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Whether setting `name` (to `value`, `None` when only exported) can change only data a
+/// program reads: a name of [`HARMLESS_ENV`], `LC_*`, or a plain value of
+/// [`env_value_is_plain`]. Every other variable may be an option list (`MAKEFLAGS`,
+/// `TAR_OPTIONS`, `ZIPOPT`, `RUSTFLAGS`), a command (`RUSTC_WRAPPER`,
+/// `CARGO_TARGET_*_RUNNER`, `npm_config_script_shell`) or a path code is loaded from.
+fn env_is_harmless(name: &str, value: Option<(&str, bool)>) -> bool {
+    HARMLESS_ENV.contains(&name)
+        || name
+            .strip_prefix("LC_")
+            .is_some_and(|r| !r.is_empty() && r.chars().all(|c| c.is_ascii_uppercase()))
+        || value.is_some_and(|(v, dynamic)| !dynamic && env_value_is_plain(name, v))
+}
+
+/// A shell variable of the line's own: named with a lower-case letter (programs' variables
+/// are upper case) and not of a package manager that reads lower-case ones (`npm_config_*`).
+fn shell_local_name(name: &str) -> bool {
+    let l = name.to_ascii_lowercase();
+    name.chars().any(|c| c.is_ascii_lowercase())
+        && !["npm_", "yarn_", "pnpm_", "bun_", "npm", "bundle_"]
+            .iter()
+            .any(|p| l.starts_with(p))
+}
+
+/// An assignment (`NAME=value`, or `NAME` alone for `export NAME`) that may change what a
+/// program runs: denied unless [`env_is_harmless`]. `exported`: the value reaches programs
+/// (a prefix `NAME=v cmd`, `env`, `export`, `declare -x`); otherwise it is a shell
+/// assignment, which may also set a shell variable of the line's own ([`shell_local_name`])
+/// (a variable already exported would pass its new value on: upper-case names are judged).
+fn env_assignment_denial(w: &Word, exported: bool) -> Option<String> {
+    let (name, value) = match w.text.split_once('=') {
+        Some((n, v)) => (n.trim_end_matches('+'), Some((v, w.dynamic))),
+        None => (w.text.as_str(), None),
+    };
+    if name.is_empty()
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        || env_is_harmless(name, value)
+        || (!exported && shell_local_name(name))
+    {
+        return None;
+    }
+    Some(format!(
+        "sets `{name}`, which is not a variable known to be plain data: programs read \
+         variables as options or commands (`MAKEFLAGS`, `TAR_OPTIONS`, `RUSTC_WRAPPER`, \
+         `CARGO_TARGET_*_RUNNER`, ...), so only a short list (`RUST_LOG`, `NO_COLOR`, `CI`, \
+         `LANG`, `LC_*`, ...) may be set{}",
+        if exported {
+            ""
+        } else {
+            "; name a shell variable of your own in lower case"
+        }
+    ))
 }
 
 /// A git configuration key whose value git never runs (`user.name`, `color.ui`, ...).
@@ -4957,6 +5206,9 @@ impl Scan {
                 return Some(why);
             }
         }
+        if let Some(why) = exported_variable_denial(base, rest) {
+            return Some(why);
+        }
         // Programs that run a command or a program given as data.
         match base {
             "sed" | "gsed" => {
@@ -5394,6 +5646,10 @@ impl Scan {
         for w in &words[..i] {
             if let Some(why) = code_var(&w.text) {
                 self.deny(words, why);
+            } else if is_assignment(&w.text)
+                && let Some(why) = env_assignment_denial(w, i < words.len())
+            {
+                self.deny(words, why);
             }
         }
         let Some(argv0) = words.get(i) else { return };
@@ -5454,6 +5710,19 @@ impl Scan {
             }
             return;
         }
+        // Commands that change what later commands reach.
+        match base {
+            "cd" | "pushd" | "popd" | "unset" | "export" | "declare" | "typeset" | "local"
+            | "readonly" | "set" | "source" | "." | "alias" | "unalias" | "hash" | "enable"
+            | "shopt" | "function" | "trap" | "read" | "mapfile" | "readarray" | "getopts" => {
+                self.note_env_change(format!("runs `{base}`"));
+            }
+            // `printf -v NAME`: an assignment.
+            "printf" if rest.iter().any(|w| w.text.starts_with("-v")) => {
+                self.note_env_change("runs `printf -v`".into());
+            }
+            _ => {}
+        }
         if let Some(why) = self.code_runner(base, &words[i..]) {
             self.deny(&words[i..], why);
             return;
@@ -5476,19 +5745,6 @@ impl Scan {
                 format!("`{base}` drives tmux; only tmux itself is checked"),
             );
             return;
-        }
-        // Commands that change what later commands reach.
-        match base {
-            "cd" | "pushd" | "popd" | "unset" | "export" | "declare" | "typeset" | "local"
-            | "readonly" | "set" | "source" | "." | "alias" | "unalias" | "hash" | "enable"
-            | "shopt" | "function" | "trap" | "read" | "mapfile" | "readarray" | "getopts" => {
-                self.note_env_change(format!("runs `{base}`"));
-            }
-            // `printf -v NAME`: an assignment.
-            "printf" if rest.iter().any(|w| w.text.starts_with("-v")) => {
-                self.note_env_change("runs `printf -v`".into());
-            }
-            _ => {}
         }
         if let Some(&(_, opts, env, taint)) = WRAPPERS.iter().find(|(w, ..)| *w == base) {
             self.wrapper(base, opts, env, taint, &words[i..], input, stdin, ctx);

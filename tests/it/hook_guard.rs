@@ -2261,6 +2261,67 @@ fn git_clone_config_is_judged_as_git_dash_c() {
     );
 }
 
+/// The thirtieth round: programs read options and commands from environment variables the
+/// guard did not know (`GNUMAKEFLAGS`, `TAR_OPTIONS`, `ZIPOPT`, `RUSTC_WRAPPER`,
+/// `CARGO_TARGET_*_RUNNER`, `npm_config_script_shell`): a command, `env`, `export` or
+/// `declare -x` may set only variables known to be plain data. Only judged, never run.
+#[test]
+fn environment_variables_outside_the_plain_list_are_denied() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's lines.
+        "GNUMAKEFLAGS='--eval=X:=$(shell $(subst w,x,tmuw) kill-server)' make -q",
+        "MAKEFLAGS='X:=$(shell $(subst w,x,tmuw) kill-server)' make -q",
+        "env GNUMAKEFLAGS='--eval=X:=$(shell id)' make",
+        "TAR_OPTIONS='--checkpoint=1 --checkpoint-action=exec=\"$(echo xumt|rev) kill-server\"' tar cf /dev/null /etc/hostname",
+        "export TAR_OPTIONS='--checkpoint=1 --checkpoint-action=exec=x'; tar cf /dev/null f",
+        "ZIPOPT='-T -TT=$(echo${IFS}xumt|rev)${IFS}kill-server;:' zip z.zip f",
+        "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER='sh -c x' cargo run",
+        "RUSTC_WRAPPER=./w cargo build",
+        "RUSTFLAGS='-C linker=./l' cargo build",
+        "RUSTFLAGS=\"$F\" cargo build",
+        "npm_config_script_shell=./s npm run build",
+        // Other spellings.
+        "declare -x MAKEFLAGS=x; make",
+        "typeset -gx RUSTC_WRAPPER=./w; cargo build",
+        "TAR_OPTIONS=x; export TAR_OPTIONS; tar cf a b",
+        "set -a; TAR_OPTIONS=x; tar cf a b",
+        "set -o allexport; ZIPOPT=x; zip a b",
+        "env -u A MAKEFLAGS=x make",
+        "env -i RUSTC_WRAPPER=./w cargo build",
+        "nice env GIT_EXEC_PATH2=x MAKEFLAGS=x make",
+        "PATH=/tmp/b:$PATH cargo test",
+        "HOME=/tmp/h git log",
+        "PYTEST_ADDOPTS='-p evil' pytest",
+        "GOFLAGS=-toolexec=./x go build",
+        "export -f cargo",
+        "declare -n r=TAR_OPTIONS; r=x; tar cf a b",
+        "MAKEFLAGS=-j4 GNUMAKEFLAGS=--eval=x make",
+    ];
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "RUST_LOG=debug cargo run",
+            "NO_COLOR=1 npm test",
+            "CI=true npm test",
+            "LC_ALL=C sort names.txt",
+            "RUST_BACKTRACE=1 cargo test",
+            "env RUST_LOG=info cargo run",
+            "export RUST_BACKTRACE=1 NO_COLOR=1 && cargo test",
+            "RUSTFLAGS='-D warnings' cargo build",
+            "RUSTFLAGS='-Dwarnings -C opt-level=2' cargo build",
+            "MAKEFLAGS=-j4 make",
+            "x=1; echo $x",
+            "out=$(cargo test 2>&1); echo \"$out\" | tail",
+            "IFS= read -r line < notes.txt",
+            "declare -a arr=(1 2)",
+            "set -euo pipefail; cargo test",
+            "GIT_AUTHOR_NAME=me git commit -m x",
+        ],
+    );
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
