@@ -545,13 +545,48 @@ const MAX_BRACE_WORD: usize = 4096;
 /// holds `?`, `*`, `[...]` or `{a,b}` / `{a..c}` and one of whose brace expansions has a path
 /// component that is [`glob_spells_tmux`].
 fn spells_tmux_by_glob(text: &str) -> bool {
-    text.split(|c: char| c.is_whitespace() || ";&|()<>=:`\"'".contains(c))
-        .filter(|w| w.contains(['?', '*', '[', '{']))
-        .any(|w| match expand_braces(w) {
-            None => true,
-            Some(alts) => alts
-                .iter()
-                .any(|a| a.contains("tmux") || a.split('/').any(glob_spells_tmux)),
+    extglob_spells_tmux(text)
+        || text
+            .split(|c: char| c.is_whitespace() || ";&|()<>=:`\"'".contains(c))
+            .filter(|w| w.contains(['?', '*', '[', '{']))
+            .any(|w| match expand_braces(w) {
+                None => true,
+                Some(alts) => alts
+                    .iter()
+                    .any(|a| a.contains("tmux") || a.split('/').any(glob_spells_tmux)),
+            })
+}
+
+/// Whether `w` holds an extglob group: `@(`, `+(`, `!(`, `*(` or `?(`.
+fn has_extglob(w: &str) -> bool {
+    ["@(", "+(", "!(", "*(", "?("].iter().any(|o| w.contains(o))
+}
+
+/// Rule 2 for extglob patterns (`@(t)mux`, `/usr/bin/!(a*)`): each group is taken as `*`
+/// and the component judged by [`glob_spells_tmux`]; a component that is then all `*` in a
+/// path (`/usr/bin/!(x)`) counts too, since it can match any program there.
+fn extglob_spells_tmux(text: &str) -> bool {
+    text.split(|c: char| c.is_whitespace() || ";&|<>=:`\"'".contains(c))
+        .filter(|w| has_extglob(w))
+        .any(|w| {
+            w.split('/').any(|comp| {
+                if !has_extglob(comp) {
+                    return false;
+                }
+                let c: Vec<char> = comp.chars().collect();
+                let mut out = String::new();
+                let mut k = 0;
+                while k < c.len() {
+                    if matches!(c[k], '@' | '+' | '!' | '*' | '?') && c.get(k + 1) == Some(&'(') {
+                        out.push('*');
+                        k = close_paren(&c, k + 1) + 1;
+                    } else {
+                        out.push(c[k]);
+                        k += 1;
+                    }
+                }
+                (w.contains('/') && out.chars().all(|x| x == '*')) || glob_spells_tmux(&out)
+            })
         })
 }
 
@@ -1306,6 +1341,15 @@ fn lex(src: &str) -> Lexed {
                 if i > n {
                     i = n;
                 }
+            }
+            '(' if i > 0 && word.is_some() && matches!(c[i - 1], '@' | '+' | '!' | '*' | '?') => {
+                // An extglob pattern (`@(t)mux`, `+(a|b)`, `!(x)`): part of the word, and a
+                // glob whatever `shopt` says (bash reads it so once `extglob` is on).
+                let end = close_paren(&c, i);
+                let w = word.get_or_insert_with(Word::default);
+                w.text.push_str(&text(i, end + 1));
+                w.dynamic = true;
+                i = end + 1;
             }
             ';' | '(' | ')' => {
                 finish_cmd!();
@@ -6016,11 +6060,20 @@ impl Scan {
             // (`'kill-server;'`), or the value of an option (`--arg=kill-server`,
             // `-akill-server`) a program passes on.
             for form in tmux_word_forms(&w.text) {
-                if form.contains('-')
-                    && let Resolved::Command(cmd) = resolve(form)
-                    && destroying(cmd, &[('k', String::new())], 1)
+                // Any tmux command but the read-only ones: `send`, `run`, `new`, `set` and
+                // `detach -a` reach the leader as surely as a kill. Spelled with a `-` (a
+                // unique prefix such as `kill-ser` included) for any program; by its alias
+                // (`send`, `run`, `if`, `popup`) only for a program named by a path, since
+                // `cargo run` and `docker run` are common.
+                let by_path =
+                    words[0].text.contains('/') && !WRAPPERS.iter().any(|(x, ..)| *x == base);
+                if let Resolved::Command(cmd) = resolve(form)
                     && !READ_ONLY.iter().any(|(r, ..)| *r == cmd)
-                    && (form.len() >= 6)
+                    && ((form.contains('-') && form.len() >= 6)
+                        || (by_path
+                            && TMUX_COMMANDS
+                                .iter()
+                                .any(|(f, a)| *f == form || *a == Some(form))))
                 {
                     self.deny(
                         words,

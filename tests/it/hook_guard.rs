@@ -2322,6 +2322,57 @@ fn environment_variables_outside_the_plain_list_are_denied() {
     );
 }
 
+/// The thirtieth round: an extglob pattern (`@(t)mux`, `+(`, `!(`) is a glob, also as a
+/// command name, and a program named by a path is given no tmux command but a read-only one,
+/// by name, alias or unique prefix (`send`, `run`, `popup`, `kill-ser`). Only judged, never
+/// run.
+#[test]
+fn extglob_patterns_and_tmux_aliases_are_denied() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's lines.
+        "shopt -s extglob\n/usr/bin/@(t)mux send -t %0 exit Enter",
+        "bash -O extglob -c '/usr/bin/@(t)mux send -t %0 exit Enter'",
+        // Other spellings.
+        "/usr/bin/+(t)mux send -t %0 exit Enter",
+        "/usr/bin/!(a*) send -t %0 exit Enter",
+        "/usr/bin/*(t)mux run 'kill $PPID'",
+        "/usr/bin/tm@(u)x kill-server",
+        "cp /usr/bin/@(t)mux /tmp/x",
+        "cp /usr/bin/!(zz) /tmp/d/",
+        "/opt/x/mux send -t %0 exit Enter",
+        "/opt/x/mux run 'kill $PPID'",
+        "/opt/x/mux -S /tmp/s if true 'run x'",
+        "/opt/x/mux popup",
+        "/opt/x/mux pipep -t %0 x",
+        "/opt/x/mux source /tmp/f",
+        "/opt/x/mux new 'x'",
+        "/opt/x/mux confirm x",
+        "/opt/x/mux menu x",
+        "/opt/x/mux pasteb",
+        "/opt/x/mux set -g default-command x",
+        "/opt/x/mux setenv X y",
+        "./mux detach -a",
+        "foo kill-ser",
+        "foo detach-client -a",
+        "foo new-session x",
+        "foo --arg=send-keys",
+    ];
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "cargo run",
+            "docker run --rm img",
+            "npm run build",
+            "./target/debug/app --help",
+            "[[ $x == @(a|b) ]] && echo y",
+            "node -e 'if (!(1)) console.log(2)'",
+            "tmux ls",
+        ],
+    );
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
