@@ -4287,6 +4287,20 @@ fn exported_variable_denial(base: &str, rest: &[Word]) -> Option<String> {
     }
 }
 
+/// `set` or a shell's options that turn on the history or its expansion: `-H` (in a cluster
+/// too), `-o history`, `-o histexpand`.
+fn turns_on_history(rest: &[Word]) -> bool {
+    rest.iter().enumerate().any(|(k, w)| {
+        let t = w.text.as_str();
+        (t.starts_with('-') && !t.starts_with("--") && t.contains('H'))
+            || (matches!(t, "-o" | "-O")
+                && rest
+                    .get(k + 1)
+                    .is_some_and(|v| matches!(v.text.as_str(), "history" | "histexpand")))
+            || w.dynamic && k > 0 && matches!(rest[k - 1].text.as_str(), "-o" | "-O")
+    })
+}
+
 /// Variables whose value a shell or a common program runs as code (or that choose which
 /// code runs).
 fn code_var(word: &str) -> Option<String> {
@@ -5238,6 +5252,27 @@ impl Scan {
                 return unread("`hash -p` makes a command name run another file");
             }
             "enable" if starts("-f") => return unread("`enable -f` loads a builtin from a file"),
+            // History: `fc -s old=new` and `!-1:1!-1:2` build a command from earlier lines,
+            // which the guard does not keep.
+            "fc" => return unread("`fc` runs commands rebuilt from the shell's history"),
+            "history"
+                if rest.iter().any(|w| {
+                    w.text.starts_with('-') && !matches!(w.text.as_str(), "-c" | "-d" | "-w")
+                }) =>
+            {
+                return unread("`history` with these options adds to or expands the history");
+            }
+            "set" if turns_on_history(rest) => {
+                return unread("`set -H`/`-o history`/`-o histexpand` turns on history expansion");
+            }
+            b if SHELLS.contains(&b) && turns_on_history(rest) => {
+                return unread("a shell started with history expansion (`-H`, `-o history`)");
+            }
+            // An alias is text the shell reads again as code, before the words that follow
+            // it (a value ending in `\` joins the next line): the guard does not expand it.
+            "alias" if rest.iter().any(|w| w.text.contains('=') || w.dynamic) => {
+                return unread("`alias` defines text the shell reads again as code");
+            }
             "command_not_found_handle" => return unread("`command_not_found_handle`"),
             _ => {}
         }

@@ -789,7 +789,7 @@ fn guard_table_against_a_real_team() {
             "gdb -batch -ex 'shell tmux kill-server'".into(),
             Some("runs code"),
         ),
-        ("fc -e - tmux".into(), Some("starts a new session")),
+        ("fc -e - tmux".into(), Some("`fc` runs commands")),
         (format!("tm\\\nux -S {s} kill-server"), Some("kill-server")),
         (
             format!("function tmux {{ command tmux -S {s} kill-server; }}; tmux ls"),
@@ -2371,6 +2371,35 @@ fn extglob_patterns_and_tmux_aliases_are_denied() {
             "tmux ls",
         ],
     );
+}
+
+/// The thirtieth round: the shell builds a command the guard never read from its history
+/// (`!-1:1`, `fc -s old=new`) or from an alias (a value ending in `\` joins the next line):
+/// turning history on, `fc`, `history -s` and alias definitions are denied. Only judged, never
+/// run.
+#[test]
+fn history_expansion_and_alias_definitions_are_denied() {
+    let sb = Sandbox::new();
+    let table = [
+        // The attack report's lines.
+        "set -o history -o histexpand\n: /usr/bin/tm ux kill-se rver\n!-1:1!-1:2 !-1:3!-1:4",
+        "set -o history\n/usr/bin/tmuw kill-zerver 2>/dev/null\nfc -s w=x 2>/dev/null\nfc -s z=s",
+        "shopt -s expand_aliases\nalias a='/usr/bin/tm\\'\na\nux run 'kill $PPID'",
+        // Other spellings.
+        "set -H",
+        "set -euH",
+        "set -o histexpand",
+        "bash -H -c ':'",
+        "bash -o history -c ':'",
+        "fc -s",
+        "fc -e - x",
+        "history -s 'x'",
+        "history -p '!!'",
+        "alias a='ls'",
+        "alias ll='ls -la' a=\"$x\"",
+    ];
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(&sb, &["alias", "history 10", "set -euo pipefail"]);
 }
 
 #[test]
