@@ -2134,6 +2134,142 @@ fn dynamic_code(l: &str) -> bool {
         || (socket_code(l) && !file_name_like(l))
 }
 
+/// Code that compiles a string into code without `eval`/`exec`: Node's `Module._compile`,
+/// `require("module")` (`createRequire`, `wrap`), `Function(...)`; Python's builtin
+/// `compile(...)`, `codeop`, `types.FunctionType`/`CodeType`, `__code__`.
+fn code_from_string(t: &str) -> bool {
+    let l = t.to_ascii_lowercase();
+    [
+        "_compile",
+        "codeop",
+        "compile_command",
+        "functiontype",
+        "codetype",
+        "lambdatype",
+        "__code__",
+        "createrequire",
+    ]
+    .iter()
+    .any(|w| has_ident(&l, w))
+        || ["\"module\"", "'module'", "`module`", "node:module"]
+            .iter()
+            .any(|m| l.contains(m))
+        || t.contains("Function(")
+        || t.match_indices("compile(").any(|(i, _)| {
+            !t[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        })
+}
+
+/// Code hidden in string escapes (`"\x72\x65..."`, `\u0072`, `\u{72}`, octal `\162`): the
+/// escapes decoded, the text is judged again as code ([`suspicious_code`], [`dynamic_code`],
+/// [`code_from_string`]).
+fn escaped_code(t: &str) -> bool {
+    if !t.contains('\\') {
+        return false;
+    }
+    let c: Vec<char> = t.chars().collect();
+    let mut out = String::new();
+    let mut k = 0;
+    let hex = |s: &[char]| -> Option<char> {
+        u32::from_str_radix(&s.iter().collect::<String>(), 16)
+            .ok()
+            .and_then(char::from_u32)
+    };
+    let mut decoded = false;
+    while k < c.len() {
+        if c[k] == '\\' && k + 1 < c.len() {
+            let n = c[k + 1];
+            if n == 'x' && k + 4 <= c.len() {
+                if let Some(ch) = hex(&c[k + 2..k + 4]) {
+                    out.push(ch);
+                    k += 4;
+                    decoded = true;
+                    continue;
+                }
+            } else if n == 'u' && c.get(k + 2) == Some(&'{') {
+                if let Some(e) = c[k + 3..].iter().position(|x| *x == '}')
+                    && let Some(ch) = hex(&c[k + 3..k + 3 + e])
+                {
+                    out.push(ch);
+                    k += 4 + e;
+                    decoded = true;
+                    continue;
+                }
+            } else if n == 'u' && k + 6 <= c.len() {
+                if let Some(ch) = hex(&c[k + 2..k + 6]) {
+                    out.push(ch);
+                    k += 6;
+                    decoded = true;
+                    continue;
+                }
+            } else if n.is_digit(8) {
+                let e = (k + 1..(k + 4).min(c.len()))
+                    .take_while(|&j| c[j].is_digit(8))
+                    .last()
+                    .unwrap_or(k + 1);
+                let s: String = c[k + 1..=e].iter().collect();
+                if let Some(ch) = u32::from_str_radix(&s, 8).ok().and_then(char::from_u32) {
+                    out.push(ch);
+                    k = e + 1;
+                    decoded = true;
+                    continue;
+                }
+            }
+        }
+        out.push(c[k]);
+        k += 1;
+    }
+    decoded
+        && (suspicious_code(&out)
+            || dynamic_code(&out.to_ascii_lowercase())
+            || code_from_string(&out))
+}
+
+/// Perl code that loads a module (`use M`, `no M`, `require M`) not in
+/// `PERL_HARMLESS_MODULES`: `use TAP::Parser` gives it `exec` under another name. A version
+/// (`use 5.010`, `use v5.36`) is no module; `IO::File`, `IO::Handle` and `FileHandle` pass.
+fn perl_unknown_use(t: &str) -> bool {
+    ["use", "no", "require"].iter().any(|kw| {
+        t.match_indices(kw).any(|(i, _)| {
+            let before = t[..i].chars().next_back();
+            if before.is_some_and(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, '_' | ':' | '$' | '>' | '@' | '%' | '&')
+            }) {
+                return false;
+            }
+            // `use` and `no` are statements; `require` is also an expression.
+            let statement = t[..i]
+                .trim_end()
+                .chars()
+                .next_back()
+                .is_none_or(|c| matches!(c, ';' | '{' | '}'));
+            if *kw != "require" && !statement {
+                return false;
+            }
+            let rest = &t[i + kw.len()..];
+            if !rest.starts_with(char::is_whitespace) {
+                return false;
+            }
+            let rest = rest.trim_start();
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            if name.is_empty() {
+                // `require $x`, `require "x.pl"`: a file or a name only known at run time.
+                return *kw == "require" && !rest.starts_with(['(', ';']) && !rest.is_empty();
+            }
+            let version = name.starts_with(|c: char| c.is_ascii_digit())
+                || (name.starts_with('v') && name[1..].starts_with(|c: char| c.is_ascii_digit()));
+            // `IO::File`/`FileHandle` open files: their `new`/`open` are judged by
+            // `perl_runtime_open`.
+            !version
+                && !PERL_HARMLESS_MODULES.contains(&name.as_str())
+                && !matches!(name.as_str(), "IO::File" | "IO::Handle" | "FileHandle")
+        })
+    })
+}
+
 /// Modules Perl may load by `-M`/`-m`: pragmas and libraries that start no process and
 /// reach no name given as a string. `POSIX` is not one (it has `POSIX::system`, and re-exports
 /// core functions): only `-MPOSIX=f,...` naming functions of `POSIX_HARMLESS` is allowed.
@@ -5916,6 +6052,9 @@ impl Scan {
                     || (matches!(base, "awk" | "gawk") && gawk_indirect(t))
                     || (!matches!(base, "sed" | "gsed" | "awk" | "gawk" | "mawk" | "nawk")
                         && self_loading_code(stem, t))
+                    || (!matches!(base, "sed" | "gsed" | "awk" | "gawk" | "mawk" | "nawk")
+                        && (code_from_string(t) || escaped_code(t)))
+                    || (stem == "perl" && perl_unknown_use(t))
             };
             // `python3 -c "$(...)"`, `perl -e "$X"`: code only known when the shell runs;
             // a here-document holding a substitution likewise.

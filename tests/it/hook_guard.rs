@@ -2402,6 +2402,49 @@ fn history_expansion_and_alias_definitions_are_denied() {
     assert_all_allowed(&sb, &["alias", "history 10", "set -euo pipefail"]);
 }
 
+/// The thirtieth round: inline code that compiles a string without `eval` (Node's
+/// `Module._compile`, `Function`; Python's `compile`, `codeop`, `types.FunctionType`), code
+/// hidden in string escapes, and Perl's `use`/`require` of a module outside the harmless list
+/// (`TAP::Parser` runs `exec`) are denied. Only judged, never run.
+#[test]
+fn code_compiled_from_strings_and_unknown_perl_modules_are_denied() {
+    let sb = Sandbox::new();
+    let hex = |s: &str| s.bytes().map(|b| format!("\\x{b:02x}")).collect::<String>();
+    let js = hex("require(\"child_process\").execFileSync(\"/bin/true\")");
+    let py = hex("import subprocess; subprocess.run([\"/bin/true\"])");
+    let table = [
+        // The attack report's lines.
+        format!("node -e 'new (require(\"module\"))()._compile(\"{js}\",\"x\")'"),
+        format!(
+            "python3 -c 'import codeop,types; types.FunctionType(codeop.compile_command(\"{py}\"),{{}})()'"
+        ),
+        "perl -e 'use TAP::Parser; my $p=TAP::Parser->new({\"ex\".\"ec\"=>[\"/usr/bin/\".reverse(\"xumt\"),scalar reverse(\"revres-llik\")]}); while(my $r=$p->next){}'".into(),
+        // Other spellings.
+        "node -e 'require(\"node:module\").createRequire(__filename)(x)'".into(),
+        "node -e 'Function(a)()'".into(),
+        format!("node -e 'console.log(\"{js}\")'"),
+        "python3 -c 'exec_=1; f=types.FunctionType(compile(s,\"x\",\"exec\"),{})'".into(),
+        "python3 -c 'g=(lambda:0).__code__.replace(co_code=b)'".into(),
+        format!("python3 -c 'x=\"{py}\"'"),
+        "perl -e 'require TAP::Parser; TAP::Parser->new({})'".into(),
+        "perl -e 'use strict; use IPC::Cmd qw(run)'".into(),
+        "perl -e 'BEGIN { require IPC::Run }'".into(),
+        "perl <<< 'use TAP::Parser; 1'".into(),
+    ];
+    assert_all_denied(&sb, &table);
+    assert_all_allowed(
+        &sb,
+        &[
+            "python3 -c 'import re; print(re.compile(\"a+\").findall(\"aa\"))'",
+            "python3 -c 'print(\"\\x1b[31mred\\x1b[0m\")'",
+            "node -e 'console.log(\"\\x41\")'",
+            "perl -e 'use strict; use warnings; print 1'",
+            "perl -e 'use 5.010; print \"no problem\"'",
+            "perl -MList::Util=sum -e 'use List::Util; print sum(1, 2)'",
+        ],
+    );
+}
+
 #[test]
 fn everyday_lines_stay_allowed() {
     let sb = Sandbox::new();
