@@ -305,6 +305,39 @@
 //!   two-argument `open` of a variable) is denied; `use open` passes.
 //!   (4) `git clone -c/--config KEY=VALUE` (also `--config=`, `-cKEY=V`, a cluster `-qc`)
 //!   is judged as `git -c` by `git_key_is_plain`: the clone uses it (`core.sshCommand`).
+//!
+//! - **The thirtieth round: an environment allowlist, extglob, history, aliases, code
+//!   compiled from strings.** (1) Programs read options and commands from variables the
+//!   denylist lacked (`GNUMAKEFLAGS`, `MAKEFLAGS`, `TAR_OPTIONS`, `ZIPOPT`, `RUSTC_WRAPPER`,
+//!   `RUSTFLAGS=-C linker=`, `CARGO_TARGET_*_RUNNER`, `npm_config_script_shell`): a prefix
+//!   assignment, `env`, `export`, `declare`/`typeset`/`local -x` may set only a name of
+//!   `HARMLESS_ENV` or `LC_*`, or `MAKEFLAGS`/`RUSTFLAGS` with a plain value
+//!   ([`env_value_is_plain`]: jobs, lint levels, a few `-C` keys); a shell assignment alone
+//!   also passes for a name with a lower-case letter (not `npm_*`, `yarn_*`, ...)
+//!   ([`env_assignment_denial`]); `set -a`/`-o allexport`, `export -f`, `declare -n` are
+//!   denied ([`exported_variable_denial`]). `code_var` still names the variables that are
+//!   code. Decided: `PATH`, `HOME`, `PYTEST_ADDOPTS`, `GOFLAGS` are not on the list;
+//!   `OUT=$(...)` alone is denied (an inherited exported `OUT` would pass the value on).
+//!   (2) The lexer reads `@(`, `+(`, `!(`, `*(`, `?(` after a word's character as an extglob
+//!   group of that word (a glob, so `/usr/bin/@(t)mux` is a name only known at run time), and
+//!   rule 2 takes each group as `*` ([`extglob_spells_tmux`]; a path component that is then
+//!   all `*` counts). A program the guard does not know is denied any tmux command but a
+//!   read-only one spelled with a `-` (`detach-client`, `new-session`, a unique prefix), not
+//!   only destroying ones, and, when it is named by a path (`/opt/x/mux`), by tmux's name or
+//!   alias (`send`, `run`, `if`, `popup`, `set`). Decided: by a bare name (`cargo run`, `docker
+//!   run`) aliases pass. (3) `fc`, `history` with an option but `-c`/`-d`/`-w`, `set` or a
+//!   shell turning on history (`-H`, `-o history`, `-o histexpand`) ([`turns_on_history`]),
+//!   and `alias` with a definition are denied: the shell builds those commands from text the
+//!   guard never reads as one line. (4) Inline code that compiles a string without `eval`
+//!   ([`code_from_string`]: `_compile`, `require("module")`, `createRequire`, `Function(`,
+//!   a bare `compile(`, `codeop`, `FunctionType`, `CodeType`, `__code__`), or whose
+//!   `\xNN`/`\uNNNN`/`\u{..}`/octal escapes decode to code the guard denies
+//!   ([`escaped_code`]), is denied; Perl's `use`/`no` (as a statement) and `require` of a
+//!   module outside `PERL_HARMLESS_MODULES` (but `IO::File`, `IO::Handle`, `FileHandle`) is
+//!   denied ([`perl_unknown_use`]). Left open: a variable assigned by `for`, `read`,
+//!   `printf -v` or `${X:=v}` that is already exported; a copy of tmux under another name run
+//!   by a bare name with an alias (`mux send`); Python's and Node's imports have no
+//!   allowlist.
 
 use crate::oracle::Server;
 
