@@ -971,3 +971,48 @@ fn a_branch_recreated_under_the_workers_name_is_not_deleted() {
         "{o:?}"
     );
 }
+
+// The thirtieth black-box round.
+
+/// A live tmux server's socket and a FIFO in the worktree went with it, silently: git saves
+/// neither, so each keeps the worktree, named (sockets, FIFOs and device nodes alike).
+#[test]
+fn a_socket_or_a_fifo_keeps_its_worktree() {
+    for kind in ["socket", "fifo"] {
+        let sb = Sandbox::new();
+        let wt = setup(&sb, false);
+        let _listener = match kind {
+            "socket" => Some(std::os::unix::net::UnixListener::bind(wt.join("ctl")).unwrap()),
+            _ => {
+                let o = Command::new("mkfifo")
+                    .arg(wt.join("pipe"))
+                    .status()
+                    .unwrap();
+                assert!(o.success());
+                None
+            }
+        };
+        let name = if kind == "socket" { "ctl" } else { "pipe" };
+        let (code, lines) = down_worker_2(&sb);
+        assert!(
+            std::fs::symlink_metadata(wt.join(name)).is_ok(),
+            "{kind} removed: {lines:?}"
+        );
+        assert_eq!(code, 3, "{lines:?}");
+        let w = worker_2(&lines);
+        assert_eq!(w["worktree_kept"], wt.display().to_string(), "{w}");
+        assert_eq!(
+            w["unsavable"]["special_files"],
+            serde_json::json!([name]),
+            "{w}"
+        );
+        let st = sb.run("team-scale", &["status", "demo"]);
+        assert!(
+            String::from_utf8_lossy(&st.stdout).contains(&format!(
+                "sockets, FIFOs or device nodes, which git never saves: {name}"
+            )),
+            "status names it: {}",
+            String::from_utf8_lossy(&st.stdout)
+        );
+    }
+}

@@ -83,6 +83,11 @@
 //!   by neither git's scan nor the gate's (now a directory or file whose size, mtime or
 //!   ctime changes while the gate reads it keeps the worktree).
 //!
+//! - **The thirtieth round: what no commit holds and no deletion may take.** A socket, FIFO
+//!   or device node in the worktree keeps it ([`Unsavable::special_files`], and the last gate,
+//!   [`differs_from_saved`], names one too): git saves none, and a live tmux server's socket
+//!   went with the worktree (the server ran on, unreachable).
+//!
 //! - **Only the worker's own branch is ever deleted, after its intent.** [`validate`] refuses
 //!   (exit 65, before any effect) a record whose branch the tools made (`branch_created`) but
 //!   that is not `<prefix>/<worker>` of the team's branch mode; a branch checked out in any
@@ -311,6 +316,9 @@ pub struct Unsavable {
     /// `.gitattributes` files, when this git (older than 2.40) cannot save without applying
     /// them: `ident`, `text` or `eol` would change the bytes saved.
     pub attributes: Vec<String>,
+    /// Sockets, FIFOs and device nodes: git records none, and the socket of a live server (a
+    /// tmux server of yours) or a FIFO a program waits on is gone with its directory.
+    pub special_files: Vec<String>,
 }
 
 impl Unsavable {
@@ -325,6 +333,7 @@ impl Unsavable {
             && self.worktree_refs.is_empty()
             && self.history.is_empty()
             && self.attributes.is_empty()
+            && self.special_files.is_empty()
     }
 
     /// A short description naming the first few paths of each kind.
@@ -382,6 +391,12 @@ impl Unsavable {
                 list(&self.attributes)
             ));
         }
+        if !self.special_files.is_empty() {
+            parts.push(format!(
+                "sockets, FIFOs or device nodes, which git never saves: {}",
+                list(&self.special_files)
+            ));
+        }
         parts.join("; ")
     }
 }
@@ -428,8 +443,10 @@ pub fn unsavable(g: &Worktree) -> Result<Unsavable> {
         empty_dirs,
         git_entries: gits,
         attributes,
+        special_files,
     } = walk(&g.path, WALK_LIMIT)?;
     u.empty_dirs = empty_dirs;
+    u.special_files = special_files;
     if !crate::git::at_least(2, 40) {
         u.attributes = attributes;
     }
@@ -711,8 +728,12 @@ fn differs_from_saved(dir: &StateDir, repo: &Path, commit: &str) -> Result<Vec<S
                 FileType::Symlink => rustix::fs::readlinkat(&fd, n.as_slice(), Vec::new())
                     .map_err(io)?
                     .into_bytes(),
-                // A FIFO, a socket, a device: no content git would keep.
-                _ => continue,
+                // A FIFO, a socket, a device: nothing git keeps, and not to be deleted (the
+                // socket of a live server, a FIFO a program waits on).
+                _ => {
+                    out.push(format!("{} (a socket, FIFO or device node)", show()));
+                    continue;
+                }
             };
             if tree.get(&path) != Some(&blob_id(&content)) {
                 out.push(show());
@@ -801,9 +822,11 @@ pub fn empty_dirs(dir: &Path, limit: usize) -> Result<Vec<String>> {
 /// relative; a directory with a trailing `/`), by a walk that follows no symlink and does not
 /// enter a `.git`. More than `limit` entries is an error.
 fn walk(dir: &Path, limit: usize) -> Result<Walked> {
+    use std::os::unix::fs::FileTypeExt;
     let mut out = Vec::new();
     let mut gits = Vec::new();
     let mut attrs = Vec::new();
+    let mut special = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     let mut seen = 0usize;
     while let Some(d) = stack.pop() {
@@ -840,6 +863,10 @@ fn walk(dir: &Path, limit: usize) -> Result<Walked> {
             }
             if ft.is_dir() {
                 stack.push(e.path());
+            } else if ft.is_socket() || ft.is_fifo() || ft.is_block_device() || ft.is_char_device()
+            {
+                let p = e.path();
+                special.push(p.strip_prefix(dir).unwrap_or(&p).display().to_string());
             }
         }
         if !any && d != dir {
@@ -850,10 +877,12 @@ fn walk(dir: &Path, limit: usize) -> Result<Walked> {
     out.sort();
     gits.sort();
     attrs.sort();
+    special.sort();
     Ok(Walked {
         empty_dirs: out,
         git_entries: gits,
         attributes: attrs,
+        special_files: special,
     })
 }
 
@@ -862,6 +891,7 @@ struct Walked {
     empty_dirs: Vec<String>,
     git_entries: Vec<String>,
     attributes: Vec<String>,
+    special_files: Vec<String>,
 }
 
 /// Paths whose index entry hides the worktree's file from `git status`: `assume-unchanged`
@@ -1895,6 +1925,8 @@ mod tests {
         std::fs::create_dir_all(p.join(".git/refs/empty")).unwrap();
         std::os::unix::fs::symlink("/", p.join("link")).unwrap();
         assert_eq!(empty_dirs(p, 100).unwrap(), vec!["a/b/empty/"]);
+        let _sock = std::os::unix::net::UnixListener::bind(p.join("full/ctl")).unwrap();
+        assert_eq!(walk(p, 100).unwrap().special_files, vec!["full/ctl"]);
         assert!(empty_dirs(p, 3).is_err());
     }
 }
@@ -1953,6 +1985,15 @@ mod trash_tests {
             differs_from_saved(&held, &repo, &head).unwrap().contains(
                 &".git (a repository of its own, not the worktree's .git file)".to_string()
             )
+        );
+        // A socket (or a FIFO, a device node) holds nothing git keeps, and is not deleted.
+        std::fs::remove_dir_all(moved.join(".git")).unwrap();
+        std::fs::write(moved.join(".git"), "gitdir: x\n").unwrap();
+        let _sock = std::os::unix::net::UnixListener::bind(moved.join("empty/ctl")).unwrap();
+        assert!(
+            differs_from_saved(&held, &repo, &head)
+                .unwrap()
+                .contains(&"empty/ctl (a socket, FIFO or device node)".to_string())
         );
     }
 

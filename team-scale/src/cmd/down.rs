@@ -84,6 +84,7 @@ pub fn print_settle(out: &mut Out, r: &SettleReport) -> CliResult<()> {
                 "worktree_refs": r.unsavable.worktree_refs,
                 "history": r.unsavable.history,
                 "attributes": r.unsavable.attributes,
+                "special_files": r.unsavable.special_files,
             })),
             "tasks_returned": w.tasks_returned,
         }))?;
