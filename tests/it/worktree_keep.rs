@@ -974,6 +974,86 @@ fn a_branch_recreated_under_the_workers_name_is_not_deleted() {
 
 // The thirtieth black-box round.
 
+/// A process that works in the worktree from another mount namespace (a container that
+/// bind-mounts it at another path) shows another path in `/proc`: it is known by the
+/// directory's identity instead. Its current directory below the mount (found by walking
+/// `..`), then a file it holds open, each keep the worktree; once both are gone it goes.
+#[test]
+fn a_process_in_another_mount_namespace_keeps_the_worktree() {
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    std::fs::create_dir_all(wt.join("sub/dir")).unwrap();
+    std::fs::write(wt.join("sub/dir/f"), "f\n").unwrap();
+    let mnt = sb.dir.path().join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    // Started in the background: `sh_in_private_mount_namespace` waits for its end.
+    let spawn = |then: &str, tag: &str| {
+        let ready = sb.dir.path().join(format!("{tag}.ready"));
+        let mut p = sb
+            .command("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c"])
+            .arg(format!(
+                "mount --bind '{}' '{}' || exit 200; {then}; : > '{}'; exec sleep 100000",
+                wt.display(),
+                mnt.display(),
+                ready.display()
+            ))
+            .current_dir(sb.dir.path())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !ready.exists() {
+            if let Some(st) = p.try_wait().unwrap() {
+                eprintln!("no private mount namespace here (needs root): the test not run ({st})");
+                return None;
+            }
+            assert!(std::time::Instant::now() < deadline, "{tag} never ready");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Some(p)
+    };
+    let mnt_s = mnt.display().to_string();
+    let Some(mut in_dir) = spawn(&format!("cd '{mnt_s}/sub/dir'"), "cwd") else {
+        return;
+    };
+    let _g1 = tests::KillOnDrop(vec![in_dir.id()]);
+    let Some(mut holds) = spawn(&format!("exec 7<'{mnt_s}/README'; cd /"), "fd") else {
+        return;
+    };
+    let _g2 = tests::KillOnDrop(vec![holds.id()]);
+    let reconcile = || {
+        let o = sb.run("team-scale", &["reconcile", "demo", "--json"]);
+        (o.status.code().unwrap_or(-1), json_lines(&o.stdout))
+    };
+    for (i, p) in [&mut in_dir, &mut holds].into_iter().enumerate() {
+        // The first `down` keeps the worker `removing`; `reconcile` then tries again.
+        let (code, lines) = if i == 0 {
+            down_worker_2(&sb)
+        } else {
+            reconcile()
+        };
+        assert_eq!(code, 3, "{lines:?}");
+        assert!(
+            worker_2(&lines)["blocked"]
+                .to_string()
+                .contains(&format!("in use by process(es) {}", p.id())),
+            "{lines:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(wt.join("sub/dir/f"))
+                .ok()
+                .as_deref(),
+            Some("f\n"),
+            "the worktree was removed under a live process"
+        );
+        let _ = p.kill();
+        let _ = p.wait();
+    }
+    let (code, lines) = reconcile();
+    assert_eq!(code, 0, "{lines:?}");
+    assert!(!wt.exists());
+}
+
 /// A live tmux server's socket and a FIFO in the worktree went with it, silently: git saves
 /// neither, so each keeps the worktree, named (sockets, FIFOs and device nodes alike).
 #[test]

@@ -86,7 +86,17 @@
 //! - **The thirtieth round: what no commit holds and no deletion may take.** A socket, FIFO
 //!   or device node in the worktree keeps it ([`Unsavable::special_files`], and the last gate,
 //!   [`differs_from_saved`], names one too): git saves none, and a live tmux server's socket
-//!   went with the worktree (the server ran on, unreachable).
+//!   went with the worktree (the server ran on, unreachable). And a process is judged to work
+//!   in the worktree by identity, not only by path ([`in_use`]): one in another mount
+//!   namespace, with the worktree bind-mounted elsewhere and its current directory there, shows
+//!   another path in `/proc`, and `down` removed the worktree under it. Its current directory,
+//!   root and directories held open are walked up through `..` from their `/proc` links (only
+//!   when on the worktree's device; each directory passed is remembered), and its other open
+//!   and mapped files are looked up among the device and inode numbers the worktree holds.
+//!   *Rejected*: walking up from every file's directory (a file has no `..`; its path is the
+//!   other namespace's) and reading `/proc/<pid>/map_files` (root only). Left: a mapped file
+//!   on btrfs, whose maps name the file system's device, not the subvolume's, is known by path
+//!   only.
 //!
 //! - **Only the worker's own branch is ever deleted, after its intent.** [`validate`] refuses
 //!   (exit 65, before any effect) a record whose branch the tools made (`branch_created`) but
@@ -1543,7 +1553,7 @@ fn remove_worktree(
         // A process still working there (a daemon the worker left, a shell of yours) would
         // write after the save: what it wrote would go with the worktree. A file system
         // mounted in it is not the worktree's: a removal would delete what is on it.
-        if let Some(why) = in_use(&wt.path).or_else(|| mounts_inside(&wt.path)) {
+        if let Some(why) = mounts_inside(&wt.path).or_else(|| in_use(&pinned, &wt.path)) {
             return kept(
                 rep,
                 &wt.path,
@@ -1591,7 +1601,7 @@ fn remove_worktree(
         }
         // Saved (or nothing unsaved), and nothing git cannot save: the worktree's content is all
         // in git now, so removing it loses nothing. Checked once more for a process in it.
-        if let Some(why) = in_use(&wt.path).or_else(|| mounts_inside(&wt.path)) {
+        if let Some(why) = mounts_inside(&wt.path).or_else(|| in_use(&pinned, &wt.path)) {
             return kept(
                 rep,
                 &wt.path,
@@ -1805,14 +1815,43 @@ fn branch_gate(
     Ok(witness.ok_or_else(|| "no other branch reaches its commits".to_string()))
 }
 
-/// Why the worktree at `dir` is in use, if a live process (other than this one) has its
-/// working directory, its root or an open file in it.
-fn in_use(dir: &Path) -> Option<String> {
+/// Why the worktree held open as `held` (at `dir`) is in use, if a live process (other than
+/// this one) has its working directory, its root, an open file or a mapped file in it.
+///
+/// A path in `/proc` is the process's own view: one in another mount namespace (a container
+/// that bind-mounts the worktree elsewhere) shows another path for the same directory. So a
+/// path that names the worktree is a hit, and so is anything that is the worktree by
+/// identity (device and inode): a current directory or root, or a directory held open, is
+/// reached through its `/proc` link and walked up through `..` (only when it is on the
+/// worktree's device; see [`DirsAbove`]), and any other file held open or mapped is looked up
+/// among the inodes the worktree holds (read once, through the held directory, when first
+/// needed: [`worktree_inodes`]).
+fn in_use(held: &StateDir, dir: &Path) -> Option<String> {
     let real = real_path(dir);
     let inside = |l: &Path| l.starts_with(&real) || l.starts_with(dir);
+    let cannot =
+        |e: &dyn std::fmt::Display| Some(format!("cannot tell whether a process works in it: {e}"));
+    let top = match held
+        .dup_fd()
+        .and_then(|fd| ident_at(&fd, "", true).map_err(|e| Error::io("inspect", dir, e.into())))
+    {
+        Ok(i) => i.0,
+        Err(e) => return cannot(&e),
+    };
+    let mut above = DirsAbove::new(top);
+    let mut inodes: Option<Result<std::collections::HashSet<Ident>>> = None;
+    let mut holds = |id: Ident| -> Result<bool> {
+        match inodes.get_or_insert_with(|| worktree_inodes(held, top)) {
+            Ok(set) => Ok(set.contains(&id)),
+            Err(e) => Err(Error::Refused(e.to_string())),
+        }
+    };
     let me = std::process::id();
     let mut users = Vec::new();
-    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return cannot(&"/proc cannot be read");
+    };
+    for e in procs.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
@@ -1820,28 +1859,219 @@ fn in_use(dir: &Path) -> Option<String> {
             continue;
         }
         let base = e.path();
-        let link = |n: &str| std::fs::read_link(base.join(n)).ok();
-        let hit = ["cwd", "root"]
-            .iter()
-            .filter_map(|n| link(n))
-            .any(|l| inside(&l))
-            || std::fs::read_dir(base.join("fd")).is_ok_and(|fds| {
-                fds.flatten()
-                    .filter_map(|f| std::fs::read_link(f.path()).ok())
-                    .any(|l| inside(&l))
-            })
-            // A file mapped into memory, with no descriptor left open.
-            || std::fs::read_to_string(base.join("maps")).is_ok_and(|m| {
-                m.lines()
-                    .filter_map(|l| l.find('/').map(|i| &l[i..]))
-                    .any(|p| inside(Path::new(p.trim_end_matches(" (deleted)"))))
-            });
+        let link = |n: &Path| std::fs::read_link(n).ok();
+        let mut hit = false;
+        // Its current directory and root: by path, else by identity.
+        for n in ["cwd", "root"] {
+            let p = base.join(n);
+            if link(&p).is_some_and(|l| inside(&l)) {
+                hit = true;
+                break;
+            }
+            match above.below(&p) {
+                Ok(true) => {
+                    hit = true;
+                    break;
+                }
+                Ok(false) => {}
+                Err(e) => return cannot(&e),
+            }
+        }
+        // A file it holds open: by path, else by identity.
+        if !hit && let Ok(fds) = std::fs::read_dir(base.join("fd")) {
+            for f in fds.flatten() {
+                let p = f.path();
+                // Sockets, pipes and anonymous inodes have no path (`socket:[...]`).
+                let Some(l) = link(&p).filter(|l| l.is_absolute()) else {
+                    continue;
+                };
+                if inside(&l) {
+                    hit = true;
+                    break;
+                }
+                let Ok((id, is_dir)) = ident_at(rustix::fs::CWD, &p, false) else {
+                    continue; // closed meanwhile
+                };
+                match if is_dir { above.below(&p) } else { holds(id) } {
+                    Ok(true) => {
+                        hit = true;
+                        break;
+                    }
+                    Ok(false) => {}
+                    Err(e) => return cannot(&e),
+                }
+            }
+        }
+        // A file mapped into memory, with no descriptor left open: by path, else by the
+        // device and inode the map names.
+        if !hit && let Ok(m) = std::fs::read_to_string(base.join("maps")) {
+            for l in m.lines() {
+                let Some(i) = l.find('/') else {
+                    continue;
+                };
+                if inside(Path::new(l[i..].trim_end_matches(" (deleted)"))) {
+                    hit = true;
+                    break;
+                }
+                let Some(id) = map_ident(&l[..i]) else {
+                    continue;
+                };
+                match holds(id) {
+                    Ok(true) => {
+                        hit = true;
+                        break;
+                    }
+                    Ok(false) => {}
+                    Err(e) => return cannot(&e),
+                }
+            }
+        }
         if hit {
             let comm = std::fs::read_to_string(base.join("comm")).unwrap_or_default();
             users.push(format!("{pid} ({})", comm.trim()));
         }
     }
     (!users.is_empty()).then(|| format!("in use by process(es) {}", users.join(", ")))
+}
+
+/// A file's device (major, minor) and inode.
+type Ident = (u32, u32, u64);
+
+/// The identity of `path` relative to `dir` (the empty path: `dir` itself), and whether it is
+/// a directory. A `/proc` magic link is followed unless `nofollow`; attributes come from the
+/// file system's cache (`AT_STATX_DONT_SYNC`: a hung network or FUSE server is not waited
+/// on, and device and inode never change).
+fn ident_at(
+    dir: impl std::os::fd::AsFd,
+    path: impl rustix::path::Arg,
+    nofollow: bool,
+) -> std::result::Result<(Ident, bool), rustix::io::Errno> {
+    use rustix::fs::{AtFlags, FileType, StatxFlags};
+    let mut flags = AtFlags::STATX_DONT_SYNC;
+    if nofollow {
+        flags |= AtFlags::SYMLINK_NOFOLLOW | AtFlags::EMPTY_PATH;
+    }
+    let st = rustix::fs::statx(dir, path, flags, StatxFlags::TYPE | StatxFlags::INO)?;
+    Ok((
+        (st.stx_dev_major, st.stx_dev_minor, st.stx_ino),
+        FileType::from_raw_mode(st.stx_mode.into()) == FileType::Directory,
+    ))
+}
+
+/// The identity a `/proc/<pid>/maps` line names before its path (`addr perms offset
+/// major:minor inode`, the numbers of the device in hex); `None` for an anonymous mapping.
+fn map_ident(head: &str) -> Option<Ident> {
+    let mut f = head.split_ascii_whitespace().skip(3);
+    let (maj, min) = f.next()?.split_once(':')?;
+    let ino = f.next()?.parse::<u64>().ok().filter(|i| *i != 0)?;
+    Some((
+        u32::from_str_radix(maj, 16).ok()?,
+        u32::from_str_radix(min, 16).ok()?,
+        ino,
+    ))
+}
+
+/// The most `..` steps [`DirsAbove`] takes from one directory; a deeper one is taken for
+/// being in the worktree (no path is that deep: `PATH_MAX` allows 2,048 levels).
+const DOTDOT_LIMIT: usize = 4096;
+
+/// Whether a directory is the worktree or below it, judged by identity: from the directory
+/// (a `/proc` link, followed, as the kernel keeps it, whatever mount namespace it was reached
+/// in), `..` one step at a time (each opened `O_PATH`, nothing read), to the top, comparing
+/// each with the worktree's device and inode. A directory on another device is not walked (a
+/// file system mounted in the worktree keeps it anyway, `mounts_inside`), and every directory
+/// a walk passes is remembered, so the processes of one shell cost one walk.
+struct DirsAbove {
+    top: Ident,
+    known: std::collections::HashMap<Ident, bool>,
+}
+
+impl DirsAbove {
+    fn new(top: Ident) -> Self {
+        DirsAbove {
+            top,
+            known: std::collections::HashMap::from([(top, true)]),
+        }
+    }
+
+    /// Whether the directory `link` leads to is the worktree or below it (a process gone, or
+    /// a link that cannot be followed, is not).
+    fn below(&mut self, link: &Path) -> Result<bool> {
+        use rustix::fs::{Mode, OFlags};
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let Ok(mut cur) = rustix::fs::open(link, flags, Mode::empty()) else {
+            return Ok(false);
+        };
+        let Ok((mut id, _)) = ident_at(&cur, "", true) else {
+            return Ok(false);
+        };
+        if (id.0, id.1) != (self.top.0, self.top.1) {
+            return Ok(false);
+        }
+        let mut passed = Vec::new();
+        let found = loop {
+            if let Some(k) = self.known.get(&id) {
+                break *k;
+            }
+            if passed.len() >= DOTDOT_LIMIT {
+                return Err(Error::Refused(format!(
+                    "{} is more than {DOTDOT_LIMIT} directories deep",
+                    link.display()
+                )));
+            }
+            passed.push(id);
+            let Ok(up) = rustix::fs::openat(&cur, "..", flags, Mode::empty()) else {
+                break false;
+            };
+            let Ok((up_id, _)) = ident_at(&up, "", true) else {
+                break false;
+            };
+            if up_id == id {
+                break false; // the top
+            }
+            (cur, id) = (up, up_id);
+        };
+        for p in passed {
+            self.known.insert(p, found);
+        }
+        Ok(found)
+    }
+}
+
+/// Every file and directory the worktree held as `held` holds (device and inode), read
+/// through the held descriptor, following no symlink and entering no directory on another
+/// device than the worktree's `top`; bounded like [`walk`].
+fn worktree_inodes(held: &StateDir, top: Ident) -> Result<std::collections::HashSet<Ident>> {
+    use rustix::fs::{Mode, OFlags};
+    let io = |e: rustix::io::Errno| Error::io("read the held worktree", held.path(), e.into());
+    let mut set = std::collections::HashSet::from([top]);
+    let mut stack = vec![held.dup_fd()?];
+    while let Some(fd) = stack.pop() {
+        for e in rustix::fs::Dir::read_from(&fd).map_err(io)? {
+            let e = e.map_err(io)?;
+            let n = e.file_name();
+            if n.to_bytes() == b"." || n.to_bytes() == b".." {
+                continue;
+            }
+            if set.len() > WALK_LIMIT {
+                return Err(Error::Refused(format!(
+                    "{} holds more than {WALK_LIMIT} entries",
+                    held.path().display()
+                )));
+            }
+            let Ok((id, is_dir)) = ident_at(&fd, n, true) else {
+                continue; // gone meanwhile
+            };
+            set.insert(id);
+            if is_dir && (id.0, id.1) == (top.0, top.1) {
+                let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                if let Ok(sub) = rustix::fs::openat(&fd, n, flags, Mode::empty()) {
+                    stack.push(sub);
+                }
+            }
+        }
+    }
+    Ok(set)
 }
 
 /// Whether branch `b` is checked out in a worktree of the repository at `repo` (its main
@@ -1895,6 +2125,18 @@ mod tests {
         assert_eq!(u.submodules, vec!["sub one", "sub two"]);
         assert!(u.describe().contains("nested repositories: nested repo/"));
         assert!(parse_status_v2(b"1 .M N... 100644 100644 100644 a b f\0? x\0").is_empty());
+    }
+
+    #[test]
+    fn a_maps_line_names_its_device_and_inode() {
+        assert_eq!(
+            map_ident("7f3a1c000000-7f3a1c021000 r--p 00000000 fd:01 1315046"),
+            Some((0xfd, 1, 1315046))
+        );
+        assert_eq!(
+            map_ident("7ffd8a5d6000-7ffd8a5f7000 rw-p 00000000 00:00 0"),
+            None
+        );
     }
 
     #[test]
