@@ -123,6 +123,15 @@ pub enum Error {
         here: PathBuf,
     },
 
+    /// What stands in a team's directory that has no `team.json` and is not what an `init`
+    /// lays out (its `init.json`, empty `workers/`, `runtime/` and `trash/`): `init` does not
+    /// take it up, since a teardown deletes what is in the trash and the workers' directories.
+    #[error(
+        "{} was not made by team-scale ({why}); init takes up no team directory holding what it did not make: move it out of the state dir, then init again",
+        path.display()
+    )]
+    NotMadeByInit { path: PathBuf, why: String },
+
     /// The team (or its state) does not exist.
     #[error("no team {team:?} in {}", state_root.display())]
     NoSuchTeam { team: String, state_root: PathBuf },
@@ -251,6 +260,7 @@ impl Error {
             | Error::UnknownSchema { .. }
             | Error::UnsafePath { .. }
             | Error::StateMoved { .. }
+            | Error::NotMadeByInit { .. }
             | Error::JournalRefused { .. } => ExitClass::DataErr,
             Error::NoSuchTeam { .. } | Error::NotFound { .. } => ExitClass::NoInput,
             Error::Refused(_) | Error::Undelivered { .. } => ExitClass::Refused,

@@ -120,6 +120,49 @@ impl Store {
         self.root.path()
     }
 
+    /// Refuses (before `init` has any effect) a team directory that `init` would take up
+    /// without having made it: with no `team.json` there, it may hold only what an `init`
+    /// lays out and leaves when interrupted (`init.json`, the temp files of its writes, and
+    /// `workers/`, `runtime/` and `trash/` as empty directories). A teardown deletes what is in
+    /// the trash and in a removed worker's directory, so a `trash/` of the user's (a state dir
+    /// pointed at one) would be emptied by the first one. A team with a `team.json` is the
+    /// tools' own (re-`init` of a stopped team). Reads only, following no symlink.
+    pub fn check_adoptable(&self) -> Result<()> {
+        if self.exists() {
+            return Ok(());
+        }
+        let dir = self.team_dir();
+        let Some(entries) = fsutil::state_list(self.rp(), &dir)? else {
+            return Ok(());
+        };
+        let not_ours = |path: PathBuf, why: &str| {
+            Err(Error::NotMadeByInit {
+                path,
+                why: why.to_string(),
+            })
+        };
+        for e in entries {
+            let path = dir.join(&e.name);
+            let name = e.name.to_str().unwrap_or("");
+            let tmp = [".init.json.tmp-", ".team.json.tmp-"]
+                .iter()
+                .any(|p| name.starts_with(p));
+            if e.is_file && (name == "init.json" || tmp) {
+                continue;
+            }
+            if !["workers", "runtime", "trash"].contains(&name) {
+                return not_ours(path, "no team.json, and init lays out nothing of that name");
+            }
+            if fsutil::state_kind(self.rp(), &path)? != Some("directory") {
+                return not_ours(path, "not a directory");
+            }
+            if fsutil::state_list(self.rp(), &path)?.is_some_and(|v| !v.is_empty()) {
+                return not_ours(path, "no team.json, and it is not empty");
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the team directory exists (a symlinked component is an error, not absence).
     fn team_dir_exists(&self) -> Result<bool> {
         fsutil::state_dir_exists(self.rp(), &self.team_dir())

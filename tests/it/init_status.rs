@@ -431,3 +431,104 @@ fn a_team_started_from_another_teams_pane_keeps_its_own_state() {
         0,
     );
 }
+
+// The thirtieth black-box round.
+
+/// `init` on a state dir it did not make adopted a `teams/<t>/trash/` holding the user's
+/// files, and the first teardown deleted them. A team directory `init` finds with no
+/// `team.json` may hold only what an interrupted `init` leaves (its `init.json`, empty
+/// `workers/`, `runtime/` and `trash/`); anything else stops it, exit 65, before any effect.
+#[test]
+fn init_never_adopts_a_team_directory_holding_what_it_did_not_make() {
+    let sb = Sandbox::new();
+    let state = sb.dir.path().join("state");
+    let team = state.join("teams/tt");
+    let cases: &[(&str, &str)] = &[
+        ("trash/keep/f", "trash"),
+        ("trash/g", "trash"),
+        ("workers/worker-1/notes", "workers"),
+        ("runtime/worker-1.sh", "runtime"),
+        ("journal.json", "journal.json"),
+    ];
+    for (file, named) in cases {
+        let _ = std::fs::remove_dir_all(&state);
+        let f = team.join(file);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(&f, "mine\n").unwrap();
+        let before: Vec<_> = walkdir(&state);
+        let o = sb.run(
+            "team-scale",
+            &[
+                "--state-dir",
+                &state.display().to_string(),
+                "init",
+                "tt",
+                "--private",
+                "--worker-cmd",
+                "exec sleep 100000",
+            ],
+        );
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(65), "{file}: {err}");
+        assert!(
+            err.contains(&team.join(named).display().to_string()),
+            "{file}: the path is named: {err}"
+        );
+        assert_eq!(walkdir(&state), before, "{file}: init had an effect");
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "mine\n");
+    }
+    // What an interrupted init leaves (empty directories, its record) is taken up again.
+    let _ = std::fs::remove_dir_all(&state);
+    for d in ["workers", "runtime", "trash"] {
+        std::fs::create_dir_all(team.join(d)).unwrap();
+    }
+    let o = sb.run(
+        "team-scale",
+        &[
+            "--state-dir",
+            &state.display().to_string(),
+            "init",
+            "tt",
+            "--private",
+            "--worker-cmd",
+            "exec sleep 100000",
+        ],
+    );
+    assert_code(&o, 0);
+    assert_code(
+        &sb.run(
+            "team-scale",
+            &[
+                "--state-dir",
+                &state.display().to_string(),
+                "shutdown",
+                "tt",
+                "--grace",
+                "2s",
+            ],
+        ),
+        0,
+    );
+}
+
+/// Every path below `dir` with its content (directories as empty content), sorted.
+fn walkdir(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut v = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                v.push((p.display().to_string(), Vec::new()));
+                stack.push(p);
+            } else {
+                v.push((p.display().to_string(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    v.sort();
+    v
+}

@@ -12,6 +12,14 @@
 //!   teardown made them before: a new directory is an inode allocation and a sync of its
 //!   parent, a one-time cost that belongs to the command that makes the team. Teams made
 //!   before still get them made where they are first needed.
+//!
+//! - **`init` takes up only what it made** (thirtieth round). A team directory with no
+//!   `team.json` may hold only what an `init` lays out or leaves when interrupted
+//!   (`Store::check_adoptable`); anything else (a `trash/` of the user's files under a
+//!   `--state-dir` it did not make, which the first teardown emptied) stops it, exit 65, as
+//!   state it cannot trust, before any effect: checked before the state root is made, and
+//!   again under the scale lock. 65, not 73: nothing stops the write, what is there is
+//!   state the tools did not make.
 
 use serde_json::json;
 use team_core::model::{
@@ -126,8 +134,11 @@ pub fn run(ctx: &Ctx, a: InitArgs) -> CliResult<i32> {
         agent: Some(agent.clone()),
     };
     let store = ctx.store(&team);
+    // Before any effect (the state root included), and again under the lock.
+    store.check_adoptable()?;
     ctx.root.ensure()?;
     let _scale = store.lock_scale("init")?;
+    store.check_adoptable()?;
     if store.exists() {
         let old = store.load()?;
         if old.state != TeamState::Stopped {
