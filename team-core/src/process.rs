@@ -791,6 +791,8 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
                     | b"profile"
                     | b"cProfile"
                     | b"pstats"
+                    // `-m runpy code` runs the module it is given.
+                    | b"runpy"
             )
         };
         let node = repl_name
@@ -926,8 +928,20 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
         // script's (Gemini CLI relaunches itself as `node --max-old-space-size=N gemini -i
         // '<prompt>'`, whose `-i` is Gemini's).
         let own = |k: usize| !repl || script.is_none_or(|s| k < s);
+        // `PERL5OPT=-d`: perl takes options from the environment too, the debugger among them.
+        let perl_debug_env = perl
+            && read_proc(n.id.pid, "environ")
+                .ok()
+                .flatten()
+                .is_some_and(|env| {
+                    env_values(&env, "PERL5OPT").any(|v| {
+                        v.split(|b| b.is_ascii_whitespace())
+                            .any(|w| w.starts_with(b"-d"))
+                    })
+                });
         let interactive = runs_runner
             || inspect_env
+            || perl_debug_env
             || args
                 .iter()
                 .enumerate()
@@ -992,7 +1006,7 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
                 .iter()
                 .any(|a| a.starts_with(b"-") && !a.starts_with(b"--") && a.contains(&b'c'));
         if interactive
-            || (!renamed && (!given_code || (inline_shell && !tree.has_live_child(n.id.pid))))
+            || (!renamed && (!given_code || (inline_shell && !waits_for_child(&tree, n.id.pid))))
         {
             return Some(format!(
                 "{comm} (pid {}) reads {} from the pane's terminal",
@@ -1002,6 +1016,21 @@ pub fn terminal_reader_below(root: u32) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether the shell `pid` waits for a program of its own (a wrapper, `bash -lc agent`), not
+/// only has one: a shell that started a child in the background and reads the terminal itself
+/// (`sh -c 'sleep 1000 & while read x; do eval "$x"; done'`) has a live child too. The kernel
+/// says where the process sleeps (`/proc/<pid>/wchan`): `do_wait` is a wait for a child. When
+/// that cannot be read, a live child is taken for a wait.
+fn waits_for_child(tree: &crate::proctree::Tree, pid: u32) -> bool {
+    if !tree.has_live_child(pid) {
+        return false;
+    }
+    match std::fs::read_to_string(proc_path(pid, "wchan")) {
+        Ok(w) if !w.trim().is_empty() && w.trim() != "0" => w.trim() == "do_wait",
+        _ => true,
+    }
 }
 
 /// The names a process goes by: its `comm` and the last component of its `argv[0]` (without a

@@ -1433,6 +1433,9 @@ fn send_types_nothing_into_a_shell_reading_the_terminal_by_another_descriptor() 
         let mut v = vec![
             "exec nice sh /dev/tty </dev/null".to_string(),
             "exec sh /dev/fd/5 5<&0 0</dev/null".to_string(),
+            // A read/eval loop with a child in the background: it has a child, but does
+            // not wait for it.
+            "exec sh -c 'sleep 100000 & while read x; do eval \"$x\"; done'".to_string(),
         ];
         // `runuser` works for root only.
         if root {
@@ -1460,6 +1463,7 @@ fn send_types_nothing_into_a_renamed_interpreter_or_a_module_running_code() {
         std::os::unix::fs::symlink(&python, &bot).unwrap();
         vec![
             format!("exec {}", bot.display()),
+            "exec python3 -m runpy code".into(),
             "exec python3 -m timeit -s 'import code; code.interact()'".into(),
             "exec python3 -m trace --listfuncs --module code".into(),
         ]
@@ -1470,5 +1474,54 @@ fn send_types_nothing_into_a_renamed_interpreter_or_a_module_running_code() {
         &names,
         &|c| format!("open('{}', 'w')", c.display()),
         "REPL",
+    );
+}
+
+/// The thirty-first round: a menu the agent draws after the paste, before its Enter. No Enter
+/// reaches it, and the report says what was typed (the paste), never "nothing was typed into
+/// it", which a leader would take for a clean screen to answer.
+#[test]
+fn a_menu_drawn_after_the_paste_gets_no_enter_and_the_report_says_the_text_went_in() {
+    let t = Team::running(|dir| {
+        format!(
+            "exec {} --approval-after-paste 40 --received {d}/received-$TEAM_WORKER.txt --record {d}/record-$TEAM_WORKER.bin",
+            tests::bin("fake-agent").display(),
+            d = dir.display()
+        )
+    });
+    let o = t.run(&["up", "demo", "1", "--ready-timeout", "20s"]);
+    assert_code(&o, 1);
+    let said = text(&o);
+    assert!(
+        said.contains("approval screen after the text was pasted"),
+        "{said}"
+    );
+    assert!(!said.contains("nothing was typed into it"), "{said}");
+    let record = record(&t, "worker-1");
+    let after_paste = record.rsplit("\u{1b}[201~").next().unwrap_or_default();
+    assert!(
+        record.contains("\u{1b}[201~") && !after_paste.contains('\r'),
+        "an Enter reached the menu: {record:?}"
+    );
+}
+
+/// The thirty-first round: `PERL5OPT=-d` turns the Perl debugger on from the environment (as
+/// `PYTHONINSPECT` does Python's REPL), and `-m runpy code` runs Python's REPL; both took
+/// `send`'s text and ran it. Nothing is typed.
+#[test]
+fn send_types_nothing_into_a_debugger_turned_on_by_the_environment() {
+    let (t, workers) = workers_then_running(|dir| {
+        std::fs::write(dir.join("x.pl"), "print 1;\n").unwrap();
+        vec![format!(
+            "cd {} && PERL5OPT=-d exec perl x.pl",
+            dir.display()
+        )]
+    });
+    let names: Vec<&str> = workers.iter().map(String::as_str).collect();
+    assert_send_types_nothing(
+        &t,
+        &names,
+        &|c| format!("system(\"touch {}\")", c.display()),
+        "Perl debugger",
     );
 }

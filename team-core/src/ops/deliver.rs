@@ -285,6 +285,18 @@ pub fn deliver(
             if let Seen::Blocked(b) = seen
                 && !asks_after_its_prompt
             {
+                if let Some(typed) = typed_so_far(&st[i]) {
+                    // The screen came after our keys: say what went in, never "nothing".
+                    st[i] = St::Done(Delivery::Undelivered {
+                        why: format!(
+                            "{} showed the {} screen after {typed}; answer it yourself in the pane (`team-scale attach`), and look whether the text reached the agent before sending again",
+                            t.worker, b.name
+                        ),
+                        last_lines: screen.last_lines(LAST_LINES),
+                    });
+                    last_screen[i] = Some(screen);
+                    continue;
+                }
                 st[i] = St::Done(Delivery::Blocked {
                     screen: b.name.clone(),
                     next_step: b
@@ -522,12 +534,28 @@ fn queues(t: &Target, screen: &Screen) -> bool {
 /// Marks a [`ReadyKey`] taken from a working agent's input line (never equal to a screen's).
 const QUEUE_KEY: &str = "\u{0}queue";
 
-/// A paste into a working agent goes only if a look taken now, after the intents and just
-/// before the keys, still shows it working with its input line on the cursor: a working agent
-/// can show a menu at any moment (an idle one waits for input), and the look of the round is
-/// some milliseconds old by now. One capture for them all; those that fail it go back to
-/// waiting (their intent stays open for a later paste).
-fn recheck_queued(
+/// What has been typed in state `st`, for a report (`None`: nothing yet).
+fn typed_so_far(st: &St) -> Option<String> {
+    match st {
+        St::Pasted { .. } => Some("the text was pasted (Enter was not pressed)".into()),
+        St::Entered { n, .. } => Some(format!(
+            "the text was pasted and Enter pressed {n} time{}",
+            if *n == 1 { "" } else { "s" }
+        )),
+        _ => None,
+    }
+}
+
+/// The last look before the keys, taken now, after the intents, for every Enter and every
+/// paste into a working agent: the round's own look is up to a poll and an `fdatasync` old,
+/// and a menu drawn meanwhile would take the keys (an Enter answers it). One capture for them
+/// all. An Enter goes only while no blocking screen shows and the draft is still on the input
+/// line: a blocking screen ends the delivery, saying what was typed; a draft gone from the
+/// line waits for the next round. A paste into a working agent goes only while it still
+/// shows it works with its input line on the cursor, else it goes back to waiting (its intent
+/// stays open for a later paste). What is left is the instant between this capture and tmux
+/// acting on the keys.
+fn recheck(
     tmux: &Tmux,
     targets: &[Target],
     steps: &[(usize, Step)],
@@ -535,40 +563,68 @@ fn recheck_queued(
     txns: &mut Vec<Txn>,
     which: &mut Vec<usize>,
 ) {
-    let queued: Vec<usize> = which
+    let step_of = |i: usize| steps.iter().find(|&&(j, _)| j == i).map(|&(_, s)| s);
+    let look: Vec<usize> = which
         .iter()
         .copied()
-        .filter(|&i| {
-            matches!(st[i], St::Pasted { queued: true, .. })
-                && steps
-                    .iter()
-                    .any(|&(j, s)| j == i && matches!(s, Step::Paste))
+        .filter(|&i| match step_of(i) {
+            Some(Step::Enter) => true,
+            Some(Step::Paste) => matches!(st[i], St::Pasted { queued: true, .. }),
+            None => false,
         })
         .collect();
-    if queued.is_empty() {
+    if look.is_empty() {
         return;
     }
-    let panes: Vec<&str> = queued
+    let panes: Vec<&str> = look
         .iter()
         .map(|&i| targets[i].inc.pane_id.as_str())
         .collect();
     let screens = tmux.capture_screens(&panes);
-    for (&i, screen) in queued.iter().zip(screens) {
+    for (&i, screen) in look.iter().zip(screens) {
         let t = &targets[i];
-        let still = screen.as_ref().is_some_and(|s| {
-            !s.dead
-                && classify(&t.profile, s, t.ready_pattern.as_deref(), None) == Seen::Busy
-                && queues(t, s)
-        });
-        if !still {
-            st[i] = St::Waiting {
-                last: None,
-                since: Instant::now(),
-            };
-            if let Some(k) = which.iter().position(|&j| j == i) {
-                which.remove(k);
-                txns.remove(k);
+        let rp = t.ready_pattern.as_deref();
+        let go = match (step_of(i), screen.as_ref()) {
+            (_, None) => false,
+            (_, Some(s)) if s.dead => false,
+            (Some(Step::Enter), Some(s)) => {
+                if let Seen::Blocked(b) = classify(&t.profile, s, rp, Some(&t.text)) {
+                    st[i] = St::Done(Delivery::Undelivered {
+                        why: format!(
+                            "{} showed the {} screen after the text was pasted; Enter was not pressed: answer it yourself in the pane (`team-scale attach`), then send again",
+                            t.worker, b.name
+                        ),
+                        last_lines: s.last_lines(LAST_LINES),
+                    });
+                    false
+                } else {
+                    draft_at_cursor(s, &t.text)
+                }
             }
+            (_, Some(s)) => classify(&t.profile, s, rp, None) == Seen::Busy && queues(t, s),
+        };
+        if go {
+            continue;
+        }
+        // Undo the step the round counted on (a blocking screen has ended it already).
+        let now = Instant::now();
+        let waiting = || St::Waiting {
+            last: None,
+            since: now,
+        };
+        st[i] = match std::mem::replace(&mut st[i], waiting()) {
+            St::Pasted { .. } => waiting(),
+            St::Entered { n: 1, queued, .. } => St::Pasted { at: now, queued },
+            St::Entered { n, queued, .. } => St::Entered {
+                at: now,
+                n: n - 1,
+                queued,
+            },
+            other => other,
+        };
+        if let Some(k) = which.iter().position(|&j| j == i) {
+            which.remove(k);
+            txns.remove(k);
         }
     }
 }
@@ -703,7 +759,7 @@ fn run_steps(
             }
         }
     }
-    recheck_queued(tmux, targets, steps, st, &mut txns, &mut which);
+    recheck(tmux, targets, steps, st, &mut txns, &mut which);
     if txns.is_empty() {
         return;
     }

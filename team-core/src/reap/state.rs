@@ -165,6 +165,9 @@ pub enum Lookup {
 #[derive(Debug)]
 pub struct Oracle {
     lock_teams: bool,
+    /// Locks only the teams whose state root lies under this directory (`--only-under`): a
+    /// reaper confined to some teams never holds back a scale operation of another.
+    lock_scope: Option<std::path::PathBuf>,
     state_wait: Duration,
     cache: HashMap<TeamKey, Lookup>,
     guards: HashMap<TeamKey, LockGuard>,
@@ -175,10 +178,18 @@ impl Oracle {
     pub fn new(lock_teams: bool, state_wait: Duration) -> Oracle {
         Oracle {
             lock_teams,
+            lock_scope: None,
             state_wait,
             cache: HashMap::new(),
             guards: HashMap::new(),
         }
+    }
+
+    /// Locks only the teams whose state root lies under `dir` (see [`Oracle::new`]); the others
+    /// are read as a reader does (a held lock reads as busy).
+    pub fn lock_only_under(mut self, dir: Option<&std::path::Path>) -> Oracle {
+        self.lock_scope = dir.map(std::path::Path::to_path_buf);
+        self
     }
 
     /// The team behind `key` (read on first use).
@@ -214,7 +225,11 @@ impl Oracle {
             // No lock file: no command of the tools ever ran for this team here.
             Ok(true) => {}
             Ok(false) => {
-                if self.lock_teams {
+                let in_scope = self
+                    .lock_scope
+                    .as_deref()
+                    .is_none_or(|d| key.root.starts_with(d));
+                if self.lock_teams && in_scope {
                     match lock::acquire_in(root.path(), &scale, Duration::ZERO, &Holder::me("reap"))
                     {
                         Ok(g) => {

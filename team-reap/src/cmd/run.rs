@@ -176,7 +176,7 @@ pub fn run(ctx: &Ctx, g: &Global, mode: Mode) -> CliResult<i32> {
     };
     // 2. scan servers
     let cfg = &ctx.cfg;
-    let mut oracle = Oracle::new(plan.kills, STATE_WAIT);
+    let mut oracle = Oracle::new(plan.kills, STATE_WAIT).lock_only_under(plan.only_under);
     let mut servers = reap::scan(cfg, &mut oracle)?;
     // 3. kill panes
     if plan.effects {

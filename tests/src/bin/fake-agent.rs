@@ -18,6 +18,8 @@
 //!   still works (`Working on:` stays, the cursor stays on `fake> `), as an agent that asks
 //!   about a tool call under its busy line does (`--approval-after` then counts from the
 //!   first prompt submitted); its keys answer the menu;
+//! - `--approval-after-paste MS`: MS after the end of the first bracketed paste, the approval
+//!   menu replaces the screen (its keys answer it);
 //! - `--separate-enter`: an Enter that arrives within 40 ms of typed text is ignored (the text
 //!   stays in the input line, unsent), as the real CLIs do with a paste and its Enter;
 //! - `--exit-at-start CODE`: prints an error and exits at once with CODE;
@@ -43,6 +45,7 @@ struct Opts {
     approval_after: Option<u64>,
     approval_style: Option<String>,
     approval_above: bool,
+    approval_after_paste: Option<u64>,
     separate_enter: bool,
     exit_at_start: Option<i32>,
     die_after: Option<u64>,
@@ -62,6 +65,7 @@ fn parse() -> Opts {
         approval_after: None,
         approval_style: None,
         approval_above: false,
+        approval_after_paste: None,
         separate_enter: false,
         exit_at_start: None,
         die_after: None,
@@ -82,6 +86,9 @@ fn parse() -> Opts {
             "--approval-after" => o.approval_after = Some(val().parse().expect("ms")),
             "--approval-style" => o.approval_style = Some(val()),
             "--approval-above" => o.approval_above = true,
+            "--approval-after-paste" => {
+                o.approval_after_paste = Some(val().parse().expect("ms"));
+            }
             "--separate-enter" => o.separate_enter = true,
             "--exit-at-start" => o.exit_at_start = Some(val().parse().expect("code")),
             "--die-after" => o.die_after = Some(val().parse().expect("ms")),
@@ -301,6 +308,12 @@ fn main() {
             if data[i..].starts_with(b"\x1b[201~") {
                 pasting = false;
                 i += 6;
+                if let Some(ms) = o.approval_after_paste
+                    && !asked
+                {
+                    asked = true;
+                    approval_at = Some(Instant::now() + Duration::from_millis(ms));
+                }
                 continue;
             }
             if data[i] == 0x1b && data.len() - i < 6 {
