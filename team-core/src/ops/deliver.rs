@@ -18,8 +18,11 @@
 //!    program still starting through shims and `exec`s), have been still for the profile's
 //!    `stable_ms`, an audit intent (`send-keys`) is made durable, the text is
 //!    pasted (bracketed where wanted) in a guarded transaction, and after `settle_ms` Enter is
-//!    pressed on its own, also guarded; delivered when the draft has left the input line or the
-//!    agent shows it works; else Enter again, at most `retries` times.
+//!    pressed on its own, also guarded, and only if a fresh capture taken just before it (after
+//!    the process look) shows no blocking screen and the draft still on the input line
+//!    (`recheck`); delivered when the draft has left the input line or the agent shows it
+//!    works; else Enter again, at most `retries` times. A blocking screen that shows after
+//!    the paste ends the delivery as `undelivered`, saying what was typed.
 //!
 //! # Decisions the design left open
 //!
