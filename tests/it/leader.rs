@@ -1256,6 +1256,15 @@ fn working(agent: &str, flags: &str) -> Team {
     t
 }
 
+/// `send demo worker-1 TEXT --json` with `extra` options: its output and its delivery line.
+fn send_1(t: &Team, text: &str, extra: &[&str]) -> (Output, Value) {
+    let mut args = vec!["send", "demo", "worker-1", text, "--json"];
+    args.extend_from_slice(extra);
+    let o = t.run(&args);
+    let d = delivery(&o);
+    (o, d)
+}
+
 fn delivery(o: &Output) -> Value {
     json_lines(&o.stdout)
         .into_iter()
@@ -1276,17 +1285,8 @@ fn record(t: &Team, w: &str) -> String {
 #[test]
 fn send_queue_reaches_a_working_agent_and_without_it_nothing_is_typed() {
     let t = working("fake", "");
-    let o = t.run(&[
-        "send",
-        "demo",
-        "worker-1",
-        "status please",
-        "--ready-timeout",
-        "2s",
-        "--json",
-    ]);
+    let (o, d) = send_1(&t, "status please", &["--ready-timeout", "2s"]);
     assert_code(&o, 1);
-    let d = delivery(&o);
     assert_eq!(d["result"], "undelivered", "{d}");
     let detail = d["detail"].as_str().unwrap();
     assert!(
@@ -1294,18 +1294,8 @@ fn send_queue_reaches_a_working_agent_and_without_it_nothing_is_typed() {
         "{detail}"
     );
     assert!(!record(&t, "worker-1").contains("status please"));
-    let o = t.run(&[
-        "send",
-        "demo",
-        "worker-1",
-        "status please",
-        "--queue",
-        "--ready-timeout",
-        "5s",
-        "--json",
-    ]);
+    let (o, d) = send_1(&t, "status please", &["--queue", "--ready-timeout", "5s"]);
     assert_code(&o, 0);
-    let d = delivery(&o);
     assert!(
         d["detail"].as_str().unwrap().contains("queued message"),
         "{d}"
@@ -1330,18 +1320,8 @@ fn send_queue_reaches_a_working_agent_and_without_it_nothing_is_typed() {
 #[test]
 fn send_queue_waits_for_an_agent_that_takes_no_message_while_it_works() {
     let t = working("fakeplain", "");
-    let o = t.run(&[
-        "send",
-        "demo",
-        "worker-1",
-        "status please",
-        "--queue",
-        "--ready-timeout",
-        "2s",
-        "--json",
-    ]);
+    let (o, d) = send_1(&t, "status please", &["--queue", "--ready-timeout", "2s"]);
     assert_code(&o, 1);
-    let d = delivery(&o);
     assert_eq!(d["result"], "undelivered", "{d}");
     assert!(
         d["detail"]
@@ -1365,18 +1345,8 @@ fn send_queue_types_nothing_into_a_menu_a_working_agent_shows() {
             .contains("Yes, proceed")
     });
     let before = record(&t, "worker-1");
-    let o = t.run(&[
-        "send",
-        "demo",
-        "worker-1",
-        "yes do it",
-        "--queue",
-        "--ready-timeout",
-        "3s",
-        "--json",
-    ]);
+    let (o, d) = send_1(&t, "yes do it", &["--queue", "--ready-timeout", "3s"]);
     assert_code(&o, 1);
-    let d = delivery(&o);
     assert_eq!(d["result"], "blocked", "{d}");
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(record(&t, "worker-1"), before, "keys reached the menu");
