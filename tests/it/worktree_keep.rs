@@ -268,11 +268,13 @@ fn an_empty_directory_keeps_its_worktree() {
 }
 
 /// Staged content that differs from the file on disk (`git add`, then an edit) and a commit
-/// held only by a ref of the worktree (`refs/worktree/*`) are kept: a saved branch records the
-/// files on disk and reachable commits only, so removing the worktree would lose them.
+/// held only by a ref of the worktree (`refs/worktree/*`, and since the thirty-second
+/// black-box round `refs/rewritten/*`, where a stopped `rebase --rebase-merges` keeps its
+/// labels) are kept: a saved branch records the files on disk and reachable commits only, so
+/// removing the worktree would lose them.
 #[test]
 fn staged_changes_and_worktree_refs_keep_their_worktree() {
-    for case in ["staged", "worktree-ref"] {
+    for case in ["staged", "worktree-ref", "rewritten-ref"] {
         let sb = Sandbox::new();
         let wt = setup(&sb, false);
         match case {
@@ -297,7 +299,12 @@ fn staged_changes_and_worktree_refs_keep_their_worktree() {
                         "w3 work",
                     ],
                 );
-                git(&wt, &["update-ref", "refs/worktree/keep", "HEAD"]);
+                let r = if case == "worktree-ref" {
+                    "refs/worktree/keep"
+                } else {
+                    "refs/rewritten/keep"
+                };
+                git(&wt, &["update-ref", r, "HEAD"]);
                 git(&wt, &["checkout", "-q", "--detach", "HEAD~1"]);
             }
         }
@@ -1094,5 +1101,31 @@ fn a_socket_or_a_fifo_keeps_its_worktree() {
             "status names it: {}",
             String::from_utf8_lossy(&st.stdout)
         );
+    }
+}
+
+/// The thirty-second black-box round: with `core.fileMode=false` in the repository's config,
+/// the save stored a worker's executable files as `100644`, and the last gate, which compared
+/// bytes only, let the worktree go. The save records the mode on disk, and the gate compares
+/// modes too.
+#[test]
+fn the_executable_bit_is_saved_whatever_core_filemode_says() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let wt = setup(&sb, false);
+    git(&sb.ws, &["config", "core.fileMode", "false"]);
+    for f in ["README", "new.sh"] {
+        std::fs::write(wt.join(f), "#!/bin/sh\necho hi\n").unwrap();
+        std::fs::set_permissions(wt.join(f), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let (code, lines) = down_worker_2(&sb);
+    assert_eq!(code, 0, "{lines:?}");
+    let saved = worker_2(&lines)["saved_branch"]
+        .as_str()
+        .unwrap_or_else(|| panic!("nothing saved: {lines:?}"))
+        .to_string();
+    for f in ["README", "new.sh"] {
+        let entry = git(&sb.ws, &["ls-tree", &saved, f]);
+        assert!(entry.starts_with("100755"), "{f} saved as {entry}");
     }
 }

@@ -11,7 +11,7 @@
 //!
 //! - **More that git cannot save keeps a worktree**: staged content that differs from both HEAD
 //!   and the file on disk (`git status` `XY` both set; the save commits the file), and refs that
-//!   live in the worktree only (`refs/worktree/*`, `refs/bisect/*`).
+//!   live in the worktree only (`refs/worktree/*`, `refs/bisect/*`, `refs/rewritten/*`).
 //!
 //! - **Worktrees are saved with a private index**: `GIT_INDEX_FILE` in a temp file (in the
 //!   worktree's administrative directory), `read-tree HEAD`, `add -A`, `write-tree`,
@@ -316,7 +316,8 @@ pub struct Unsavable {
     /// Files whose staged content differs from both HEAD and the file on disk: the save
     /// commits the file on disk, so the staged version would be lost.
     pub staged_differs: Vec<String>,
-    /// Refs that live only in this worktree (`refs/worktree/*`, `refs/bisect/*`): removing
+    /// Refs that live only in this worktree (`refs/worktree/*`, `refs/bisect/*`,
+    /// `refs/rewritten/*`): removing
     /// the worktree drops them and the commits only they hold.
     pub worktree_refs: Vec<String>,
     /// What only this worktree's own history holds that a save cannot carry: an unfinished
@@ -478,6 +479,9 @@ pub fn unsavable(g: &Worktree) -> Result<Unsavable> {
             "--format=%(refname)",
             "refs/worktree/",
             "refs/bisect/",
+            // Where an interrupted `rebase --rebase-merges` keeps its labels; also per
+            // worktree (gitrepository-layout), so a commit only it holds goes with the record.
+            "refs/rewritten/",
         ],
         &[],
     )?;
@@ -624,8 +628,9 @@ fn differs_from_saved(dir: &StateDir, repo: &Path, commit: &str) -> Result<Vec<S
             continue;
         };
         let meta = String::from_utf8_lossy(&rec[..tab]);
-        if let Some(oid) = meta.split(' ').nth(2) {
-            tree.insert(rec[tab + 1..].to_vec(), oid.to_string());
+        let mut f = meta.split(' ');
+        if let (Some(mode), Some(oid)) = (f.next(), f.nth(1)) {
+            tree.insert(rec[tab + 1..].to_vec(), (mode.to_string(), oid.to_string()));
         }
     }
     let blob_id = |content: &[u8]| -> String {
@@ -704,6 +709,12 @@ fn differs_from_saved(dir: &StateDir, repo: &Path, commit: &str) -> Result<Vec<S
             let show = || String::from_utf8_lossy(&path).into_owned();
             let st =
                 rustix::fs::statat(&fd, n.as_slice(), AtFlags::SYMLINK_NOFOLLOW).map_err(io)?;
+            // The mode as git stores it: an executable bit lost is a change too.
+            let mode = match FileType::from_raw_mode(st.st_mode) {
+                FileType::Symlink => "120000",
+                _ if st.st_mode & 0o100 != 0 => "100755",
+                _ => "100644",
+            };
             let content = match FileType::from_raw_mode(st.st_mode) {
                 FileType::Directory => {
                     let sub = rustix::fs::openat(
@@ -745,7 +756,7 @@ fn differs_from_saved(dir: &StateDir, repo: &Path, commit: &str) -> Result<Vec<S
                     continue;
                 }
             };
-            if tree.get(&path) != Some(&blob_id(&content)) {
+            if tree.get(&path) != Some(&(mode.to_string(), blob_id(&content))) {
                 out.push(show());
             }
         }
@@ -1084,6 +1095,10 @@ pub fn save_worktree(
             "core.sparseCheckout=false",
             "-c",
             "core.autocrlf=false",
+            // The executable bit as it is on disk, whatever the repository says (a
+            // `core.fileMode=false` saved every file as 100644).
+            "-c",
+            "core.fileMode=true",
             "-c",
             "core.attributesFile=/dev/null",
         ];
