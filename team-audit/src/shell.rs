@@ -578,6 +578,7 @@ const MAX_BRACE_WORD: usize = 4096;
 /// holds `?`, `*`, `[...]` or `{a,b}` / `{a..c}` and one of whose brace expansions has a path
 /// component that is [`glob_spells_tmux`].
 fn spells_tmux_by_glob(text: &str) -> bool {
+    let text = &named_classes_marked(text);
     extglob_spells_tmux(text)
         || text
             .split(|c: char| c.is_whitespace() || ";&|()<>=:`\"'".contains(c))
@@ -588,6 +589,31 @@ fn spells_tmux_by_glob(text: &str) -> bool {
                     .iter()
                     .any(|a| a.contains("tmux") || a.split('/').any(glob_spells_tmux)),
             })
+}
+
+/// `[:lower:]`, `[=m=]`, `[.m.]` (inside a bracket) replaced by `\u{1}`, which
+/// [`glob_tokens`] reads as a bracket that may match any character; the split at `=` and `:`
+/// then leaves the bracket whole.
+fn named_classes_marked(text: &str) -> String {
+    let c: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < c.len() {
+        if c[i] == '['
+            && let Some(&d) = c.get(i + 1)
+            && matches!(d, ':' | '=' | '.')
+            && let Some(e) = (i + 2..c.len().saturating_sub(1))
+                .take_while(|&k| !c[k].is_whitespace())
+                .find(|&k| c[k] == d && c[k + 1] == ']')
+        {
+            out.push('\u{1}');
+            i = e + 2;
+        } else {
+            out.push(c[i]);
+            i += 1;
+        }
+    }
+    out
 }
 
 /// Whether `w` holds an extglob group: `@(`, `+(`, `!(`, `*(` or `?(`.
@@ -963,7 +989,36 @@ fn glob_tokens(p: &str) -> Vec<Glob<'_>> {
                 let rest = &p[body_start..];
                 let skip = usize::from(rest.starts_with(['!', '^']));
                 let skip = skip + usize::from(rest[skip..].starts_with(']'));
-                match rest[skip..].find(']') {
+                // `[[:lower:]]`, `[[=m=]]`, `[[.m.]]`: a class, an equivalence class or a
+                // collating symbol ends at its own `:]`, `=]` or `.]`; such a bracket may match
+                // any character (locales differ), so it counts as `?`.
+                let mut named = false;
+                let mut k = skip;
+                let found = loop {
+                    let r = &rest[k..];
+                    if let Some(d) = r.strip_prefix('[').and_then(|x| x.chars().next())
+                        && matches!(d, ':' | '=' | '.')
+                        && let Some(e) = r[2..].find(&format!("{d}]"))
+                    {
+                        named = true;
+                        k += 2 + e + 2;
+                    } else if let Some(ch) = r.chars().next() {
+                        if ch == ']' {
+                            break Some(k);
+                        }
+                        k += ch.len_utf8();
+                    } else {
+                        break None;
+                    }
+                };
+                match found.map(|k| k - skip) {
+                    Some(k) if named || rest[skip..skip + k].contains('\u{1}') => {
+                        let end = body_start + skip + k;
+                        out.push(Glob::Any);
+                        while it.peek().is_some_and(|(j, _)| *j <= end) {
+                            it.next();
+                        }
+                    }
                     Some(k) => {
                         let end = body_start + skip + k;
                         out.push(Glob::Class(&p[body_start..end]));
@@ -1173,6 +1228,10 @@ struct Word {
     lit: bool,
     /// Holds a `$'...'` escape the guard does not decode (`\x24`, `\044`, `\u0024`).
     undecoded: bool,
+    /// Holds an expansion whose value may be any text (a substitution, a parameter but the
+    /// numbers `$#`, `$?`, `$$`, `$!` and the cwd and home `$PWD`, `$HOME`, arithmetic, an
+    /// undecoded escape); a glob or brace alone is not one (rule 2 judges those).
+    runtime: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1422,6 +1481,7 @@ fn lex(src: &str) -> Lexed {
                 let w = word.get_or_insert_with(Word::default);
                 w.text.push_str(&text(i, end + 1));
                 w.dynamic = true;
+                w.runtime = true;
                 i = end + 1;
             }
             '<' | '>' => {
@@ -1500,6 +1560,7 @@ fn lex(src: &str) -> Lexed {
                                 w.text.push('\\');
                                 w.text.push(other);
                                 w.dynamic = true;
+                                w.runtime = true;
                                 w.undecoded = true;
                             }
                         }
@@ -1531,6 +1592,7 @@ fn lex(src: &str) -> Lexed {
                 let w = word.get_or_insert_with(Word::default);
                 w.text.push_str(&text(i, end + 1));
                 w.dynamic = true;
+                w.runtime = true;
                 i = end + 1;
             }
             '*' | '?' | '[' | '{' | '}' => {
@@ -1584,6 +1646,7 @@ fn lex_double_quoted(c: &[char], mut i: usize, word: &mut Option<Word>, out: &mu
                 if let Some(w) = word.as_mut() {
                     w.text.extend(&c[i..(end + 1).min(n)]);
                     w.dynamic = true;
+                    w.runtime = true;
                 }
                 i = end + 1;
             }
@@ -1622,6 +1685,7 @@ fn lex_dollar(c: &[char], i: usize, word: &mut Option<Word>, out: &mut Lexed) ->
             out.arith.push(body);
             w.text.extend(&c[i..(end + 1).min(n)]);
             w.dynamic = true;
+            w.runtime = true;
             end + 1
         }
         Some('[') => {
@@ -1632,6 +1696,7 @@ fn lex_dollar(c: &[char], i: usize, word: &mut Option<Word>, out: &mut Lexed) ->
             out.arith.push(body);
             w.text.extend(&c[i..(end + 1).min(n)]);
             w.dynamic = true;
+            w.runtime = true;
             end + 1
         }
         Some('(') => {
@@ -1643,6 +1708,7 @@ fn lex_dollar(c: &[char], i: usize, word: &mut Option<Word>, out: &mut Lexed) ->
                 .push(c[(i + 2).min(n)..end.min(n)].iter().collect());
             w.text.extend(&c[i..(end + 1).min(n)]);
             w.dynamic = true;
+            w.runtime = true;
             end + 1
         }
         Some('{') => {
@@ -1662,6 +1728,7 @@ fn lex_dollar(c: &[char], i: usize, word: &mut Option<Word>, out: &mut Lexed) ->
                 // `${a[i]}`: the subscript of an indexed array is arithmetic.
                 out.arith.push(sub.trim_end_matches(']').to_string());
             }
+            w.runtime |= !matches!(inner.as_str(), "PWD" | "HOME" | "#" | "?" | "$" | "!");
             out.subs.push(inner);
             w.text.extend(&c[i..(end + 1).min(n)]);
             w.dynamic = true;
@@ -1676,6 +1743,8 @@ fn lex_dollar(c: &[char], i: usize, word: &mut Option<Word>, out: &mut Lexed) ->
             } else {
                 j += 1;
             }
+            let name: String = c[i + 1..j].iter().collect();
+            w.runtime |= !matches!(name.as_str(), "PWD" | "HOME" | "#" | "?" | "$" | "!");
             w.text.extend(&c[i..j]);
             w.dynamic = true;
             j
@@ -4100,6 +4169,120 @@ fn loads_no_code(base: &str, rest: &[Word], input: &Input) -> bool {
     }
 }
 
+/// Programs that run a command given among their arguments, with option syntaxes the guard
+/// does not parse (`prlimit --nofile=9 CMD`, `setarch ARCH CMD`, `bwrap --bind A B CMD`):
+/// the first few words that are no option are each judged as the command, and the runner's
+/// words as any unknown program's.
+const RUNNERS: &[&str] = &[
+    "prlimit",
+    "unshare",
+    "setpriv",
+    "strace",
+    "setarch",
+    "linux32",
+    "linux64",
+    "i386",
+    "x86_64",
+    "chroot",
+    "runuser",
+    "capsh",
+    "systemd-run",
+    "nsenter",
+    "sg",
+    "ltrace",
+    "valgrind",
+    "perf",
+    "numactl",
+    "fakeroot",
+    "fakechroot",
+    "dbus-run-session",
+    "dbus-launch",
+    "ssh-agent",
+    "eatmydata",
+    "faketime",
+    "firejail",
+    "bwrap",
+    "chpst",
+    "daemonize",
+    "entr",
+    "ifne",
+    "pkexec",
+    "xvfb-run",
+    "lckdo",
+    "cpulimit",
+    "trickle",
+    "tsp",
+    "dtach",
+    "abduco",
+    "catchsegv",
+    "sem",
+    "torsocks",
+    "proxychains",
+    "proxychains4",
+    "cgexec",
+    "systemd-inhibit",
+    "run-one",
+    "retry",
+    "caffeinate",
+    "schedtool",
+    "softlimit",
+    "setuidgid",
+    "envuidgid",
+    "rlwrap",
+    "catatonit",
+    "tini",
+    "dumb-init",
+];
+
+/// Programs known to take their arguments as values, never as a local command to run
+/// (`curl -H "Bearer $TOKEN"`, `gh pr create --body "$(cat ...)"`, `git push origin
+/// "$(git branch --show-current)"` but a git subcommand only known at run time).
+fn args_are_values(base: &str, rest: &[Word]) -> bool {
+    match base {
+        "curl" | "wget" | "gh" | "glab" | "psql" | "mysql" | "mariadb" | "sqlite3" | "duckdb"
+        | "jq" | "yq" | "http" | "https" => true,
+        "git" => rest
+            .iter()
+            .find(|w| !w.text.starts_with('-'))
+            .is_some_and(|w| !w.dynamic),
+        _ => false,
+    }
+}
+
+/// How many words of a runner that are no option are tried as its command.
+const RUNNER_TRIES: usize = 4;
+
+/// `kill -1`, `kill -- -N`, `kill -9 -N`, `kill -s X -- -N`: every process of the user, or a
+/// process group (the tmux server leads its own). `kill 0` (the caller's own group) passes.
+fn kill_reaches_a_group(rest: &[Word]) -> bool {
+    let mut k = 0;
+    let mut first = true;
+    while k < rest.len() {
+        let t = rest[k].text.as_str();
+        if t == "-1" {
+            return true;
+        }
+        if t == "--" {
+            k += 1;
+            break;
+        }
+        if !first || !t.starts_with('-') {
+            break;
+        }
+        first = false;
+        if matches!(t, "-s" | "-n" | "--signal") {
+            k += 1;
+        } else if matches!(t, "-l" | "-L" | "--list" | "--table") {
+            return false;
+        }
+        k += 1;
+        // `kill -s HUP -9 ...`: further options are judged as targets below.
+    }
+    rest[k.min(rest.len())..]
+        .iter()
+        .any(|w| w.text.starts_with('-'))
+}
+
 /// Keywords and words that run the rest of the words as the command.
 const KEYWORDS: &[&str] = &[
     "!", "{", "}", "if", "then", "else", "elif", "do", "while", "until", "coproc",
@@ -5994,6 +6177,10 @@ impl Scan {
             );
             return;
         }
+        if RUNNERS.contains(&base) {
+            self.runner(base, &words[i..], input, stdin, ctx);
+            return;
+        }
         if let Some(&(_, opts, env, taint)) = WRAPPERS.iter().find(|(w, ..)| *w == base) {
             self.wrapper(base, opts, env, taint, &words[i..], input, stdin, ctx);
             return;
@@ -6053,6 +6240,22 @@ impl Scan {
                     }
                     self.simple(&argv, &Input::Inherit, None, ctx.inner("start-stop-daemon"));
                 }
+            }
+            "killall5" => {
+                self.deny(
+                    &words[i..],
+                    "`killall5` signals every process (the tmux server among them)".into(),
+                );
+                return;
+            }
+            "kill" if kill_reaches_a_group(rest) => {
+                self.deny(
+                    &words[i..],
+                    "`kill` of `-1` (every process of the user) or of a process group (a \
+                     negative pid: the tmux server leads its own group)"
+                        .into(),
+                );
+                return;
             }
             "kill" | "pkill" | "killall" | "skill" | "slay" => {
                 if words.iter().any(|w| mentions_tmux(&w.text)) {
@@ -6221,6 +6424,22 @@ impl Scan {
         {
             self.note_unreadable(format!("copies the files `find` finds with `{}`", cmd.text));
         }
+        // A value only known at run time (`$(printf /usr/bin/t%sx mu)`, `$c`, `$((..))`): a
+        // program the guard does not know may run it as a command, or pass it on as one's
+        // verb (`prlimit $(...) $(...)`), so it is unproven.
+        if !args_are_values(base, &words[1..])
+            && let Some(w) = words[1..].iter().find(|w| w.runtime)
+        {
+            self.deny(
+                words,
+                format!(
+                    "`{base}` is given `{}`, a value only known when the shell runs; the guard \
+                     does not know `{base}`, which may run it as a command (tmux among them)",
+                    w.text
+                ),
+            );
+            return;
+        }
         // An argument that is shell code (`--filter='x=$(...); $x ...'`): the program may
         // hand it to a shell.
         for w in &words[1..] {
@@ -6272,8 +6491,13 @@ impl Scan {
                 // unique prefix such as `kill-ser` included) for any program; by its alias
                 // (`send`, `run`, `if`, `popup`) only for a program named by a path, since
                 // `cargo run` and `docker run` are common.
-                let by_path =
-                    words[0].text.contains('/') && !WRAPPERS.iter().any(|(x, ..)| *x == base);
+                // So is a program given a path or a glob before the verb (`foo /opt/x/mux
+                // send`, `runner t[[=m=]]ux run`): it may run that file, which may be tmux.
+                let by_path = (words[0].text.contains('/')
+                    && !WRAPPERS.iter().any(|(x, ..)| *x == base))
+                    || words[1..j]
+                        .iter()
+                        .any(|x| x.dynamic || (x.text.contains('/') && !x.text.starts_with('-')));
                 if let Resolved::Command(cmd) = resolve(form)
                     && !READ_ONLY.iter().any(|(r, ..)| *r == cmd)
                     && ((form.contains('-') && form.len() >= 6)
@@ -6298,6 +6522,39 @@ impl Scan {
                     );
                     return;
                 }
+            }
+        }
+    }
+
+    /// A program runner of [`RUNNERS`]: its words as any unknown program's (a value only
+    /// known at run time is unproven), each word with a space as a command line, and each of
+    /// the first [`RUNNER_TRIES`] words that are no option as the command it runs.
+    fn runner(&mut self, base: &str, words: &[Word], input: &Input, stdin: Option<&str>, ctx: Ctx) {
+        if matches!(base, "sem" | "capsh") || ctx.depth >= 4 {
+            self.deny(
+                words,
+                format!("`{base}` runs a command line the guard does not parse"),
+            );
+            return;
+        }
+        if SHELL_LIKE.contains(&base) {
+            self.shell_like(base, words, input, stdin, ctx);
+        }
+        self.generic(base, words, ctx);
+        for w in &words[1..] {
+            if w.text.contains(char::is_whitespace) {
+                self.line(&w.text, ctx.inner("a runner's command string"));
+            }
+        }
+        let mut tried = 0;
+        for j in 1..words.len() {
+            if words[j].text.starts_with('-') && !words[j].dynamic {
+                continue;
+            }
+            self.simple(&words[j..], input, stdin, ctx.inner("a program runner"));
+            tried += 1;
+            if tried == RUNNER_TRIES {
+                break;
             }
         }
     }

@@ -2785,3 +2785,118 @@ fn payload_shapes_fail_closed_and_ask_only_where_the_host_can() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The thirty-second round: a program the guard does not know may run any argument as a
+/// command (`prlimit`, `unshare`, `setpriv` ... are runners), so a value only known at run
+/// time (a substitution, a parameter, arithmetic) given to one is unproven. Known programs
+/// and the cwd, home and numeric parameters keep passing. Only judged, never run.
+#[test]
+fn a_runtime_value_given_to_an_unknown_program_is_denied() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &[
+            "myrunner $(printf /usr/bin/t%sx mu) $(printf kill-%s server)",
+            "myrunner `printf /usr/bin/t%sx mu` ls",
+            "myrunner \"$(printf /usr/bin/t%sx mu)\" ls",
+            "myrunner $c ls",
+            "myrunner ${c} ls",
+            "myrunner \"$1\" ls",
+            "myrunner --prog=$(printf t%sx mu)",
+            "myrunner ./x $(printf kill-%s server)",
+            "myrunner $((1+2))",
+            "c=/usr/bin/x; myrunner $c",
+            "./tools/run $(cat prog)",
+        ],
+    );
+    assert_all_allowed(
+        &sb,
+        &[
+            "kill $(lsof -t -i:3000)",
+            "git log $(git rev-parse HEAD)",
+            "cat $(ls *.txt)",
+            "echo \"$HOME $1 $(date)\"",
+            "ls \"$PWD\"",
+            "./target/debug/app --dir \"$PWD/data\" --home \"$HOME/x\"",
+            "rustfmt src/*.rs",
+            "myrunner a{b,c}",
+            "[[ $# -gt 0 ]] && echo y",
+        ],
+    );
+}
+
+/// The thirty-second round: program runners the guard did not know (`prlimit`, `unshare`,
+/// `setarch`, `chroot`, `strace` ...) run the command among their words, which is judged as a
+/// command; a bracket with `[:`, `[=` or `[.` may match any letter of tmux; a program that
+/// may be tmux gets no tmux alias; `kill` of `-1` or a process group and `killall5` are
+/// denied. Only judged, never run.
+#[test]
+fn program_runners_brackets_and_group_kills_are_denied() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &[
+            // A: the attack report's runners.
+            "prlimit $(printf /usr/bin/t%sx mu) $(printf kill-%s server)",
+            "unshare $(printf /usr/bin/t%sx mu) run 'kill #{pid}'",
+            "setpriv $(printf /usr/bin/t%sx mu) send -t %0 exit Enter",
+            "strace -o /dev/null $p send -t %0 exit Enter",
+            "setarch x86_64 find / -inum 123 -exec {} kill-server ;",
+            "linux64 run-parts /usr/bin",
+            "chroot / find / -inum 123 -exec {} kill-server ;",
+            "runuser -u root -- run-parts /usr/bin",
+            "perf stat run-parts /usr/bin",
+            "ltrace sqlite3 x '.shell x'",
+            "valgrind --tool=none env X=1 run-parts /usr/bin",
+            "capsh -- -c 'ls'",
+            "sem 'ls'",
+            "nsenter -t 1 -m run-parts /usr/bin",
+            "bwrap --bind / / run-parts /usr/bin",
+            "dtach -n /tmp/s run-parts /usr/bin",
+            // B: bracket classes.
+            "ls /usr/bin/t[[=m=]]ux",
+            "ls /usr/bin/t[[.m.]]ux",
+            "ls /usr/bin/[[:lower:]]mux",
+            "ls /usr/bin/tm[[:alpha:]]x",
+            "setarch x86_64 /usr/bin/t[[=m=]]ux run 'kill #{pid}'",
+            // C: a program that may be tmux gets no alias.
+            "foo /opt/x/mux send -t %0 exit Enter",
+            "foo ./m run 'kill x'",
+            "foo /opt/x/mux set -g default-command x",
+            "foo /opt/x/mux source /tmp/f",
+            "foo /opt/x/mux renamew x",
+            "foo /opt/x/mux new x",
+            // D: every process, a process group, killall5.
+            "kill -1",
+            "kill -9 -1",
+            "kill -- -1",
+            "kill -- -1234",
+            "kill -9 -1234",
+            "kill -s TERM -- -1234",
+            "kill -TERM -- -$(pgrep -o x)",
+            "killall5",
+            "killall5 -9",
+        ],
+    );
+    assert_all_allowed(
+        &sb,
+        &[
+            "valgrind ./target/debug/app",
+            "perf stat cargo test",
+            "setarch x86_64 ls",
+            "numactl --cpunodebind=0 cargo bench",
+            "xvfb-run npm test",
+            "ls src/[[:lower:]]*.rs",
+            "ls src/[ab]*.rs",
+            "cargo run",
+            "kill 1234",
+            "kill -9 1234",
+            "kill -s TERM 1234",
+            "kill 0",
+            "kill %1",
+            "kill $(lsof -t -i:3000)",
+            "pkill -f 'node server.js'",
+            "git push origin \"$(git branch --show-current)\"",
+        ],
+    );
+}
