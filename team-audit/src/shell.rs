@@ -338,6 +338,29 @@
 //!   `printf -v` or `${X:=v}` that is already exported; a copy of tmux under another name run
 //!   by a bare name with an alias (`mux send`); Python's and Node's imports have no
 //!   allowlist.
+//!
+//! - **The thirty-second round: a value only known at run time, program runners, named
+//!   bracket classes, group kills.** (1) A program the guard does not know (`generic`) given
+//!   a word whose value is only known at run time (`Word::runtime`: a substitution, a
+//!   parameter but `$PWD`, `$HOME`, `$#`, `$?`, `$$`, `$!`, arithmetic, an undecoded escape;
+//!   not a glob or brace, which rule 2 judges) is denied: it may run that word as a command
+//!   (`prlimit $(printf /usr/bin/t%sx mu) $(printf kill-%s server)`), or hand it on as a verb.
+//!   Known programs pass ([`is_inert`], `kill`, and [`args_are_values`]: `curl`, `gh`,
+//!   `psql`, `jq`, ..., `git` with a literal subcommand). (2) [`RUNNERS`] (`prlimit`,
+//!   `unshare`, `setpriv`, `strace`, `setarch`, `chroot`, `runuser`, `nsenter`, `perf`,
+//!   `valgrind`, `bwrap`, `dtach`, ...): their option syntaxes differ, so each of the first
+//!   [`RUNNER_TRIES`] words that are no option is judged as the command, every word with a
+//!   space as a command line, and the runner's words as any unknown program's; `capsh` and
+//!   `sem` are denied, runners nested four deep too. (3) Rule 2: a bracket holding `[:..:]`,
+//!   `[=..=]` or `[.c.]` (`t[[=m=]]ux`, `[[:lower:]]mux`) may match any character
+//!   ([`named_classes_marked`], [`glob_tokens`]). (4) A program given a path, a glob or a
+//!   run-time word before a tmux alias (`foo /opt/x/mux send`) may run that file: the alias
+//!   is denied as for a program named by a path. (5) `kill -1`, `kill` of a negative pid (a
+//!   process group: the tmux server leads its own; `kill -- -N`, `kill -9 -N`) and
+//!   `killall5` are denied ([`kill_reaches_a_group`]). Decided: `kill 0` (the caller's own
+//!   group) and `kill PID`/`pkill -f PATTERN` stay allowed. Left open: a `pkill`/`killall`
+//!   regex that matches tmux (`pkill t.ux`); a runner's command beyond its fourth non-option
+//!   word; a known program (`git`, `cargo`) configured beforehand to run a command.
 
 use crate::oracle::Server;
 
