@@ -357,10 +357,14 @@
 //!   run-time word before a tmux alias (`foo /opt/x/mux send`) may run that file: the alias
 //!   is denied as for a program named by a path. (5) `kill -1`, `kill` of a negative pid (a
 //!   process group: the tmux server leads its own; `kill -- -N`, `kill -9 -N`) and
-//!   `killall5` are denied ([`kill_reaches_a_group`]). Decided: `kill 0` (the caller's own
-//!   group) and `kill PID`/`pkill -f PATTERN` stay allowed. Left open: a `pkill`/`killall`
-//!   regex that matches tmux (`pkill t.ux`); a runner's command beyond its fourth non-option
-//!   word; a known program (`git`, `cargo`) configured beforehand to run a command.
+//!   `killall5` are denied ([`kill_reaches_a_group`]); so are `pkill` and `killall -r` of a
+//!   regex that may match the server's name `tmux: server` (`pkill m`, `pkill t.ux`, any
+//!   repetition or alternation) and `pkill -g`/`-s` ([`signal_pattern_may_reach_tmux`]).
+//!   Decided: `kill 0` (the caller's own group), `kill PID` and `pkill -f PATTERN` of a plain
+//!   pattern stay allowed. Left open: `pkill -f` of a plain pattern that the tmux server's
+//!   command line holds (it is the first client's: `tmux new -d 'node server.js'`); a
+//!   runner's command beyond its fourth non-option word; a known program (`git`, `cargo`)
+//!   configured beforehand to run a command.
 
 use crate::oracle::Server;
 
@@ -4306,6 +4310,72 @@ fn kill_reaches_a_group(rest: &[Word]) -> bool {
         .any(|w| w.text.starts_with('-'))
 }
 
+/// `pkill PATTERN` and `killall -r PATTERN` match a regex anywhere in a process's name: the
+/// tmux server's is `tmux: server` (`pkill m`, `pkill 't.ux'`, `pkill serve`). A pattern with a
+/// repetition or alternation is taken to match anything; `.` as any character. `-g`/`-s`
+/// (a process group or session, as `kill -N`) are denied too.
+fn signal_pattern_may_reach_tmux(base: &str, rest: &[Word]) -> bool {
+    let group = |t: &str| {
+        matches!(t, "-g" | "-s" | "--pgroup" | "--session" | "-G")
+            || t.starts_with("--pgroup=")
+            || t.starts_with("--session=")
+    };
+    if base == "pkill" && rest.iter().any(|w| group(&w.text)) {
+        return true;
+    }
+    let regex = base == "pkill"
+        || rest
+            .iter()
+            .any(|w| w.text == "-r" || w.text.starts_with("--regex"));
+    if !regex {
+        return false;
+    }
+    rest.iter().filter(|w| !w.text.starts_with('-')).any(|w| {
+        let re = w.text.as_str();
+        if w.dynamic || re.contains(['*', '+', '?', '{', '|', '(']) {
+            return true;
+        }
+        let mut glob = String::from("*");
+        for ch in re.chars() {
+            match ch {
+                '.' => glob.push('?'),
+                '^' | '$' => {}
+                c => glob.push(c),
+            }
+        }
+        glob.push('*');
+        let p: Vec<char> = glob.chars().collect();
+        ["tmux: server", "tmux: client", "tmux"].iter().any(|t| {
+            let s: Vec<char> = t.chars().collect();
+            glob_matches(&p, &s)
+        })
+    })
+}
+
+/// A shell glob (`*`, `?`, `[...]`, `\x`) against a whole string, ignoring case.
+fn glob_matches(p: &[char], s: &[char]) -> bool {
+    match p.first() {
+        None => s.is_empty(),
+        Some('*') => (0..=s.len()).any(|k| glob_matches(&p[1..], &s[k..])),
+        Some('?') => !s.is_empty() && glob_matches(&p[1..], &s[1..]),
+        Some('[') => match p.iter().position(|c| *c == ']') {
+            Some(end) if !s.is_empty() => {
+                let set = &p[1..end];
+                let (neg, set) = match set.first() {
+                    Some('!' | '^') => (true, &set[1..]),
+                    _ => (false, set),
+                };
+                (set.contains(&s[0]) != neg) && glob_matches(&p[end + 1..], &s[1..])
+            }
+            _ => true,
+        },
+        Some('\\') if p.len() > 1 => {
+            !s.is_empty() && p[1] == s[0] && glob_matches(&p[2..], &s[1..])
+        }
+        Some(c) => !s.is_empty() && c.eq_ignore_ascii_case(&s[0]) && glob_matches(&p[1..], &s[1..]),
+    }
+}
+
 /// Keywords and words that run the rest of the words as the command.
 const KEYWORDS: &[&str] = &[
     "!", "{", "}", "if", "then", "else", "elif", "do", "while", "until", "coproc",
@@ -6277,6 +6347,16 @@ impl Scan {
                     "`kill` of `-1` (every process of the user) or of a process group (a \
                      negative pid: the tmux server leads its own group)"
                         .into(),
+                );
+                return;
+            }
+            "pkill" | "killall" if signal_pattern_may_reach_tmux(base, rest) => {
+                self.deny(
+                    &words[i..],
+                    format!(
+                        "`{base}` may signal a tmux server: a pattern that may match its name \
+                         (`tmux: server`), or a process group or session"
+                    ),
                 );
                 return;
             }

@@ -2876,6 +2876,14 @@ fn program_runners_brackets_and_group_kills_are_denied() {
             "kill -TERM -- -$(pgrep -o x)",
             "killall5",
             "killall5 -9",
+            // A pkill pattern that matches the server's name, `tmux: server`.
+            "pkill m",
+            "pkill 't.ux'",
+            "pkill serve",
+            "pkill -f 'tm.x'",
+            "pkill -f 'a|b'",
+            "pkill -9 -g 1234",
+            "killall -r 't.ux'",
         ],
     );
     assert_all_allowed(
@@ -2896,6 +2904,9 @@ fn program_runners_brackets_and_group_kills_are_denied() {
             "kill %1",
             "kill $(lsof -t -i:3000)",
             "pkill -f 'node server.js'",
+            "pkill -f vite",
+            "pkill -9 -f 'cargo run'",
+            "killall node",
             "git push origin \"$(git branch --show-current)\"",
         ],
     );
