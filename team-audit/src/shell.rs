@@ -351,8 +351,9 @@
 //!   `valgrind`, `bwrap`, `dtach`, ...): their option syntaxes differ, so each of the first
 //!   [`RUNNER_TRIES`] words that are no option is judged as the command, every word with a
 //!   space as a command line, and the runner's words as any unknown program's; `capsh` and
-//!   `sem` are denied, runners nested four deep too. (3) Rule 2: a bracket holding `[:..:]`,
-//!   `[=..=]` or `[.c.]` (`t[[=m=]]ux`, `[[:lower:]]mux`) may match any character
+//!   `sem` are denied, runners nested three deep too (each suffix is judged once).
+//!   (3) Rule 2: a bracket holding `[:..:]`, `[=..=]` or `[.c.]` (`t[[=m=]]ux`,
+//!   `[[:lower:]]mux`) may match any character
 //!   ([`named_classes_marked`], [`glob_tokens`]). (4) A program given a path, a glob or a
 //!   run-time word before a tmux alias (`foo /opt/x/mux send`) may run that file: the alias
 //!   is denied as for a program named by a path. (5) `kill -1`, `kill` of a negative pid (a
@@ -1898,6 +1899,9 @@ impl Ctx {
 #[derive(Default)]
 struct Scan {
     findings: Vec<Finding>,
+    /// The suffixes of words a runner already judged as a command (start address, length):
+    /// nested runners share them, so each is judged once.
+    runner_seen: std::collections::HashSet<(usize, usize)>,
     /// A command anywhere in the line that changes the shell's environment or directory.
     env_change: Option<String>,
     /// The whole top-level line (for "does it mention tmux" questions about pipes).
@@ -6558,7 +6562,13 @@ impl Scan {
                 return;
             }
         }
+        // A word before this one that may name a program (a path, a glob, a run-time value).
+        let mut path_before = false;
         for (j, w) in words.iter().enumerate().skip(1) {
+            if j > 1 {
+                let x = &words[j - 1];
+                path_before |= x.dynamic || (x.text.contains('/') && !x.text.starts_with('-'));
+            }
             let b = basename(&w.text);
             if b == "tmux" || SHELLS.contains(&b) || b == "eval" || is_interpreter(b) {
                 // `PROG /bin/sh -- -c '...'`: the `--` ends the outer program's options
@@ -6598,9 +6608,7 @@ impl Scan {
                 // send`, `runner t[[=m=]]ux run`): it may run that file, which may be tmux.
                 let by_path = (words[0].text.contains('/')
                     && !WRAPPERS.iter().any(|(x, ..)| *x == base))
-                    || words[1..j]
-                        .iter()
-                        .any(|x| x.dynamic || (x.text.contains('/') && !x.text.starts_with('-')));
+                    || path_before;
                 if let Resolved::Command(cmd) = resolve(form)
                     && !READ_ONLY.iter().any(|(r, ..)| *r == cmd)
                     && ((form.contains('-') && form.len() >= 6)
@@ -6633,7 +6641,7 @@ impl Scan {
     /// known at run time is unproven), each word with a space as a command line, and each of
     /// the first [`RUNNER_TRIES`] words that are no option as the command it runs.
     fn runner(&mut self, base: &str, words: &[Word], input: &Input, stdin: Option<&str>, ctx: Ctx) {
-        if matches!(base, "sem" | "capsh") || ctx.depth >= 4 {
+        if matches!(base, "sem" | "capsh") || ctx.depth >= 3 {
             self.deny(
                 words,
                 format!("`{base}` runs a command line the guard does not parse"),
@@ -6654,7 +6662,13 @@ impl Scan {
             if words[j].text.starts_with('-') && !words[j].dynamic {
                 continue;
             }
-            self.simple(&words[j..], input, stdin, ctx.inner("a program runner"));
+            let tail = &words[j..];
+            if self
+                .runner_seen
+                .insert((tail.as_ptr() as usize, tail.len()))
+            {
+                self.simple(tail, input, stdin, ctx.inner("a program runner"));
+            }
             tried += 1;
             if tried == RUNNER_TRIES {
                 break;
