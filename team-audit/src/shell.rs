@@ -339,6 +339,12 @@
 //!   by a bare name with an alias (`mux send`); Python's and Node's imports have no
 //!   allowlist.
 //!
+//! - **The thirty-third round: a run-time value can be an option.** `git grep "$(printf --
+//!   '-O...')"`, `git rebase "$(... --exec=...)"`, `sqlite3 db "$(... .shell ...)"` and words
+//!   `xargs` reads given to `git`, `find . -exec` or a runner ran tmux. Only curl, wget, jq and
+//!   yq take any run-time value; git and gh take one as the text of a text option (`-m`,
+//!   `--body`) or after `--`, in subcommands that run nothing (git's read-only ones take any);
+//!   xargs runs only programs that treat their arguments as data (`args_are_values`, `wrapper`).
 //! - **The thirty-second round: a value only known at run time, program runners, named
 //!   bracket classes, group kills.** (1) A program the guard does not know (`generic`) given
 //!   a word whose value is only known at run time (`Word::runtime`: a substitution, a
@@ -4269,13 +4275,85 @@ const RUNNERS: &[&str] = &[
 /// (`curl -H "Bearer $TOKEN"`, `gh pr create --body "$(cat ...)"`, `git push origin
 /// "$(git branch --show-current)"` but a git subcommand only known at run time).
 fn args_are_values(base: &str, rest: &[Word]) -> bool {
+    // The thirty-third round: a run-time value can be an option too (`git grep "$(printf --
+    // -Otmux...)"`, `git rebase "$(... --exec=...)"`, `sqlite3 db "$(... .shell ...)"`), so
+    // only programs that run nothing whatever their options take any, and git and gh only
+    // as the value of an option that takes text, or after `--`, in subcommands that run
+    // nothing (`git commit -m "$(cat <<EOF ...)"`, `gh pr create --body "$(...)"`).
+    // `any`: subcommands whose options run nothing, so a run-time word may be anything there
+    // (`git log $(git rev-parse HEAD)`, `git checkout "$BRANCH"`).
+    let subcommand_values = |subs: &[&str], any: &[&str], opts: &[&str]| {
+        let Some(k) = rest.iter().position(|w| !w.text.starts_with('-')) else {
+            return false;
+        };
+        let sub = rest[k].text.as_str();
+        if rest[k].dynamic || rest[k].runtime || !(subs.contains(&sub) || any.contains(&sub)) {
+            return false;
+        }
+        if rest[..k].iter().any(|w| w.runtime) {
+            return false;
+        }
+        let dashes = rest.iter().position(|w| w.text == "--");
+        rest.iter().enumerate().skip(k + 1).all(|(j, w)| {
+            !w.runtime
+                || any.contains(&sub)
+                || dashes.is_some_and(|d| j > d)
+                || opts.contains(&rest[j - 1].text.as_str())
+        })
+    };
     match base {
-        "curl" | "wget" | "gh" | "glab" | "psql" | "mysql" | "mariadb" | "sqlite3" | "duckdb"
-        | "jq" | "yq" | "http" | "https" => true,
-        "git" => rest
-            .iter()
-            .find(|w| !w.text.starts_with('-'))
-            .is_some_and(|w| !w.dynamic),
+        "curl" | "wget" | "jq" | "yq" | "http" | "https" => true,
+        "git" => subcommand_values(
+            &[
+                "commit", "add", "rm", "mv", "branch", "tag", "restore", "reset",
+            ],
+            &[
+                "log",
+                "show",
+                "diff",
+                "status",
+                "checkout",
+                "switch",
+                "rev-parse",
+                "rev-list",
+                "cat-file",
+                "ls-files",
+                "ls-tree",
+                "blame",
+                "merge-base",
+                "describe",
+                "shortlog",
+            ],
+            &[
+                "-m",
+                "--message",
+                "--author",
+                "--date",
+                "-b",
+                "-B",
+                "--since",
+                "--until",
+            ],
+        ),
+        "gh" | "glab" => subcommand_values(
+            &[
+                "pr", "issue", "repo", "release", "api", "run", "workflow", "label", "search",
+                "gist",
+            ],
+            &[],
+            &[
+                "--body",
+                "-b",
+                "--title",
+                "-t",
+                "--jq",
+                "-q",
+                "--field",
+                "-f",
+                "--raw-field",
+                "-F",
+            ],
+        ),
         _ => false,
     }
 }
@@ -5973,6 +6051,18 @@ impl Scan {
                 return unread("`rsync -e` runs its remote shell command");
             }
             "git" => {
+                // The thirty-third round: a run-time value can be an option that runs a
+                // program (`grep -O`, `rebase --exec`, `push --receive-pack`).
+                if let Some(w) = rest.iter().find(|w| w.runtime)
+                    && !args_are_values("git", rest)
+                {
+                    return unread(&format!(
+                        "`git` is given `{}`, a value only known when the shell runs, which can \
+                         be an option that runs a program; only the text of `-m`/`--message` \
+                         and the like, or a word after `--`, in a subcommand that runs nothing",
+                        w.text
+                    ));
+                }
                 // Global options before the subcommand: `-c key=value` may name code.
                 let mut j = 0;
                 while j < rest.len() && rest[j].text.starts_with('-') {
@@ -6779,7 +6869,18 @@ impl Scan {
                             || x.text.starts_with("--e")
                             || x.text.starts_with("--f")
                     });
+                // The thirty-third round: the words xargs reads become arguments, options
+                // included (`... | xargs -L1 git` given `-c alias.x=!...`, `xargs find . -exec`,
+                // `xargs fakeroot`): only programs that treat their arguments as data (and
+                // `kill`, as `kill $(...)` is) may be run so.
+                let data_only =
+                    (FILE_TOOLS.contains(&b) || TEXT_FILTERS.contains(&b) || b == "kill")
+                        && !matches!(
+                            b,
+                            "awk" | "gawk" | "mawk" | "nawk" | "find" | "sed" | "gsed" | "git"
+                        );
                 if SHELLS.contains(&b)
+                    || !(data_only || plain_sed)
                     || (is_interpreter(b) && !plain_sed)
                     || SHELL_LIKE.contains(&b)
                     || WRAPPERS.iter().any(|(x, ..)| *x == b)

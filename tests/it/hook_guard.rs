@@ -2068,7 +2068,6 @@ fn sql_client_commands_that_run_a_shell_are_denied() {
         &sb,
         &[
             "psql -c 'select 1'",
-            "psql \"$DATABASE_URL\" -c 'select 1'",
             "psql -c '\\dt'",
             "psql -U postgres -l",
             "mysql -u root -e 'show databases'",
@@ -2907,7 +2906,54 @@ fn program_runners_brackets_and_group_kills_are_denied() {
             "pkill -f vite",
             "pkill -9 -f 'cargo run'",
             "killall node",
+        ],
+    );
+}
+
+/// The thirty-third round: a value only known at run time can be an option too. `git grep
+/// "$(printf -- '-O%s%s ...' t mux)"` (its pager), `git rebase "$(... --exec=...)"`, and words
+/// `xargs` reads given to `git` (`-c alias.x=!...`), to `find . -exec`, or to a runner
+/// (`fakeroot`, `linux64`, `npx --`) ran tmux. git and gh take a run-time value only as the
+/// value of an option that takes text (or after `--`) in a subcommand that runs nothing, and
+/// xargs runs only programs that treat their arguments as data. Accepted false positives:
+/// `git push origin "$(git branch --show-current)"` (push can run `--receive-pack`; `git
+/// push -u origin HEAD` does the same) and `psql "$DATABASE_URL"`.
+#[test]
+fn runtime_values_that_can_be_options_and_words_xargs_passes_on_are_denied() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &[
+            "git grep \"$(printf -- '-O%s%s renamew x #' t mux)\" -e root",
+            "git -C . grep --no-index \"$(printf -- '--open-files-in-pager=%s%s renamew x #' t mux)\" -e root",
+            "git rebase \"$(printf -- '--exec=%s%s renamew x' t mux)\" HEAD~1",
+            "git submodule \"$(printf 'foreach')\" \"$(printf '%s%s renamew x' t mux)\"",
+            "git bisect \"$(printf run)\" x",
             "git push origin \"$(git branch --show-current)\"",
+            "gh alias set --shell q \"$(printf '%s%s kill-server' t mux)\"",
+            "sqlite3 db \"$(printf '.shell %s%s kill-server' t mux)\"",
+            "psql \"$DATABASE_URL\" -c 'select 1'",
+            "printf '%s%s renamew x ;\\n' t mux | xargs -L1 find . -maxdepth 0 -exec",
+            "printf '%s \"alias.x=!%s%s renamew x\" x\\n' -c t mux | xargs -L1 git",
+            "printf '%s%s renamew x\\n' t mux | xargs -L1 fakeroot",
+            "printf '%s%s renamew x\\n' t mux | xargs -L1 linux64",
+            "printf '%s%s renamew x\\n' t mux | xargs -L1 npx --yes --",
+            "printf 'BEGIN{system(\"x\")}' | xargs awk",
+        ],
+    );
+    assert_all_allowed(
+        &sb,
+        &[
+            "git commit -m \"$(cat <<'EOF'\nfix the parser\nEOF\n)\"",
+            "git checkout -b \"feature-$(date +%s)\"",
+            "git log $(git rev-parse HEAD)",
+            "git diff -- \"$(git rev-parse --show-toplevel)/src\"",
+            "gh pr create --title t --body \"$(cat <<'EOF'\nbody\nEOF\n)\"",
+            "curl -H \"Authorization: Bearer $(cat token)\" https://example.com",
+            "find . -name '*.tmp' | xargs rm -f",
+            "git ls-files | xargs wc -l",
+            "lsof -t -i:3000 | xargs kill",
+            "git push -u origin HEAD",
         ],
     );
 }
