@@ -339,6 +339,13 @@
 //!   by a bare name with an alias (`mux send`); Python's and Node's imports have no
 //!   allowlist.
 //!
+//! - **The thirty-fourth round: git's `--output`, `rg --pre`, options through xargs.** A
+//!   read-only git subcommand given a run-time `--output=x.sh` wrote a script the line then
+//!   ran (also with a literal `--output` and `--format='%x74mux ...'`); `rg --pre=sh` ran a
+//!   file; `--pre=sh` and `--compress-program=sh` reached `rg` and `sort` as words xargs read.
+//!   No git subcommand takes a run-time option, git's `--output` is an unread write
+//!   (`copies_unread`), `rg --pre` runs a program, and xargs runs only a short list of
+//!   programs none of whose options runs one.
 //! - **The thirty-third round: a run-time value can be an option.** `git grep "$(printf --
 //!   '-O...')"`, `git rebase "$(... --exec=...)"`, `sqlite3 db "$(... .shell ...)"` and words
 //!   `xargs` reads given to `git`, `find . -exec` or a runner ran tmux. Only curl, wget, jq and
@@ -4135,10 +4142,16 @@ fn copies_unread(base: &str, rest: &[Word]) -> bool {
             .iter()
             .any(|w| short(w, 'o') || w.text.starts_with("--output")),
         // `git apply`/`am` write the files a patch names, from text the guard cannot read.
-        "git" => rest
-            .iter()
-            .find(|w| !w.text.starts_with('-'))
-            .is_some_and(|w| matches!(w.text.as_str(), "apply" | "am")),
+        // (`--output=F` of log, show, diff, format-patch: text built by `--format`, whose
+        // `%x74` escapes spell anything.)
+        "git" => {
+            rest.iter()
+                .find(|w| !w.text.starts_with('-'))
+                .is_some_and(|w| matches!(w.text.as_str(), "apply" | "am"))
+                || rest
+                    .iter()
+                    .any(|w| w.text.starts_with("--output") || w.text == "-o")
+        }
         "dd" => rest.iter().any(|w| w.text.starts_with("of=")),
         "curl" => rest.iter().any(|w| {
             short(w, 'o')
@@ -4303,11 +4316,18 @@ fn args_are_values(base: &str, rest: &[Word]) -> bool {
     };
     match base {
         "curl" | "wget" | "jq" | "yq" | "http" | "https" => true,
+        // The thirty-fourth round: a read-only subcommand given a run-time `--output=x.sh`
+        // wrote a script the line then ran, so no git subcommand takes a run-time option.
         "git" => subcommand_values(
             &[
-                "commit", "add", "rm", "mv", "branch", "tag", "restore", "reset",
-            ],
-            &[
+                "commit",
+                "add",
+                "rm",
+                "mv",
+                "branch",
+                "tag",
+                "restore",
+                "reset",
                 "log",
                 "show",
                 "diff",
@@ -4324,6 +4344,7 @@ fn args_are_values(base: &str, rest: &[Word]) -> bool {
                 "describe",
                 "shortlog",
             ],
+            &[],
             &[
                 "-m",
                 "--message",
@@ -5886,6 +5907,13 @@ impl Scan {
             {
                 return unread("`sort --compress-program` runs a program");
             }
+            // The thirty-fourth round: ripgrep's preprocessor runs a program on every file.
+            "rg" if rest
+                .iter()
+                .any(|w| w.text.starts_with("--pre") && !w.text.starts_with("--pre-glob")) =>
+            {
+                return unread("`rg --pre` runs a program on each file it searches");
+            }
             "make" | "gmake" | "just" if rest.iter().any(|w| arg_code(w).is_some()) => {
                 return unread(&format!(
                     "`{base}` is given shell code (a variable its recipes may run)"
@@ -6873,12 +6901,35 @@ impl Scan {
                 // included (`... | xargs -L1 git` given `-c alias.x=!...`, `xargs find . -exec`,
                 // `xargs fakeroot`): only programs that treat their arguments as data (and
                 // `kill`, as `kill $(...)` is) may be run so.
-                let data_only =
-                    (FILE_TOOLS.contains(&b) || TEXT_FILTERS.contains(&b) || b == "kill")
-                        && !matches!(
-                            b,
-                            "awk" | "gawk" | "mawk" | "nawk" | "find" | "sed" | "gsed" | "git"
-                        );
+                // (The thirty-fourth round: options come that way too, `--pre=sh` to `rg`,
+                // `--compress-program=sh` to `sort`: only programs none of whose options runs
+                // a program.)
+                let data_only = matches!(
+                    b,
+                    "rm" | "grep"
+                        | "egrep"
+                        | "fgrep"
+                        | "wc"
+                        | "cat"
+                        | "head"
+                        | "tail"
+                        | "ls"
+                        | "stat"
+                        | "file"
+                        | "du"
+                        | "kill"
+                        | "echo"
+                        | "basename"
+                        | "dirname"
+                        | "realpath"
+                        | "readlink"
+                        | "touch"
+                        | "mkdir"
+                        | "rmdir"
+                        | "md5sum"
+                        | "sha1sum"
+                        | "sha256sum"
+                );
                 if SHELLS.contains(&b)
                     || !(data_only || plain_sed)
                     || (is_interpreter(b) && !plain_sed)

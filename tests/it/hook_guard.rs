@@ -712,10 +712,7 @@ fn guard_table_against_a_real_team() {
             "less +'!tmux kill-server' /etc/hostname".into(),
             Some("`less +!cmd` runs a shell command"),
         ),
-        (
-            "rg --pre tmux x".into(),
-            Some("not a tmux command the guard knows"),
-        ),
+        ("rg --pre tmux x".into(), Some("`rg --pre` runs a program")),
         (
             "cargo --config target.x86_64-unknown-linux-gnu.runner=tmux test".into(),
             Some("`cargo --config` may set a runner"),
@@ -2812,7 +2809,6 @@ fn a_runtime_value_given_to_an_unknown_program_is_denied() {
         &sb,
         &[
             "kill $(lsof -t -i:3000)",
-            "git log $(git rev-parse HEAD)",
             "cat $(ls *.txt)",
             "echo \"$HOME $1 $(date)\"",
             "ls \"$PWD\"",
@@ -2946,7 +2942,6 @@ fn runtime_values_that_can_be_options_and_words_xargs_passes_on_are_denied() {
         &[
             "git commit -m \"$(cat <<'EOF'\nfix the parser\nEOF\n)\"",
             "git checkout -b \"feature-$(date +%s)\"",
-            "git log $(git rev-parse HEAD)",
             "git diff -- \"$(git rev-parse --show-toplevel)/src\"",
             "gh pr create --title t --body \"$(cat <<'EOF'\nbody\nEOF\n)\"",
             "curl -H \"Authorization: Bearer $(cat token)\" https://example.com",
@@ -2954,6 +2949,41 @@ fn runtime_values_that_can_be_options_and_words_xargs_passes_on_are_denied() {
             "git ls-files | xargs wc -l",
             "lsof -t -i:3000 | xargs kill",
             "git push -u origin HEAD",
+        ],
+    );
+}
+
+/// The thirty-fourth round: a read-only git subcommand given a run-time `--output=x.sh` (its
+/// text from `--format`, whose `%x74` escapes spell anything) wrote a script the same line
+/// ran; `rg --pre=sh` ran a file; and options reached `rg` and `sort` as words xargs reads
+/// (`--pre=sh`, `--compress-program=sh`). No git subcommand takes a run-time option now (an
+/// accepted false positive: `git log $(git rev-parse HEAD)`), git's `--output` is a write
+/// the guard cannot read, `rg --pre` runs a program, and xargs runs only programs none of
+/// whose options runs one.
+#[test]
+fn written_git_output_ripgrep_preprocessors_and_options_through_xargs_are_denied() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &[
+            "git log -1 \"$(printf -- --output=x.sh)\" \"$(printf -- '--format=tformat:%s%sx renamew x' t mu)\"; sh x.sh",
+            "git show \"$(printf -- --output=x8.sh)\" -s; sh x8.sh",
+            "git log -1 --output=x.sh --format='%x74mux kill-server'; sh x.sh",
+            "git log $(git rev-parse HEAD)",
+            "printf 'x\\n' > e.txt; rg --pre=sh . e.txt",
+            "echo e3.txt | xargs rg --pre=sh .",
+            "printf '%s\\n' --pre=sh . e4.txt | xargs rg",
+            "printf '%s\\n' --compress-program=sh -S 64k big.txt | LC_ALL=C xargs sort > /dev/null",
+        ],
+    );
+    assert_all_allowed(
+        &sb,
+        &[
+            "git log --oneline -5",
+            "git log -- \"$(git rev-parse --show-toplevel)/src\"",
+            "rg -n 'fn main' src/",
+            "find . -name '*.tmp' | xargs rm -f",
+            "git ls-files | xargs wc -l",
         ],
     );
 }
