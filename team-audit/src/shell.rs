@@ -4042,7 +4042,12 @@ fn is_inert(base: &str, args: &[Word]) -> bool {
                         | "grep"
                 )
             }) && !args.iter().any(|a| {
-                a.text.starts_with("--ext") || a.text == "-O" || a.text.starts_with("--open")
+                a.text.starts_with("--ext")
+                    || a.text == "-O"
+                    || a.text.starts_with("--open")
+                    // A value only known at run time can be any option (`--output=x.sh`).
+                    || a.runtime
+                    || a.text.starts_with("--output")
             })
         }
         // cargo, unless it is handed configuration (a runner is a command).
@@ -4144,6 +4149,9 @@ fn copies_unread(base: &str, rest: &[Word]) -> bool {
         // `git apply`/`am` write the files a patch names, from text the guard cannot read.
         // (`--output=F` of log, show, diff, format-patch: text built by `--format`, whose
         // `%x74` escapes spell anything.)
+        "yq" => rest
+            .iter()
+            .any(|w| w.text == "-i" || w.text.starts_with("--inplace") || short(w, 'i')),
         "git" => {
             rest.iter()
                 .find(|w| !w.text.starts_with('-'))
@@ -5680,7 +5688,10 @@ impl Scan {
                 self.note_decoder("runs `find -fprintf`, which can write any file".into());
             }
             "git" if copies_unread(base, rest) => {
-                self.note_unreadable("writes files with `git apply`".into());
+                self.note_unreadable("writes files with `git apply` or `--output`".into());
+            }
+            "yq" if copies_unread(base, rest) => {
+                self.note_unreadable("writes a file in place with `yq -i`".into());
             }
             "base64" | "base32" | "basenc" | "xxd" | "openssl" | "uudecode" | "gunzip" | "zcat"
             | "unzip" | "tar" | "gzip" | "bzip2" | "bunzip2" | "xz" | "unxz" | "zstd" | "cpio"

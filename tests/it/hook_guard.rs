@@ -2974,6 +2974,9 @@ fn written_git_output_ripgrep_preprocessors_and_options_through_xargs_are_denied
             "echo e3.txt | xargs rg --pre=sh .",
             "printf '%s\\n' --pre=sh . e4.txt | xargs rg",
             "printf '%s\\n' --compress-program=sh -S 64k big.txt | LC_ALL=C xargs sort > /dev/null",
+            "git diff HEAD~1 \"$(printf -- --output=x6.sh)\"; sh x6.sh",
+            "git status \"$(printf -- -s)\"",
+            "yq -i \"$(printf x)\" f.yml; sh f.yml",
         ],
     );
     assert_all_allowed(
