@@ -1409,7 +1409,9 @@ fn send_types_nothing_into_a_shell_reading_the_terminal_by_another_descriptor() 
         ];
         // `runuser` works for root only.
         if root {
-            v.push("exec runuser --pty -u root -- sh -i".into());
+            // (Its shell ends by itself: a failing run, which never reaches the shutdown,
+            // leaves runuser's own terminal and shell behind otherwise.)
+            v.push("exec runuser --pty -u root -- timeout 120 sh -i".into());
         }
         v
     });
