@@ -790,32 +790,13 @@ fn find_may_select_programs(before: &[Word]) -> bool {
     false
 }
 
-/// Whether a `find` name pattern can match `tmux` (as a name, or a path ending in it).
+/// Whether a `find` name pattern can match `tmux` (as a name, or a path ending in it). An
+/// unclosed bracket may match anything ([`glob_matches`]).
 fn glob_may_match_tmux(pat: &str) -> bool {
-    fn m(p: &[char], s: &[char]) -> bool {
-        match p.first() {
-            None => s.is_empty(),
-            Some('*') => (0..=s.len()).any(|k| m(&p[1..], &s[k..])),
-            Some('?') => !s.is_empty() && m(&p[1..], &s[1..]),
-            Some('[') => match p.iter().position(|c| *c == ']') {
-                Some(end) if !s.is_empty() => {
-                    let set = &p[1..end];
-                    let (neg, set) = match set.first() {
-                        Some('!' | '^') => (true, &set[1..]),
-                        _ => (false, set),
-                    };
-                    (set.contains(&s[0]) != neg) && m(&p[end + 1..], &s[1..])
-                }
-                _ => false,
-            },
-            Some('\\') if p.len() > 1 => !s.is_empty() && p[1] == s[0] && m(&p[2..], &s[1..]),
-            Some(c) => !s.is_empty() && c.eq_ignore_ascii_case(&s[0]) && m(&p[1..], &s[1..]),
-        }
-    }
     let p: Vec<char> = pat.chars().collect();
     ["tmux", "/usr/bin/tmux", "/bin/tmux"].iter().any(|t| {
         let s: Vec<char> = t.chars().collect();
-        m(&p, &s)
+        glob_matches(&p, &s)
     }) || pat.contains("mux")
 }
 
@@ -4463,7 +4444,8 @@ fn signal_pattern_may_reach_tmux(base: &str, rest: &[Word]) -> bool {
     })
 }
 
-/// A shell glob (`*`, `?`, `[...]`, `\x`) against a whole string, ignoring case.
+/// A shell glob (`*`, `?`, `[...]`, `\x`) against a whole string, ignoring case; a bracket
+/// that does not close may match anything (the guard errs towards a match).
 fn glob_matches(p: &[char], s: &[char]) -> bool {
     match p.first() {
         None => s.is_empty(),
