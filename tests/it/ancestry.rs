@@ -877,3 +877,133 @@ fn the_reaper_ignores_a_lookalike_supervisor() {
     let _ = fake.kill();
     let _ = fake.wait();
 }
+
+/// The `TEAM_*` variables of a worker's main process (the child of its supervisor at `sup`).
+fn worker_env(sup: u32) -> Vec<String> {
+    let mut child = 0;
+    wait_for("the worker's main process", Duration::from_secs(10), || {
+        child = std::fs::read_to_string(format!("/proc/{sup}/task/{sup}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        child != 0
+    });
+    let env = std::fs::read(format!("/proc/{child}/environ")).unwrap();
+    env.split(|b| *b == 0)
+        .map(|e| String::from_utf8_lossy(e).into_owned())
+        .filter(|e| e.starts_with("TEAM_"))
+        .collect()
+}
+
+/// Attack (thirty-fifth black-box round): a forged `team.json` points a worker's record at a
+/// pane of the user's that carries the worker's tags (copied with `set-option -p`) and whose
+/// process carries the worker's `TEAM_*` environment (copied from the worker's own). That
+/// process is not the worker's supervisor, so it is not the worker's: `down` used to take the
+/// pane for one made before supervisors existed, prove its process by environment, send it
+/// SIGTERM and kill the pane (and `reconcile` did the same). Nothing of it is touched now: the
+/// worker stays `removing`, saying why, and the command exits 3.
+#[test]
+fn a_users_pane_with_a_workers_tags_and_environment_is_never_killed_through_a_forged_record() {
+    let sb = Sandbox::new();
+    team_with_workers(&sb, "t", "exec sleep 100000", 2);
+    let sock = sb.private_sock();
+    let sup = worker_pane_pid(&sb, "t", "worker-2");
+    let env = worker_env(sup);
+    assert!(env.iter().any(|e| e.starts_with("TEAM_OWNER=")), "{env:?}");
+    let st = json_lines(&sb.run("team-scale", &["status", "t", "--json"]).stdout);
+    let wpane = st
+        .iter()
+        .find(|r| r["type"] == "worker" && r["worker"] == "worker-2")
+        .and_then(|r| r["pane_id"].as_str())
+        .expect("worker-2's pane")
+        .to_string();
+    // The user's pane, in the worker's window, running `sleep` with the worker's variables.
+    let mut args = vec![
+        "split-window",
+        "-d",
+        "-t",
+        wpane.as_str(),
+        "-P",
+        "-F",
+        "#{pane_id} #{pane_pid}",
+        "env",
+    ];
+    args.extend(env.iter().map(String::as_str));
+    args.extend(["sleep", "100000"]);
+    let out = String::from_utf8_lossy(&tmux_at(&sock, &args).stdout).into_owned();
+    let (user_pane, user_pid) = out.trim().split_once(' ').expect("new pane");
+    let user_pid: u32 = user_pid.parse().unwrap();
+    let tags = String::from_utf8_lossy(
+        &tmux_at(&sock, &["show-options", "-p", "-t", wpane.as_str()]).stdout,
+    )
+    .into_owned();
+    for line in tags.lines().filter(|l| l.starts_with("@team_")) {
+        let (k, v) = line.split_once(' ').unwrap();
+        let v = v.trim_matches('"');
+        assert!(
+            tmux_at(&sock, &["set-option", "-p", "-t", user_pane, k, v])
+                .status
+                .success()
+        );
+    }
+    wait_for(
+        "the user's process runs sleep",
+        Duration::from_secs(10),
+        || {
+            std::fs::read_to_string(format!("/proc/{user_pid}/comm"))
+                .is_ok_and(|c| c.trim() == "sleep")
+        },
+    );
+    let start = std::fs::read_to_string(format!("/proc/{user_pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1.to_string();
+            rest.split_whitespace().nth(19)?.parse::<u64>().ok()
+        })
+        .expect("start time");
+    // The forged record: worker-2's pane is the user's.
+    let path = sb.ws.join(".team/teams/t/team.json");
+    let mut team: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for w in team["workers"].as_array_mut().unwrap() {
+        if w["name"] == "worker-2" {
+            w["pane"]["pane_id"] = user_pane.into();
+            w["pane"]["pane_pid"] = user_pid.into();
+            w["pane"]["process_start"] = start.into();
+        }
+    }
+    std::fs::write(&path, serde_json::to_vec_pretty(&team).unwrap()).unwrap();
+
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "t", "--worker", "worker-2", "--force", "--grace", "1s",
+        ],
+    );
+    let panes =
+        String::from_utf8_lossy(&tmux_at(&sock, &["list-panes", "-a", "-F", "#{pane_id}"]).stdout)
+            .into_owned();
+    assert!(
+        panes.lines().any(|l| l == user_pane),
+        "the user's pane {user_pane} was killed: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let state = std::fs::read_to_string(format!("/proc/{user_pid}/stat")).unwrap_or_default();
+    let state = state.rsplit_once(')').map(|(_, r)| r.trim().chars().next());
+    assert_eq!(state, Some(Some('S')), "the user's sleep was signalled");
+    assert_code(&o, 3);
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(all.contains("supervisor"), "says why: {all}");
+    // The same for reconcile, which settles the `removing` record.
+    assert_code(&sb.run("team-scale", &["reconcile", "t"]), 3);
+    let panes =
+        String::from_utf8_lossy(&tmux_at(&sock, &["list-panes", "-a", "-F", "#{pane_id}"]).stdout)
+            .into_owned();
+    assert!(panes.lines().any(|l| l == user_pane), "reconcile killed it");
+    assert!(alive(user_pid));
+}

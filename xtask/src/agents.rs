@@ -338,20 +338,9 @@ fn one(bin: &Path, cache: &Path, cli: &'static str, scenario: &'static str) -> a
     home_changed.retain(|f| DECISION_FILES.contains(&f.trim_start_matches('-')));
     let _ = tool(&["shutdown", "t", "--grace", "1s"]);
     crate::util::kill_servers(&tt);
-    // Codex leaves a detached app-server per Codex home: ours (this throwaway HOME) is ended
-    // by the pids it recorded there, and nothing else.
-    for pidfile in files(&home.join(".codex"))
-        .keys()
-        .filter(|p| p.extension().is_some_and(|e| e == "pid"))
-    {
-        if let Ok(pid) = std::fs::read_to_string(pidfile)
-            .unwrap_or_default()
-            .trim()
-            .parse::<u32>()
-        {
-            let _ = Command::new("kill").arg(pid.to_string()).status();
-        }
-    }
+    // Codex leaves a detached app-server per Codex home, which the tools report as shared and
+    // never kill: it is ours by ancestry (below this run's supervisors), and so ended by pid.
+    crate::util::end_residue_below(&base);
     std::thread::sleep(Duration::from_millis(200));
     let _ = std::fs::remove_dir_all(&base);
     let expected = match scenario {

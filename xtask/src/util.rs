@@ -103,3 +103,71 @@ pub fn kill_servers(tmux_tmpdir: &Path) {
         let _ = tmux(&s).arg("kill-server").output();
     }
 }
+
+/// Ends, by pid, every process below a worker supervisor whose state root lies under `base`
+/// (its `--root` argument), then the supervisors themselves once they have nothing left to
+/// wait for. A worker can leave detached daemons (Codex's `app-server`) that the tools report
+/// as shared and never kill; these are ours by ancestry (the supervisor is their subreaper),
+/// and only these are ended.
+pub fn end_residue_below(base: &Path) {
+    use std::collections::HashMap;
+    let procs = || -> HashMap<u32, u32> {
+        let mut m = HashMap::new();
+        for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // The field after the parenthesised name: state, then the parent's pid.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse().ok());
+            if let Some(ppid) = ppid {
+                m.insert(pid, ppid);
+            }
+        }
+        m
+    };
+    let ours = |pid: u32| -> bool {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.trim_end() != "team-supervise" {
+            return false;
+        }
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        args.windows(2).any(|w| {
+            w[0] == b"--root" && Path::new(std::ffi::OsStr::from_bytes(w[1])).starts_with(base)
+        })
+    };
+    use std::os::unix::ffi::OsStrExt;
+    for signal in ["-TERM", "-KILL"] {
+        let parents = procs();
+        let supervisors: Vec<u32> = parents.keys().copied().filter(|p| ours(*p)).collect();
+        let below = |mut pid: u32| {
+            while let Some(&pp) = parents.get(&pid) {
+                if supervisors.contains(&pp) {
+                    return true;
+                }
+                if pp <= 1 {
+                    return false;
+                }
+                pid = pp;
+            }
+            false
+        };
+        let victims: Vec<u32> = parents.keys().copied().filter(|p| below(*p)).collect();
+        for pid in &victims {
+            let _ = Command::new("kill")
+                .args([signal, &pid.to_string()])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+        if victims.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}

@@ -338,8 +338,6 @@ struct Plan {
     /// `None`: not listed, proven by the guard of its own `kill-pane` ([`Seen::Guarded`]).
     proof: Option<PaneProof>,
     procs: Vec<Proven>,
-    /// Its processes hang below its pane's own process, not a supervisor ([`Found::legacy`]).
-    legacy: bool,
     report: WorkerReport,
     audit_id: Option<uuid::Uuid>,
     /// The outcome of its `kill-pane` (step 4), when one was sent.
@@ -556,7 +554,7 @@ fn made_for(
 }
 
 /// The process tree a teardown walks, read once: the subtrees of the recorded pane processes
-/// of the workers it removes (each one's supervisor, or a legacy pane's own process), since
+/// of the workers it removes (each one's supervisor), since
 /// every walk starts at one of them. Whether a root is still the process recorded is proven
 /// separately, before its walk.
 fn process_tree(team: &Team, names: &[WorkerName]) -> Result<crate::proctree::Tree> {
@@ -575,9 +573,6 @@ struct Found {
     blocked: Vec<String>,
     /// The recorded pane's own process is not the one recorded: touch nothing.
     pane_process_not_owned: bool,
-    /// Its processes were found below the pane's own process, not below a supervisor (a
-    /// pane made before supervisors): they stay below it only while the pane lives.
-    legacy: bool,
 }
 
 fn proc_report(id: process::ProcId, outcome: ProcOutcome, reason: Option<String>) -> ProcReport {
@@ -593,9 +588,8 @@ fn proc_report(id: process::ProcId, outcome: ProcOutcome, reason: Option<String>
 /// process, which outlives the pane while residue of the worker lives), each proven below it
 /// through a pidfd. Shared residue (detached and listening) is reported, never signalled; other
 /// detached residue follows the team's residue policy. The supervisor itself is not signalled:
-/// it exits once it has no children left. A pane made before supervisors existed (its first
-/// process is not one) falls back to its own process, proven by the pane's incarnation and its
-/// environment.
+/// it exits once it has no children left. A pane whose first process is not the worker's
+/// supervisor is not the worker's, whatever its tags and its processes' environment say.
 fn worker_processes(
     team: &Team,
     w: &Worker,
@@ -618,24 +612,20 @@ fn worker_processes(
             return f;
         }
         process::SupervisorCheck::Other(why) => {
-            if !pane_proven {
+            // Tags and a record are claims; what makes a pane the worker's is that its first
+            // process is the worker's supervisor. A pane whose process is not (a pane of the
+            // user's carrying copied tags and environment, reached through a forged record)
+            // is not touched, and neither is anything below it.
+            if pane_proven {
+                f.pane_process_not_owned = true;
+                f.blocked.push(format!(
+                    "not_owned: pane {} runs pid {}, which is not {}'s supervisor ({why}); the pane and its processes are not touched",
+                    pane.pane_id, pane.pane_pid, w.name
+                ));
+            } else {
                 tracing::debug!(worker = %w.name, %why, "pane gone and its pid is not its supervisor");
-                return f;
             }
-            // A pane made before supervisors existed: its own process, proven by the pane's
-            // incarnation and its environment, is the root of the walk (without a subreaper,
-            // double-forked descendants may have escaped it: those are left alone).
-            f.legacy = true;
-            legacy_pane_process(team, w, pane, &mut f);
-            if f.pane_process_not_owned || f.proven.is_empty() {
-                return f;
-            }
-            match tree.as_ref().ok().and_then(|t| t.node(pane.pane_pid)) {
-                Some(n) if Some(n.id.start_time) == f.proven.first().map(|p| p.id.start_time) => {
-                    n.clone()
-                }
-                _ => return f,
-            }
+            return f;
         }
     };
     let tree = match tree {
@@ -788,46 +778,6 @@ fn check_supervisor_settled(pid: u32, start: Option<u64>, inc: &str) -> process:
     v
 }
 
-/// A pane whose first process is not a supervisor (made by an older version): its own
-/// process, proven by the pane's incarnation (already checked) and its environment.
-fn legacy_pane_process(team: &Team, w: &Worker, pane: &PaneIncarnation, f: &mut Found) {
-    let owner = team.owner_id.to_string();
-    let (pid, start) = (pane.pane_pid, pane.process_start);
-    match process::prove(pid, start, &owner, Some(w.name.as_str())) {
-        (ProcVerdict::Owned, Some(p)) => f.proven.push(p),
-        (ProcVerdict::Gone, _) => f.reports.push(ProcReport {
-            pid,
-            start_time: start,
-            outcome: ProcOutcome::Gone,
-            reason: None,
-        }),
-        (ProcVerdict::NotOwned { reason }, _) => {
-            f.pane_process_not_owned = true;
-            f.blocked.push(format!("not_owned: pane process {reason}"));
-            f.reports.push(ProcReport {
-                pid,
-                start_time: start,
-                outcome: ProcOutcome::NotOwned,
-                reason: Some(reason),
-            });
-        }
-        (v, _) => {
-            let reason = match v {
-                ProcVerdict::Unverifiable { reason } => reason,
-                _ => "no proof handle".into(),
-            };
-            f.blocked
-                .push(format!("process {pid} unverifiable: {reason}"));
-            f.reports.push(ProcReport {
-                pid,
-                start_time: start,
-                outcome: ProcOutcome::Unverifiable,
-                reason: Some(reason),
-            });
-        }
-    }
-}
-
 /// Tears down the `removing` workers among `names` (all of them when `names` is empty). The
 /// caller holds the team's scale lock.
 pub fn settle_removing(t: &Teardown, names: &[WorkerName]) -> Result<SettleReport> {
@@ -899,12 +849,8 @@ pub fn settle_removing_prechecked(
     let mut plans = plan_workers(&team, &names, &listing, &unadopted, guarded, &checked);
     // 2. Durable intents, one group commit, before any effect.
     let actionable = record_intents(t, &team, &mut plans)?;
-    // 3-5. The effects: panes first when every worker runs under a supervisor.
-    if guarded || plans.iter().all(|p| !p.legacy) {
-        panes_then_processes(t, &team, &mut plans, &actionable)?;
-    } else {
-        processes_then_panes(t, &team, &mut plans, &actionable)?;
-    }
+    // 3-5. The effects: panes first (proven at the last instant by each kill's guard).
+    panes_then_processes(t, &team, &mut plans, &actionable)?;
     // 5. Record every outcome.
     record_outcomes(t, &team, &plans);
     // 6. Resources, for workers whose pane and processes are gone.
@@ -934,23 +880,6 @@ fn panes_then_processes(
     stop_processes(t, plans, actionable);
     sweep_late_processes(team, plans, actionable);
     (t.fail)("down.stopped")
-}
-
-/// Steps 3-5 for panes made before supervisors: their processes are proven below the pane's
-/// own process, which the kill would end, so they are stopped first (all workers at once),
-/// then the panes are killed and the kills confirmed.
-fn processes_then_panes(
-    t: &Teardown,
-    team: &Team,
-    plans: &mut [Plan],
-    actionable: &[usize],
-) -> Result<()> {
-    stop_processes(t, plans, actionable);
-    (t.fail)("down.stopped")?;
-    kill_panes(t, team, plans, actionable)?;
-    (t.fail)("down.killed")?;
-    confirm_kills(t, team, plans);
-    Ok(())
 }
 
 /// The `removing` workers among `names` (all of them when `names` is empty).
@@ -1090,7 +1019,6 @@ fn plan_worker(
         tasks_returned: Vec::new(),
     };
     let mut procs = Vec::new();
-    let mut legacy = false;
     match &proof {
         Some(PaneProof::Mismatch(r) | PaneProof::Unverifiable(r)) => {
             report.blocked.push(format!("pane not touched: {r}"));
@@ -1108,7 +1036,6 @@ fn plan_worker(
             );
             report.processes.extend(found.reports);
             report.blocked.extend(found.blocked);
-            legacy = found.legacy;
             // The pane's process is not the recorded one: touch nothing of this worker.
             if !found.pane_process_not_owned {
                 procs = found.proven;
@@ -1119,7 +1046,6 @@ fn plan_worker(
         worker: w,
         proof,
         procs,
-        legacy,
         report,
         audit_id: None,
         kill: None,
@@ -1204,7 +1130,7 @@ const SWEEPS: usize = 5;
 /// processes after that keeps its record as cleanup debt, never reported removed while a
 /// process of it runs.
 fn sweep_late_processes(team: &Team, plans: &mut [Plan], actionable: &[usize]) {
-    let eligible = |p: &Plan| !p.legacy && p.report.blocked.is_empty() && p.worker.pane.is_some();
+    let eligible = |p: &Plan| p.report.blocked.is_empty() && p.worker.pane.is_some();
     let inspect = crate::proctree::Proc::new();
     for round in 0..=SWEEPS {
         let idx: Vec<usize> = actionable
@@ -1229,7 +1155,7 @@ fn sweep_late_processes(team: &Team, plans: &mut [Plan], actionable: &[usize]) {
                 continue;
             }
             // Only a walk from its live supervisor: a pid that is no longer one (it exited and
-            // the pid was reused) proves nothing here, so no fallback to a legacy proof.
+            // the pid was reused) proves nothing here.
             let t = tree.as_ref().map_err(|e| e.to_string());
             let f = worker_processes(team, &plans[i].worker, false, t, &inspect, &Checked::none());
             for p in f.proven {
