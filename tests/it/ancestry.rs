@@ -1007,3 +1007,99 @@ fn a_users_pane_with_a_workers_tags_and_environment_is_never_killed_through_a_fo
     assert!(panes.lines().any(|l| l == user_pane), "reconcile killed it");
     assert!(alive(user_pid));
 }
+
+/// Attack (thirty-fifth black-box round, the dead form): a forged `team.json` points a worker's
+/// record at a dead pane of the user's (`remain-on-exit`) that carries the worker's tags. No
+/// process runs in it to prove it by, so only the command tmux started it with can say whose
+/// it is: not the worker's supervisor, so the pane (and the screen it keeps) stays.
+#[test]
+fn a_users_dead_pane_with_a_workers_tags_is_never_killed_through_a_forged_record() {
+    let sb = Sandbox::new();
+    team_with_workers(&sb, "t", "exec sleep 100000", 2);
+    let sock = sb.private_sock();
+    let st = json_lines(&sb.run("team-scale", &["status", "t", "--json"]).stdout);
+    let wpane = st
+        .iter()
+        .find(|r| r["type"] == "worker" && r["worker"] == "worker-2")
+        .and_then(|r| r["pane_id"].as_str())
+        .expect("worker-2's pane")
+        .to_string();
+    let out = String::from_utf8_lossy(
+        &tmux_at(
+            &sock,
+            &[
+                "split-window",
+                "-d",
+                "-t",
+                wpane.as_str(),
+                "-P",
+                "-F",
+                "#{pane_id} #{pane_pid}",
+                "sleep 1; echo the users notes",
+            ],
+        )
+        .stdout,
+    )
+    .into_owned();
+    let (user_pane, user_pid) = out.trim().split_once(' ').expect("new pane");
+    let user_pid: u32 = user_pid.parse().unwrap();
+    assert!(
+        tmux_at(
+            &sock,
+            &["set-option", "-p", "-t", user_pane, "remain-on-exit", "on"]
+        )
+        .status
+        .success()
+    );
+    let tags = String::from_utf8_lossy(
+        &tmux_at(&sock, &["show-options", "-p", "-t", wpane.as_str()]).stdout,
+    )
+    .into_owned();
+    for line in tags.lines().filter(|l| l.starts_with("@team_")) {
+        let (k, v) = line.split_once(' ').unwrap();
+        let v = v.trim_matches('"');
+        assert!(
+            tmux_at(&sock, &["set-option", "-p", "-t", user_pane, k, v])
+                .status
+                .success()
+        );
+    }
+    wait_for("the user's pane is dead", Duration::from_secs(10), || {
+        String::from_utf8_lossy(
+            &tmux_at(
+                &sock,
+                &["display-message", "-p", "-t", user_pane, "#{pane_dead}"],
+            )
+            .stdout,
+        )
+        .trim()
+            == "1"
+    });
+    let path = sb.ws.join(".team/teams/t/team.json");
+    let mut team: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for w in team["workers"].as_array_mut().unwrap() {
+        if w["name"] == "worker-2" {
+            w["pane"]["pane_id"] = user_pane.into();
+            w["pane"]["pane_pid"] = user_pid.into();
+        }
+    }
+    std::fs::write(&path, serde_json::to_vec_pretty(&team).unwrap()).unwrap();
+
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "t", "--worker", "worker-2", "--force", "--grace", "1s",
+        ],
+    );
+    let panes =
+        String::from_utf8_lossy(&tmux_at(&sock, &["list-panes", "-a", "-F", "#{pane_id}"]).stdout)
+            .into_owned();
+    assert!(
+        panes.lines().any(|l| l == user_pane),
+        "the user's dead pane {user_pane} was killed: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_code(&o, 3);
+    let all = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(all.contains("not provably"), "says why: {all}");
+}

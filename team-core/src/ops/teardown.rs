@@ -846,7 +846,7 @@ pub fn settle_removing_prechecked(
     let guarded = matches!(seen, Seen::Guarded) && all_supervised(&team, &names, &mut checked);
     let listing = first_listing(t, seen, guarded);
     let unadopted = adopt_unrecorded(t, &mut team, &names, &listing)?;
-    let mut plans = plan_workers(&team, &names, &listing, &unadopted, guarded, &checked);
+    let mut plans = plan_workers(t, &team, &names, &listing, &unadopted, guarded, &checked);
     // 2. Durable intents, one group commit, before any effect.
     let actionable = record_intents(t, &team, &mut plans)?;
     // 3-5. The effects: panes first (proven at the last instant by each kill's guard).
@@ -945,6 +945,7 @@ fn adopt_unrecorded(
 
 /// Step 1: a plan per worker, from one scan of the process tree.
 fn plan_workers(
+    t: &Teardown,
     team: &Team,
     names: &[WorkerName],
     listing: &Listing,
@@ -958,7 +959,22 @@ fn plan_workers(
         .iter()
         .map(|n| {
             let w = team.worker(n).expect("selected from team").clone();
-            let proof = pane_proof(team, &w, listing, unadopted, guarded);
+            let proof = match pane_proof(team, &w, listing, unadopted, guarded) {
+                // No process runs in a dead pane to prove it by: tmux must have started it
+                // as this worker's supervisor, word for word (as the reaper requires). A dead
+                // pane of the user's carrying copied tags, reached through a forged record,
+                // is not the worker's.
+                Some(PaneProof::Dead(row)) => Some(
+                    match made_for(team, &w, t.store.root().path(), t.supervisor_exes, &row) {
+                        Ok(()) => PaneProof::Dead(row),
+                        Err(why) => PaneProof::Mismatch(format!(
+                            "pane {} is dead and is not provably the pane {}'s scale-up made ({why})",
+                            row.pane_id, w.name
+                        )),
+                    },
+                ),
+                other => other,
+            };
             plan_worker(
                 team,
                 w,
