@@ -124,13 +124,16 @@ impl Env {
         Tmux::new("tmux", ep).with_config(Some("/dev/null".into()))
     }
 
-    /// A worker in a new window of the team's session, recorded `active`.
+    /// A worker in a new window of the team's session, recorded `active`, started as `up`
+    /// starts one: its pane's first process is the worker's supervisor, which runs the
+    /// worker's startup script (here: `command`) with the digest it was written with.
     fn add_worker(&self, command: &str, worktree: bool) -> Worker {
         let store = self.store();
         let t = store.load().unwrap();
         let idx = t.next_worker_index;
         let name = WorkerName::for_index(idx);
         let inc = uuid::Uuid::new_v4();
+        let op = uuid::Uuid::new_v4();
         let o = t.owner_id.to_string();
         let g = Guard::session(
             &t.session.id,
@@ -139,14 +142,35 @@ impl Env {
             &o,
         )
         .unwrap();
+        let root = self.root();
+        let wdir = root.worker_dir(&team(), &name);
+        std::fs::create_dir_all(&wdir).unwrap();
+        std::fs::write(wdir.join("inbox.md"), "work\n").unwrap();
+        let script = root.runtime_script(&team(), &name);
+        std::fs::create_dir_all(script.parent().unwrap()).unwrap();
+        let text = format!(
+            "exec 9<&-\nexport TEAM_OWNER='{o}'\nexport TEAM_WORKER='{name}'\nexport TEAM_NAME='t'\nexport TEAM_INCARNATION='{inc}'\n{command}\n"
+        );
+        std::fs::write(&script, &text).unwrap();
+        let sup = team_core::supervisor::SupervisorArgs {
+            op: Some(op),
+            team: team(),
+            worker: name.clone(),
+            owner: t.owner_id,
+            incarnation: inc,
+            state_root: root.path().to_path_buf(),
+            workspace: self.ws.clone(),
+        };
+        let mut argv = vec![bin().display().to_string()];
+        argv.extend(sup.to_argv());
+        argv.extend(["/bin/sh".into(), script.display().to_string()]);
         let p = NewPane {
-            command: command.to_string(),
-            env: vec![
-                ("TEAM_OWNER".into(), o.clone()),
-                ("TEAM_WORKER".into(), name.to_string()),
-                ("TEAM_NAME".into(), "t".into()),
-                ("TEAM_INCARNATION".into(), inc.to_string()),
-            ],
+            argv,
+            start_dir: Some(self.ws.display().to_string()),
+            env: vec![(
+                team_core::supervisor::SCRIPT_DIGEST_VAR.into(),
+                team_core::supervisor::script_digest(text.as_bytes()),
+            )],
             tags: vec![
                 ("@team_owner".into(), o.clone()),
                 ("@team_worker".into(), name.to_string()),
@@ -165,13 +189,6 @@ impl Env {
         };
         let mut pane = parse_new_pane(lines).unwrap();
         pane.process_start = team_core::process::start_time(pane.pane_pid).unwrap();
-        let root = self.root();
-        let wdir = root.worker_dir(&team(), &name);
-        std::fs::create_dir_all(&wdir).unwrap();
-        std::fs::write(wdir.join("inbox.md"), "work\n").unwrap();
-        let script = root.runtime_script(&team(), &name);
-        std::fs::create_dir_all(script.parent().unwrap()).unwrap();
-        std::fs::write(&script, "#!/bin/sh\n").unwrap();
         let wt = worktree.then(|| {
             let path = root.worktree(&team(), &name);
             let branch = format!("team/t/w/{name}");
@@ -195,7 +212,7 @@ impl Env {
             role: None,
             lifecycle: Lifecycle::Active,
             incarnation: inc,
-            op_id: uuid::Uuid::new_v4(),
+            op_id: op,
             pane: Some(pane),
             resources: Resources {
                 worker_dir: Some(wdir),
