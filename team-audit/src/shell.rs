@@ -7891,6 +7891,161 @@ mod tests {
         }
     }
 
+    fn all_denied(lines: &[&str]) {
+        let allowed: Vec<&&str> = lines.iter().filter(|l| !denied(l)).collect();
+        assert!(allowed.is_empty(), "allowed: {allowed:#?}");
+    }
+
+    fn all_allowed(lines: &[&str]) {
+        let denied: Vec<&&str> = lines.iter().filter(|l| denied(l)).collect();
+        assert!(denied.is_empty(), "denied: {denied:#?}");
+    }
+
+    #[test]
+    fn round_35a_glob_ranges_are_case_correct() {
+        all_denied(&[
+            "ls /usr/bin/t[Z-n]ux",
+            "cp /usr/bin/t[Z-n]ux q",
+            "ls /usr/bin/t[!Z-n]ux",
+            "ls /usr/bin/t[^a-l]ux",
+            "ls /usr/bin/[A-z]mux",
+            "ls /usr/bin/t[M]ux",
+            "ls /usr/bin/T?UX",
+            "ls /usr/bin/t[_-n]ux",
+            "cp /usr/bin/t{Z..n}ux q",
+            "pkill 't\\wux'",
+            "pkill 't[Z-n]ux'",
+        ]);
+        all_allowed(&["ls src/[a-c]*.rs", "ls src/[!x]*.rs", "ls [A-C]*.md"]);
+        assert!(class_matches("Z-n", 'm') && class_matches("!Z-n", 't'));
+        assert!(class_matches("A-Z", 'm') && class_matches("a-z", 'M'));
+        assert!(!class_matches("a-c", 'm') && !class_matches("!a-z", 'm'));
+        assert!(class_matches("!A-Z", 'm') && !class_matches("0-9", 'm'));
+        let g = |p: &str, s: &str| {
+            let (p, s): (Vec<char>, Vec<char>) = (p.chars().collect(), s.chars().collect());
+            glob_matches(&p, &s)
+        };
+        assert!(g("t[l-n]ux", "tmux") && g("t[Z-n]ux", "tmux") && g("t[]m]ux", "tmux"));
+        assert!(!g("t[a-c]ux", "tmux") && g("t[!a-c]ux", "tmux"));
+    }
+
+    #[test]
+    fn round_35a_unknown_runners_and_globs_naming_shells() {
+        all_denied(&[
+            "echo 'uggc' | tr a-z n-za-m | ld.so /usr/bin/das?",
+            "echo 'uggc' | tr a-z n-za-m | ld.so /usr/bin/python3.11",
+            "echo 'uggc' | tr a-z n-za-m | ld.so /usr/bin/perl",
+            "echo 'uggc' | tr a-z n-za-m | /lib64/ld-linux-x86-64.so.2 /usr/bin/das?",
+            "echo 'uggc' | tr a-z n-za-m | lli",
+            "echo 'uggc' | tr a-z n-za-m | choom -n 0 -- /usr/bin/das?",
+            "echo 'uggc' | tr a-z n-za-m | luit -- /usr/bin/das?",
+            "echo 'uggc' | tr a-z n-za-m | heaptrack /usr/bin/das?",
+            "echo 'uggc' | tr a-z n-za-m | memusage /usr/bin/das?",
+            "echo 'uggc' | tr a-z n-za-m | gdbtui",
+            "echo 'uggc' | tr a-z n-za-m | jrunscript",
+            "echo 'uggc' | tr a-z n-za-m | cpan",
+            "echo 'uggc' | tr a-z n-za-m | java /dev/stdin",
+            "echo 'uggc' | tr a-z n-za-m | myrunner /usr/bin/python3*",
+            "echo 'uggc' | tr a-z n-za-m | myrunner /usr/bin/python3",
+            "echo 'uggc' | myrunner /usr/bin/das?",
+            "myrunner /usr/bin/pe?l -e 'system(1)'",
+        ]);
+        all_allowed(&[
+            "ls /usr/bin/das?",
+            "cp /usr/bin/python3 ./py-copy",
+            "tar czf x.tgz *",
+            "rustfmt src/*.rs",
+            "myrunner /usr/bin/das? -c 'echo hi'",
+        ]);
+    }
+
+    #[test]
+    fn round_35a_runtime_values_in_text_a_shell_reads() {
+        all_denied(&[
+            "sh <<< \": $(echo '; gzhk xvyy-freire' | tr a-z n-za-m)\"",
+            "sh <<EOF\n: $(echo '; gzhk xvyy-freire' | tr a-z n-za-m)\nEOF",
+            "bash -s <<< \": $(echo x | tr a-z n-za-m)\"",
+            "exec sh <<< \": $(echo x | tr a-z n-za-m)\"",
+            "env sh <<< \": $(echo x | tr a-z n-za-m)\"",
+            "nohup sh <<< \": $(echo x | tr a-z n-za-m)\"",
+            "timeout 5 sh <<< \": $(echo x | tr a-z n-za-m)\"",
+            "sh <<< \": `echo x`\"",
+            "sh <<< \": $x\"",
+            "sh <<< \": $((1+2))\"",
+            "python3 <<EOF\nprint('$x')\nEOF",
+        ]);
+        all_allowed(&[
+            "bash <<'EOF'\nfor f in *.rs; do echo \"$f\"; done\nEOF",
+            "sh <<< 'echo $HOME'",
+            "bash <<EOF\necho hi\nEOF",
+            "cat <<EOF\nhello $USER\nEOF",
+        ]);
+    }
+
+    #[test]
+    fn round_35a_interpreter_programs_only_known_at_run_time() {
+        all_denied(&[
+            "awk \"BEGIN{ $(echo x) }\"",
+            "awk \"$x\"",
+            "awk -- \"$(echo x)\"",
+            "awk -f \"$(echo x)\"",
+            "awk -F: \"$x\" f",
+            "awk -v a=1 \"$x\" f",
+            "awk --source \"$x\"",
+            "gawk \"BEGIN{ $(echo x) }\"",
+            "mawk \"$x\"",
+            "nawk \"$x\"",
+            "busybox awk \"$x\"",
+            "sed --expression=\"$x\" f",
+            "php -R \"$x\"",
+            "python3 -c\"$x\"",
+            "node --eval=\"$x\"",
+        ]);
+        all_allowed(&[
+            "awk '{print $1}' f",
+            "awk -v n=\"$n\" '{print n}' f",
+            "awk '{print $1}' \"$(ls | head -1)\"",
+            "sed -n '1,5p' \"$f\"",
+        ]);
+    }
+
+    #[test]
+    fn round_35a_kill_operands_and_pkill_selections() {
+        all_denied(&[
+            "kill -9 $((-1))",
+            "kill -9 $[-1]",
+            "kill -9 ' -1'",
+            "kill -9 $(echo -1)",
+            "kill -9 `echo -1`",
+            "kill -9 $(printf -- -%d 1)",
+            "kill $(lsof -t -i:3000)",
+            "kill -9 tmuxserver",
+            "pkill -P 1",
+            "pkill -u someone",
+            "pkill -U 1000",
+            "killall -u root",
+            "pkill --parent 1",
+            "pkill --euid 1000",
+            "pkill --uid 1000",
+            "pkill -t pts/1",
+            "pkill -v node",
+            "pkill -F pidfile",
+            "pgrep node | xargs kill",
+            "skill -KILL -u someone",
+        ]);
+        all_allowed(&[
+            "kill 1234",
+            "kill -9 1234",
+            "kill -s TERM 1234 5678",
+            "kill -TERM -- 1234",
+            "kill 0",
+            "kill %1",
+            "kill -l",
+            "pkill -f 'node server.js'",
+            "killall node",
+        ]);
+    }
+
     #[test]
     fn deep_nesting_is_denied_fast() {
         let t = std::time::Instant::now();

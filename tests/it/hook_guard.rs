@@ -2808,7 +2808,6 @@ fn a_runtime_value_given_to_an_unknown_program_is_denied() {
     assert_all_allowed(
         &sb,
         &[
-            "kill $(lsof -t -i:3000)",
             "cat $(ls *.txt)",
             "echo \"$HOME $1 $(date)\"",
             "ls \"$PWD\"",
@@ -2897,7 +2896,6 @@ fn program_runners_brackets_and_group_kills_are_denied() {
             "kill -s TERM 1234",
             "kill 0",
             "kill %1",
-            "kill $(lsof -t -i:3000)",
             "pkill -f 'node server.js'",
             "pkill -f vite",
             "pkill -9 -f 'cargo run'",
@@ -2947,7 +2945,6 @@ fn runtime_values_that_can_be_options_and_words_xargs_passes_on_are_denied() {
             "curl -H \"Authorization: Bearer $(cat token)\" https://example.com",
             "find . -name '*.tmp' | xargs rm -f",
             "git ls-files | xargs wc -l",
-            "lsof -t -i:3000 | xargs kill",
             "git push -u origin HEAD",
         ],
     );
@@ -2987,6 +2984,231 @@ fn written_git_output_ripgrep_preprocessors_and_options_through_xargs_are_denied
             "rg -n 'fn main' src/",
             "find . -name '*.tmp' | xargs rm -f",
             "git ls-files | xargs wc -l",
+        ],
+    );
+}
+
+/// Round 35A, class 1: the guard lower-cased the line before judging globs, so `[Z-n]` read as
+/// the empty `[z-n]` while bash's `[Z-n]` (`Z`..`n` in the C locale: `[\]^_`, a backquote,
+/// `a`..`n`) matches `m`. Brackets are judged in the line's own case and conservatively: a
+/// range whose ends differ in case or are no letters or digits may match any character.
+#[test]
+fn glob_ranges_are_judged_case_correct_and_conservatively() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &[
+            "ls /usr/bin/t[Z-n]ux",
+            "cp /usr/bin/t[Z-n]ux q",
+            "myrunner /usr/bin/t[Z-n]ux -S /tmp/s ls",
+            "ls /usr/bin/t[!Z-n]ux",
+            "ls /usr/bin/t[^a-l]ux",
+            "ls /usr/bin/[A-z]mux",
+            "ls /usr/bin/t[M]ux",
+            "ls /usr/bin/T?UX",
+            "ls /usr/bin/t[_-n]ux",
+            "cp /usr/bin/t{Z..n}ux q",
+            "find /usr/bin -name 't[Z-n]ux' -exec cp {} q \\;",
+            "pkill 't\\wux'",
+            "pkill 't[Z-n]ux'",
+        ],
+    );
+    assert_all_allowed(
+        &sb,
+        &[
+            "ls src/[a-c]*.rs",
+            "ls src/[!x]*.rs",
+            "grep -rn '[c]argo' src/",
+            "ls [A-C]*.md",
+        ],
+    );
+}
+
+/// Round 35A, class 2: program runners the guard did not know (the dynamic loader `ld.so`,
+/// `ld-linux*.so.*`, `choom`, `luit`, `heaptrack`, `memusage`) ran a shell named by a glob
+/// (`/usr/bin/das?`) or an interpreter reading a pipe; `lli`, `jrunscript`, `cpan`, `java` and
+/// `gdbtui` read code from a pipe. Runners have their command judged; interpreters reading a
+/// pipe are denied; and an unknown program given a path or glob that may name a shell, an
+/// interpreter or tmux has it judged as a command, with the program's own input.
+#[test]
+fn unknown_runners_and_globs_naming_shells_are_judged_as_commands() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &[
+            "echo 'uggc' | tr a-z n-za-m | ld.so /usr/bin/das?",
+            "echo 'uggc' | tr a-z n-za-m | ld.so /usr/bin/python3.11",
+            "echo 'uggc' | tr a-z n-za-m | ld.so /usr/bin/perl",
+            "echo 'uggc' | tr a-z n-za-m | /lib64/ld-linux-x86-64.so.2 /usr/bin/das?",
+            "echo 'uggc' | tr a-z n-za-m | ld-linux-x86-64.so.2 /usr/bin/das?",
+            "echo 'uggc' | tr a-z n-za-m | lli",
+            "echo 'uggc' | tr a-z n-za-m | choom -n 0 -- /usr/bin/das?",
+            "echo 'uggc' | tr a-z n-za-m | luit -- /usr/bin/das?",
+            "echo 'uggc' | tr a-z n-za-m | heaptrack /usr/bin/das?",
+            "echo 'uggc' | tr a-z n-za-m | memusage /usr/bin/das?",
+            "echo 'uggc' | tr a-z n-za-m | gdbtui",
+            "echo 'uggc' | tr a-z n-za-m | jrunscript",
+            "echo 'uggc' | tr a-z n-za-m | cpan",
+            "echo 'uggc' | tr a-z n-za-m | java /dev/stdin",
+            "echo 'uggc' | tr a-z n-za-m | myrunner /usr/bin/python3*",
+            "echo 'uggc' | tr a-z n-za-m | myrunner /usr/bin/python3",
+            "echo 'uggc' | myrunner /usr/bin/das?",
+            "myrunner /usr/bin/das? < cmds.txt",
+            "myrunner /usr/bin/{da,ba}sh <<< 'ls'; echo $x | myrunner /bin/ba?h",
+            "myrunner /usr/bin/pe?l -e 'system(1)'",
+        ],
+    );
+    assert_all_allowed(
+        &sb,
+        &[
+            "ls /usr/bin/das?",
+            "cat /usr/bin/python3* > /dev/null",
+            "cp /usr/bin/python3 ./py-copy",
+            "tar czf x.tgz *",
+            "rustfmt src/*.rs",
+            "myrunner /usr/bin/das? -c 'echo hi'",
+            "git ls-files | xargs wc -l",
+        ],
+    );
+}
+
+/// Round 35A, class 3: a command substitution inside a here-string or an unquoted
+/// here-document fed to a shell is expanded by the outer shell, and the inner shell reads the
+/// result as code (`: $(... rot13 of '; tmux kill-server' ...)`). Text a shell or an
+/// interpreter reads as its program that holds a run-time value is denied; a quoted
+/// here-document is literal and judged as code.
+#[test]
+fn runtime_values_in_here_strings_and_documents_fed_to_a_shell_are_denied() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &[
+            "sh <<< \": $(echo '; gzhk xvyy-freire' | tr a-z n-za-m)\"",
+            "sh <<EOF\n: $(echo '; gzhk xvyy-freire' | tr a-z n-za-m)\nEOF",
+            "bash <<< \": $(echo '; gzhk xvyy-freire' | tr a-z n-za-m)\"",
+            "dash <<< \": $(echo x | tr a-z n-za-m)\"",
+            "bash -s <<< \": $(echo x | tr a-z n-za-m)\"",
+            "exec sh <<< \": $(echo x | tr a-z n-za-m)\"",
+            "env sh <<< \": $(echo x | tr a-z n-za-m)\"",
+            "nohup sh <<< \": $(echo x | tr a-z n-za-m)\"",
+            "timeout 5 sh <<< \": $(echo x | tr a-z n-za-m)\"",
+            "sh <<< \": `echo x`\"",
+            "sh <<< \": $x\"",
+            "sh <<< \": $((1+2))\"",
+            "bash <<EOF\necho `echo x`\nEOF",
+            "bash <<-EOF\n\t: $y\nEOF",
+            "python3 <<EOF\nprint('$x')\nEOF",
+            "sqlite3 db <<< \"$(echo x)\"",
+        ],
+    );
+    assert_all_allowed(
+        &sb,
+        &[
+            "bash <<'EOF'\nfor f in *.rs; do echo \"$f\"; done\nEOF",
+            "sh <<< 'echo $HOME'",
+            "bash <<EOF\necho hi\nEOF",
+            "cat <<EOF\nhello $USER\nEOF",
+            "sh <<< \"echo hi\"",
+        ],
+    );
+}
+
+/// Round 35A, class 4: awk's program only known at run time (`awk "BEGIN{ $(...) }"`, `awk
+/// "$x"`, `awk -- "$(...)"`, `awk -f "$(...)"`, in gawk, mawk, nawk and busybox awk too):
+/// an interpreter's program (awk's first word that is no option, `-f`, `-e`, `--source`;
+/// any interpreter's inline code, `php -R`/`-B`/`-E`) holding a run-time value is denied.
+#[test]
+fn interpreter_programs_only_known_at_run_time_are_denied() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &[
+            "awk \"BEGIN{ $(echo x) }\"",
+            "awk \"$x\"",
+            "awk -- \"$(echo x)\"",
+            "awk -f \"$(echo x)\"",
+            "awk -F: \"$x\" f",
+            "awk -v a=1 \"$x\" f",
+            "awk --source \"$x\"",
+            "gawk \"BEGIN{ $(echo x) }\"",
+            "mawk \"$x\"",
+            "nawk \"$x\"",
+            "busybox awk \"$x\"",
+            "sed \"$(echo x)\" f",
+            "sed -e \"$x\" f",
+            "sed --expression=\"$x\" f",
+            "php -R \"$x\"",
+            "php -B \"$x\"",
+            "python3 -c\"$x\"",
+            "perl -e \"$(echo x)\"",
+            "node --eval=\"$x\"",
+            "ruby -e \"$x\"",
+            "lua -e \"$x\"",
+        ],
+    );
+    assert_all_allowed(
+        &sb,
+        &[
+            "awk '{print $1}' f",
+            "awk -v n=\"$n\" '{print n}' f",
+            "awk -F: '{print $1}' \"$HOME/f\"",
+            "awk '{print $1}' \"$(ls | head -1)\"",
+            "sed -n '1,5p' \"$f\"",
+            "python3 -c 'print(1)'",
+        ],
+    );
+}
+
+/// Round 35A, class 5: `kill` of a run-time pid (`$((-1))`, `$[-1]`, `$(echo -1)`, a
+/// backquote), or of a quoted `' -1'`, signalled every process; `pkill -P 1`, `-u`, `-U`,
+/// `--parent`, `--euid`, `--uid`, `-t`, `-v` and `killall -u` select the tmux server by its
+/// parent, user or terminal; `pgrep ... | xargs kill` kills pids only known at run time.
+/// `kill` takes only literal decimal pids and `%job`s now.
+#[test]
+fn kills_of_runtime_pids_and_pkill_selections_by_parent_user_or_terminal_are_denied() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &[
+            "kill -9 $((-1))",
+            "kill -9 $[-1]",
+            "kill -9 ' -1'",
+            "kill -9 $(echo -1)",
+            "kill -9 `echo -1`",
+            "kill -9 $(printf -- -%d 1)",
+            "kill $(lsof -t -i:3000)",
+            "kill -s KILL \"$pid\"",
+            "/bin/kill -9 -- -1",
+            "env kill -9 $(echo -1)",
+            "kill -9 tmuxserver",
+            "pkill -P 1",
+            "pkill -u someone",
+            "pkill -U 1000",
+            "killall -u root",
+            "pkill --parent 1",
+            "pkill --euid 1000",
+            "pkill --uid 1000",
+            "pkill -t pts/1",
+            "pkill -v node",
+            "pkill --inverse node",
+            "pkill -F pidfile",
+            "pgrep node | xargs kill",
+            "lsof -t -i:3000 | xargs kill",
+            "skill -KILL -u someone",
+        ],
+    );
+    assert_all_allowed(
+        &sb,
+        &[
+            "kill 1234",
+            "kill -9 1234",
+            "kill -s TERM 1234 5678",
+            "kill -TERM -- 1234",
+            "kill 0",
+            "kill %1",
+            "kill -l",
+            "pkill -f 'node server.js'",
+            "killall node",
         ],
     );
 }
