@@ -484,8 +484,10 @@ pub fn analyze(src: &str, tmux_bin: Option<&std::path::Path>) -> Vec<Finding> {
             rest.push(*ch);
         }
     }
-    let rest = normalize(&rest);
-    if rest.contains("tmux") || spells_tmux_by_glob(&rest) {
+    // Globs are judged in the line's own case (`[Z-n]` is not `[z-n]`), the word in lower case.
+    let cased = normalize_cased(&rest);
+    let rest = cased.to_lowercase();
+    if rest.contains("tmux") || spells_tmux_by_glob(&cased) {
         sc.findings.push(Finding::deny(
             "shell",
             vec![],
@@ -626,9 +628,9 @@ fn spells_tmux_by_glob(text: &str) -> bool {
             .filter(|w| w.contains(['?', '*', '[', '{']))
             .any(|w| match expand_braces(w) {
                 None => true,
-                Some(alts) => alts
-                    .iter()
-                    .any(|a| a.contains("tmux") || a.split('/').any(glob_spells_tmux)),
+                Some(alts) => alts.iter().any(|a| {
+                    a.to_lowercase().contains("tmux") || a.split('/').any(glob_spells_tmux)
+                }),
             })
 }
 
@@ -1057,32 +1059,60 @@ fn glob_tokens(p: &str) -> Vec<Glob<'_>> {
     out
 }
 
-/// Whether a `[...]` body (without brackets) matches `ch`.
+/// Whether a `[...]` body (without brackets) may match `ch` (a letter of a name, in lower
+/// case) in some shell and locale. Conservative (the thirty-fifth round: `[Z-n]` is `Z`..`n`
+/// in the C locale, `m` among them): a single member matches in either case; a range of two
+/// letters of one case matches the letters between them in either case (a locale's collation
+/// interleaves the cases); a range of two digits the digits between them; any other range
+/// (ends that differ in case, or are no letter or digit) and a `[:class:]`, `[=c=]` or `[.c.]`
+/// may match anything. A negated bracket (`[!...]`, `[^...]`) may match unless `ch` is surely
+/// in it: a member equal to `ch`, or `ch` inside a range of its own case.
 fn class_matches(body: &str, ch: char) -> bool {
     let (neg, body) = match body.strip_prefix(['!', '^']) {
         Some(b) => (true, b),
         None => (false, body),
     };
     let c: Vec<char> = body.chars().collect();
-    let mut hit = false;
+    // `may`: in the set in some reading; `must`: in the set in every reading.
+    let (mut may, mut must) = (false, false);
     let mut k = 0;
     while k < c.len() {
-        if c[k] == '[' && c.get(k + 1) == Some(&':') {
-            // `[:alpha:]` and friends: any letter may be in it.
-            hit |= ch.is_ascii_alphabetic();
-            k = c[k..]
-                .iter()
-                .position(|x| *x == ']')
-                .map_or(c.len(), |e| k + e + 1);
+        if c[k] == '['
+            && let Some(&d) = c.get(k + 1)
+            && matches!(d, ':' | '=' | '.')
+        {
+            // `[:alpha:]`, `[=m=]`, `[.m.]`: locales differ.
+            may = true;
+            k = (k + 2..c.len().saturating_sub(1))
+                .find(|&e| c[e] == d && c[e + 1] == ']')
+                .map_or(c.len(), |e| e + 2);
         } else if k + 2 < c.len() && c[k + 1] == '-' {
-            hit |= (c[k]..=c[k + 2]).contains(&ch);
+            let (a, b) = (c[k], c[k + 2]);
+            let (lo, hi) = (a.min(b), a.max(b));
+            let same_case_letters = (a.is_ascii_lowercase() && b.is_ascii_lowercase())
+                || (a.is_ascii_uppercase() && b.is_ascii_uppercase());
+            if same_case_letters {
+                let (l, h, x) = (
+                    lo.to_ascii_lowercase(),
+                    hi.to_ascii_lowercase(),
+                    ch.to_ascii_lowercase(),
+                );
+                may |= (l..=h).contains(&x);
+                must |= (a..=b).contains(&ch);
+            } else if a.is_ascii_digit() && b.is_ascii_digit() {
+                may |= (lo..=hi).contains(&ch);
+                must |= (a..=b).contains(&ch);
+            } else {
+                may = true;
+            }
             k += 3;
         } else {
-            hit |= c[k] == ch;
+            may |= c[k].eq_ignore_ascii_case(&ch);
+            must |= c[k] == ch;
             k += 1;
         }
     }
-    hit != neg
+    if neg { !must } else { may }
 }
 
 /// Whether one path component (brace-free) can spell tmux when the shell or `find -name`
@@ -1153,7 +1183,7 @@ fn glob_spells_tmux(comp: &str) -> bool {
 
 fn tok_matches(t: &Glob, ch: char) -> bool {
     match t {
-        Glob::Lit(c) => *c == ch,
+        Glob::Lit(c) => c.eq_ignore_ascii_case(&ch),
         Glob::Any | Glob::Star => true,
         Glob::Class(b) => class_matches(b, ch),
     }
@@ -1186,6 +1216,11 @@ fn whole_match(toks: &[Glob], s: &[char]) -> bool {
 /// The text as a shell would see it once quotes, backslashes, escapes (`$'\x74'`, `\164`,
 /// `\u0074`), empty substitutions and line continuations are gone, in lower case.
 fn normalize(s: &str) -> String {
+    normalize_cased(s).to_lowercase()
+}
+
+/// [`normalize`] in the line's own case: globs are judged in it (`[Z-n]` holds `m`).
+fn normalize_cased(s: &str) -> String {
     let c: Vec<char> = s.chars().collect();
     let mut out = String::new();
     let mut i = 0;
@@ -1234,7 +1269,6 @@ fn normalize(s: &str) -> String {
     out.chars()
         .filter(|c| !matches!(c, '\\' | '\'' | '"'))
         .collect::<String>()
-        .to_lowercase()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -4428,10 +4462,16 @@ fn signal_pattern_may_reach_tmux(base: &str, rest: &[Word]) -> bool {
             return true;
         }
         let mut glob = String::from("*");
-        for ch in re.chars() {
+        let mut chars = re.chars();
+        while let Some(ch) = chars.next() {
             match ch {
                 '.' => glob.push('?'),
                 '^' | '$' => {}
+                // `\w`, `\S`, `\x6d`: a class or an escape may be any character.
+                '\\' => {
+                    chars.next();
+                    glob.push('?');
+                }
                 c => glob.push(c),
             }
         }
@@ -4445,28 +4485,55 @@ fn signal_pattern_may_reach_tmux(base: &str, rest: &[Word]) -> bool {
 }
 
 /// A shell glob (`*`, `?`, `[...]`, `\x`) against a whole string, ignoring case; a bracket
-/// that does not close may match anything (the guard errs towards a match).
+/// is read as [`glob_tokens`] reads it and judged by [`class_matches`]; a bracket that does
+/// not close may match anything (the guard errs towards a match).
 fn glob_matches(p: &[char], s: &[char]) -> bool {
     match p.first() {
         None => s.is_empty(),
         Some('*') => (0..=s.len()).any(|k| glob_matches(&p[1..], &s[k..])),
         Some('?') => !s.is_empty() && glob_matches(&p[1..], &s[1..]),
-        Some('[') => match p.iter().position(|c| *c == ']') {
+        Some('[') => match bracket_end(p) {
             Some(end) if !s.is_empty() => {
-                let set = &p[1..end];
-                let (neg, set) = match set.first() {
-                    Some('!' | '^') => (true, &set[1..]),
-                    _ => (false, set),
-                };
-                (set.contains(&s[0]) != neg) && glob_matches(&p[end + 1..], &s[1..])
+                let body: String = p[1..end].iter().collect();
+                class_matches(&body, s[0].to_ascii_lowercase())
+                    && glob_matches(&p[end + 1..], &s[1..])
             }
-            _ => true,
+            Some(_) => false,
+            None => true,
         },
         Some('\\') if p.len() > 1 => {
-            !s.is_empty() && p[1] == s[0] && glob_matches(&p[2..], &s[1..])
+            !s.is_empty() && p[1].eq_ignore_ascii_case(&s[0]) && glob_matches(&p[2..], &s[1..])
         }
         Some(c) => !s.is_empty() && c.eq_ignore_ascii_case(&s[0]) && glob_matches(&p[1..], &s[1..]),
     }
+}
+
+/// Where the bracket opening `p` (`p[0] == '['`) closes: a leading `!`/`^` and then a leading
+/// `]` are members, and `[:..:]`, `[=..=]`, `[.c.]` end at their own `:]`, `=]`, `.]`.
+fn bracket_end(p: &[char]) -> Option<usize> {
+    let mut k = 1;
+    if matches!(p.get(k), Some('!' | '^')) {
+        k += 1;
+    }
+    if p.get(k) == Some(&']') {
+        k += 1;
+    }
+    while k < p.len() {
+        if p[k] == '['
+            && let Some(&d) = p.get(k + 1)
+            && matches!(d, ':' | '=' | '.')
+            && let Some(e) =
+                (k + 2..p.len().saturating_sub(1)).find(|&e| p[e] == d && p[e + 1] == ']')
+        {
+            k = e + 2;
+            continue;
+        }
+        if p[k] == ']' {
+            return Some(k);
+        }
+        k += 1;
+    }
+    None
 }
 
 /// Keywords and words that run the rest of the words as the command.
@@ -7916,7 +7983,11 @@ mod tests {
             "pkill 't\\wux'",
             "pkill 't[Z-n]ux'",
         ]);
-        all_allowed(&["ls src/[a-c]*.rs", "ls src/[!x]*.rs", "ls [A-C]*.md"]);
+        all_allowed(&[
+            "ls src/[a-c]*.rs",
+            "ls [A-C]*.md",
+            "grep -rn '[c]argo' src/",
+        ]);
         assert!(class_matches("Z-n", 'm') && class_matches("!Z-n", 't'));
         assert!(class_matches("A-Z", 'm') && class_matches("a-z", 'M'));
         assert!(!class_matches("a-c", 'm') && !class_matches("!a-z", 'm'));
