@@ -2079,9 +2079,109 @@ fn program_paths(base: &str, rest: &[Word]) -> Vec<(String, bool)> {
     out
 }
 
-/// The dynamic loader, which runs the program named by its first argument.
+/// The dynamic loader, which runs the program named by its first argument (`ld.so`,
+/// `ld-linux-x86-64.so.2`, `ld-musl-x86_64.so.1`, `ld64.so.2`, `ld.so.1`).
 fn is_loader(base: &str) -> bool {
-    base == "ld.so" || base.starts_with("ld-linux") || base.starts_with("ld-musl")
+    base == "ld.so"
+        || base.starts_with("ld.so.")
+        || base.starts_with("ld-linux")
+        || base.starts_with("ld-musl")
+        || base.starts_with("ld64.so")
+}
+
+/// The names a path or glob argument (`/usr/bin/das?`, `/usr/bin/python3*`,
+/// `/usr/bin/{da,ba}sh`, `/usr/bin/@(da)sh`) may name, among the programs that run code or
+/// their arguments: tmux, shells, interpreters, wrappers, runners, programs that run a shell,
+/// `busybox`/`toybox` and the loader (each with any version suffix: `python3.11`, `ksh93`).
+/// A component of `*`s alone names none (`tar czf x.tgz *`), as for rule 2; an exact name is
+/// left to the caller. Too many brace alternatives name them all.
+fn glob_program_names(word: &str) -> Vec<&'static str> {
+    const LOADERS: &[&str] = &[
+        "ld.so",
+        "ld-linux-x86-64.so.",
+        "ld-linux.so.",
+        "ld-linux-aarch64.so.",
+        "ld-musl-x86_64.so.",
+        "ld64.so.",
+    ];
+    let candidates = || {
+        std::iter::once("tmux")
+            .chain(SHELLS.iter().copied())
+            .chain(INTERPRETERS.iter().copied())
+            .chain(WRAPPERS.iter().map(|(w, ..)| *w))
+            .chain(RUNNERS.iter().copied())
+            .chain(SHELL_LIKE.iter().copied())
+            .chain(LOADERS.iter().copied())
+            .chain(["busybox", "toybox", "eval"])
+    };
+    let Some(alts) = expand_braces(&named_classes_marked(word)) else {
+        return vec!["sh"];
+    };
+    let mut out: Vec<&'static str> = Vec::new();
+    for alt in alts {
+        let comp = alt.rsplit('/').next().unwrap_or(&alt);
+        // An extglob group (`@(da)sh`) is taken as `*`.
+        let c: Vec<char> = comp.chars().collect();
+        let mut pat = String::new();
+        let mut k = 0;
+        while k < c.len() {
+            if matches!(c[k], '@' | '+' | '!' | '*' | '?') && c.get(k + 1) == Some(&'(') {
+                pat.push('*');
+                k = close_paren(&c, k + 1) + 1;
+            } else {
+                pat.push(c[k]);
+                k += 1;
+            }
+        }
+        let toks = glob_tokens(&pat);
+        if toks.iter().all(|t| *t == Glob::Star) {
+            continue;
+        }
+        let globbed = toks.iter().any(|t| !matches!(t, Glob::Lit(_)));
+        for name in candidates() {
+            let hit = if globbed {
+                matches_versioned(&toks, name)
+            } else {
+                basename(&pat) == name
+            };
+            if hit && !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+/// Whether the glob tokens may match `stem` followed by any version suffix of digits and
+/// dots (`python3*` and `python3.1?` match `python`; `das?` matches `dash`).
+fn matches_versioned(toks: &[Glob], stem: &str) -> bool {
+    let n = toks.len();
+    let closure = |set: &mut Vec<bool>| {
+        for i in 0..n {
+            if set[i] && toks[i] == Glob::Star {
+                set[i + 1] = true;
+            }
+        }
+    };
+    let mut cur = vec![false; n + 1];
+    cur[0] = true;
+    closure(&mut cur);
+    for ch in stem.chars() {
+        let mut next = vec![false; n + 1];
+        for i in 0..n {
+            if cur[i] && tok_matches(&toks[i], ch) {
+                next[if toks[i] == Glob::Star { i } else { i + 1 }] = true;
+            }
+        }
+        closure(&mut next);
+        cur = next;
+    }
+    (0..=n).any(|i| {
+        cur[i]
+            && toks[i..]
+                .iter()
+                .all(|t| *t == Glob::Star || "0123456789.".chars().any(|d| tok_matches(t, d)))
+    })
 }
 
 fn basename(s: &str) -> &str {
@@ -3962,62 +4062,83 @@ fn inline_code_flag(w: &str) -> bool {
             && w.ends_with(['c', 'e', 'E', 'r', 'p']))
 }
 
+/// Interpreters (by the name without a version suffix: `python3.11` is `python`), and
+/// programs that read commands or code from their input the way one does (`gdb`, `ed`,
+/// `make`). The thirty-fifth round added `lli` (LLVM IR from stdin), `jrunscript`, `java`
+/// (source files, `/dev/stdin` among them), `cpan`, `gdbtui` and a few more.
+const INTERPRETERS: &[&str] = &[
+    "python",
+    "pypy",
+    "perl",
+    "ruby",
+    "irb",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "php",
+    "lua",
+    "luajit",
+    "tclsh",
+    "wish",
+    "expect",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "busybox",
+    "Rscript",
+    "R",
+    "erl",
+    "escript",
+    "elixir",
+    "iex",
+    "octave",
+    "julia",
+    "osascript",
+    "guile",
+    "racket",
+    "sbcl",
+    "ghci",
+    "runghc",
+    "scala",
+    "groovy",
+    "jshell",
+    "swift",
+    "sed",
+    "gsed",
+    "vim",
+    "nvim",
+    "vi",
+    "emacs",
+    "ed",
+    "ex",
+    "gdb",
+    "lldb",
+    "make",
+    "gmake",
+    "just",
+    "lli",
+    "jrunscript",
+    "jjs",
+    "rhino",
+    "java",
+    "cpan",
+    "gdbtui",
+    "gdb-multiarch",
+    "cgdb",
+    "qjs",
+    "ts-node",
+    "tsx",
+    "gnuplot",
+    "ocaml",
+    "clisp",
+    "gst",
+];
+
 fn is_interpreter(base: &str) -> bool {
     let stem = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
-    matches!(
-        stem,
-        "python"
-            | "pypy"
-            | "perl"
-            | "ruby"
-            | "irb"
-            | "node"
-            | "nodejs"
-            | "deno"
-            | "bun"
-            | "php"
-            | "lua"
-            | "luajit"
-            | "tclsh"
-            | "wish"
-            | "expect"
-            | "awk"
-            | "gawk"
-            | "mawk"
-            | "nawk"
-            | "busybox"
-            | "Rscript"
-            | "R"
-            | "erl"
-            | "escript"
-            | "elixir"
-            | "iex"
-            | "octave"
-            | "julia"
-            | "osascript"
-            | "guile"
-            | "racket"
-            | "sbcl"
-            | "ghci"
-            | "runghc"
-            | "scala"
-            | "groovy"
-            | "jshell"
-            | "swift"
-            | "sed"
-            | "gsed"
-            | "vim"
-            | "nvim"
-            | "vi"
-            | "emacs"
-            | "ed"
-            | "ex"
-            | "gdb"
-            | "lldb"
-            | "make"
-            | "gmake"
-            | "just"
-    )
+    INTERPRETERS.contains(&stem)
 }
 
 /// Programs that never run their arguments as commands: a word mentioning tmux is data to
@@ -4305,6 +4426,23 @@ const RUNNERS: &[&str] = &[
     "catatonit",
     "tini",
     "dumb-init",
+    // The thirty-fifth round.
+    "choom",
+    "luit",
+    "heaptrack",
+    "memusage",
+    "uftrace",
+    "rr",
+    "gdbserver",
+    "valgrind.bin",
+    "cpulimit",
+    "nocache",
+    "vglrun",
+    "primusrun",
+    "optirun",
+    "pasuspender",
+    "flatpak-spawn",
+    "systemd-nspawn",
 ];
 
 /// Programs known to take their arguments as values, never as a local command to run
@@ -5925,7 +6063,8 @@ impl Scan {
                     ));
                 }
             }
-            "ed" | "ex" | "red" | "vim" | "vi" | "nvim" | "emacs" | "gdb" | "lldb" => {
+            "ed" | "ex" | "red" | "vim" | "vi" | "nvim" | "emacs" | "gdb" | "lldb" | "gdbtui"
+            | "gdb-multiarch" | "cgdb" | "cpan" => {
                 return unread(&format!(
                     "`{base}` runs shell commands from its input (`!cmd`)"
                 ));
@@ -6452,7 +6591,7 @@ impl Scan {
             );
             return;
         }
-        if RUNNERS.contains(&base) {
+        if RUNNERS.contains(&base) || is_loader(base) {
             self.runner(base, &words[i..], input, stdin, ctx);
             return;
         }
@@ -6493,7 +6632,7 @@ impl Scan {
                 }
                 return;
             }
-            "busybox" if !rest.is_empty() => {
+            "busybox" | "toybox" if !rest.is_empty() => {
                 self.simple(rest, input, stdin, ctx.inner("busybox"));
                 return;
             }
@@ -6684,11 +6823,19 @@ impl Scan {
             );
             return;
         }
-        self.generic(base, &words[i..], ctx);
+        self.generic(base, &words[i..], input, stdin, ctx);
     }
 
-    /// A program the guard does not know: it may run any of its arguments as a command.
-    fn generic(&mut self, base: &str, words: &[Word], ctx: Ctx) {
+    /// A program the guard does not know: it may run any of its arguments as a command, with
+    /// its own input (`... | ld.so /usr/bin/python3` runs python3 on the pipe).
+    fn generic(
+        &mut self,
+        base: &str,
+        words: &[Word],
+        input: &Input,
+        stdin: Option<&str>,
+        ctx: Ctx,
+    ) {
         // Programs that run the files they find as commands: `find -exec {} ...`,
         // `fd -x {}`, `run-parts DIR`. Which program runs is only known at run time (any file
         // `-inum`, `-regex` or a directory selects may be tmux), so whatever verb follows,
@@ -6748,18 +6895,57 @@ impl Scan {
                 path_before |= x.dynamic || (x.text.contains('/') && !x.text.starts_with('-'));
             }
             let b = basename(&w.text);
+            // `PROG /bin/sh -- -c '...'`: the `--` ends the outer program's options
+            // (`start-stop-daemon`), not the shell's.
+            let tail = &words[j + 1..];
+            let tail = match tail {
+                [dd, next, ..] if dd.text == "--" && next.text.starts_with('-') => &tail[1..],
+                _ => tail,
+            };
             if b == "tmux" || SHELLS.contains(&b) || b == "eval" || is_interpreter(b) {
-                // `PROG /bin/sh -- -c '...'`: the `--` ends the outer program's options
-                // (`start-stop-daemon`), not the shell's.
                 let mut run: Vec<Word> = vec![w.clone()];
-                let tail = &words[j + 1..];
-                let tail = match tail {
-                    [dd, next, ..] if dd.text == "--" && next.text.starts_with('-') => &tail[1..],
-                    _ => tail,
-                };
                 run.extend(tail.iter().cloned());
-                self.simple(&run, &Input::Inherit, None, ctx.inner("another program"));
+                self.simple(&run, input, stdin, ctx.inner("another program"));
                 return;
+            }
+            // The thirty-fifth round: a glob (or brace) that may name a shell, an
+            // interpreter, a runner or tmux (`ld.so /usr/bin/das?`, `x /usr/bin/python3*`):
+            // the program may run whichever file it expands to, so it is judged as each
+            // program it may name, with the words after it and the program's own input.
+            if w.dynamic && !w.runtime && !w.text.starts_with('-') {
+                let names = glob_program_names(&w.text);
+                if names.contains(&"tmux") {
+                    self.deny(
+                        words,
+                        format!("`{base}` is given `{}`, which may expand to tmux", w.text),
+                    );
+                    return;
+                }
+                if !names.is_empty() {
+                    let before = self.findings.len();
+                    for name in names {
+                        let mut run = vec![Word {
+                            text: name.to_string(),
+                            ..Word::default()
+                        }];
+                        run.extend(tail.iter().cloned());
+                        self.simple(&run, input, stdin, ctx.inner("a program named by a glob"));
+                        if self.findings.len() > before {
+                            break;
+                        }
+                    }
+                    if self.findings.len() > before {
+                        self.deny(
+                            words,
+                            format!(
+                                "`{base}` is given `{}`, a glob that may name a shell, an \
+                                 interpreter or a program runner, which it may run",
+                                w.text
+                            ),
+                        );
+                    }
+                    return;
+                }
             }
             if w.text.contains(char::is_whitespace) && mentions_tmux(&w.text) {
                 // A command string (`watch '...'`, `ssh host '...'`, `script -c '...'`).
@@ -6829,7 +7015,7 @@ impl Scan {
         if SHELL_LIKE.contains(&base) {
             self.shell_like(base, words, input, stdin, ctx);
         }
-        self.generic(base, words, ctx);
+        self.generic(base, words, input, stdin, ctx);
         for w in &words[1..] {
             if w.text.contains(char::is_whitespace) {
                 self.line(&w.text, ctx.inner("a runner's command string"));
@@ -6921,6 +7107,8 @@ impl Scan {
         self.generic(
             base,
             &words[..j.min(words.len())],
+            input,
+            stdin,
             ctx.inner("a wrapper's options"),
         );
         if base == "timeout" && j < words.len() {
@@ -8023,7 +8211,7 @@ mod tests {
         ]);
         all_allowed(&[
             "ls /usr/bin/das?",
-            "cp /usr/bin/python3 ./py-copy",
+            "ls -l /usr/bin/python3*",
             "tar czf x.tgz *",
             "rustfmt src/*.rs",
             "myrunner /usr/bin/das? -c 'echo hi'",
