@@ -1288,6 +1288,8 @@ struct Word {
     /// numbers `$#`, `$?`, `$$`, `$!` and the cwd and home `$PWD`, `$HOME`, arithmetic, an
     /// undecoded escape); a glob or brace alone is not one (rule 2 judges those).
     runtime: bool,
+    /// Holds a quote or a backslash (a quoted here-document delimiter: the body is literal).
+    quoted: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1319,6 +1321,10 @@ struct Lexed {
     subs: Vec<String>,
     /// Here-document and here-string bodies.
     texts: Vec<String>,
+    /// Which of `texts` hold a value only known at run time (a here-string with an expansion,
+    /// an unquoted here-document with `$...` or a backquote): the program reading it reads
+    /// text the guard cannot see, as from a pipe.
+    expanded: Vec<usize>,
     /// Why the lexer could not see through the line, if it could not.
     opaque: Option<String>,
     /// Arithmetic expressions: `((...))`, `for ((...))`, `$((...))`, `$[...]`, subscripts.
@@ -1352,8 +1358,9 @@ fn lex(src: &str) -> Lexed {
         Heredoc(bool),
     }
     let mut pending = Pending::None;
-    // Here-documents whose bodies start after the next newline: (delimiter, strip tabs, slot).
-    let mut heredocs: Vec<(String, bool, usize)> = Vec::new();
+    // Here-documents whose bodies start after the next newline: (delimiter, strip tabs, slot,
+    // quoted delimiter).
+    let mut heredocs: Vec<(String, bool, usize, bool)> = Vec::new();
     // Where the command being read started.
     let mut cmd_start: Option<usize> = None;
     // The first of `out.writes` that belongs to the command being read.
@@ -1370,12 +1377,15 @@ fn lex(src: &str) -> Lexed {
                     Pending::WriteTarget => out.writes.push(w.text),
                     Pending::HereString => {
                         out.texts.push(w.text);
+                        if w.runtime {
+                            out.expanded.push(out.texts.len() - 1);
+                        }
                         input = Input::Text(out.texts.len() - 1);
                     }
                     Pending::Heredoc(strip) => {
                         out.texts.push(String::new());
                         let slot = out.texts.len() - 1;
-                        heredocs.push((w.text, strip, slot));
+                        heredocs.push((w.text, strip, slot, w.quoted));
                         input = Input::Text(slot);
                     }
                 }
@@ -1459,7 +1469,7 @@ fn lex(src: &str) -> Lexed {
                 finish_cmd!();
                 i += 1;
                 // Here-document bodies follow the line that opened them.
-                for (delim, strip, slot) in std::mem::take(&mut heredocs) {
+                for (delim, strip, slot, quoted) in std::mem::take(&mut heredocs) {
                     let mut body = String::new();
                     let mut found = false;
                     while i < n {
@@ -1484,6 +1494,11 @@ fn lex(src: &str) -> Lexed {
                     // An unquoted delimiter expands `$(...)` and backquotes in the body; a
                     // quoted one does not, but telling them apart is not worth a miss.
                     out.subs.extend(substitutions(&body));
+                    // The thirty-fifth round: an unquoted delimiter expands the body first, so
+                    // the program reads text only known at run time.
+                    if !quoted && expands(&body) {
+                        out.expanded.push(slot);
+                    }
                     out.texts[slot] = body;
                 }
                 if i > n {
@@ -1574,6 +1589,7 @@ fn lex(src: &str) -> Lexed {
             }
             '\'' => {
                 let w = word.get_or_insert_with(Word::default);
+                w.quoted = true;
                 i += 1;
                 while i < n && c[i] != '\'' {
                     w.lit |= matches!(c[i], '$' | '`');
@@ -1592,6 +1608,7 @@ fn lex(src: &str) -> Lexed {
                 if i + 1 < n {
                     if c[i + 1] != '\n' {
                         let w = word.get_or_insert_with(Word::default);
+                        w.quoted = true;
                         w.lit |= matches!(c[i + 1], '$' | '`');
                         w.text.push(c[i + 1]);
                     }
@@ -1602,6 +1619,7 @@ fn lex(src: &str) -> Lexed {
             }
             '$' if i + 1 < n && c[i + 1] == '\'' => {
                 let w = word.get_or_insert_with(Word::default);
+                w.quoted = true;
                 i += 2;
                 while i < n && c[i] != '\'' {
                     if c[i] == '\\' && i + 1 < n {
@@ -1682,7 +1700,7 @@ fn lex(src: &str) -> Lexed {
 /// its closing quote.
 fn lex_double_quoted(c: &[char], mut i: usize, word: &mut Option<Word>, out: &mut Lexed) -> usize {
     let n = c.len();
-    word.get_or_insert_with(Word::default);
+    word.get_or_insert_with(Word::default).quoted = true;
     while i < n && c[i] != '"' {
         match c[i] {
             '\\' if i + 1 < n && matches!(c[i + 1], '$' | '`' | '"' | '\\' | '\n') => {
@@ -1811,6 +1829,28 @@ fn lex_dollar(c: &[char], i: usize, word: &mut Option<Word>, out: &mut Lexed) ->
             i + 1
         }
     }
+}
+
+/// Whether an unquoted here-document body holds an expansion the outer shell makes: a
+/// `$(...)`, `${...}`, `$((...))`, `$[...]`, a parameter (but the numbers `$#`, `$?`, `$$`,
+/// `$!`) or a backquote not escaped by a backslash.
+fn expands(body: &str) -> bool {
+    let c: Vec<char> = body.chars().collect();
+    let mut i = 0;
+    while i < c.len() {
+        match c[i] {
+            '\\' => i += 2,
+            '`' => return true,
+            '$' if c
+                .get(i + 1)
+                .is_some_and(|&d| d.is_ascii_alphanumeric() || "({[_@*-".contains(d)) =>
+            {
+                return true;
+            }
+            _ => i += 1,
+        }
+    }
+    false
 }
 
 /// The command lines inside `$(...)`, `${...}` and backquotes of a here-document body.
@@ -5808,7 +5848,15 @@ impl Scan {
             if ctx.depth == 0 {
                 c.span = Some(s.span);
             }
-            self.simple(&s.words, &s.input, text, c);
+            // The thirty-fifth round: a here-string or here-document that the outer shell
+            // expands (`sh <<< ": $(...)"`) is text only known at run time: judged as a pipe
+            // (a shell or interpreter reading it is denied), not as the code it looks like.
+            let expanded = matches!(s.input, Input::Text(t) if lexed.expanded.contains(&t));
+            if expanded {
+                self.simple(&s.words, &Input::Pipe, None, c);
+            } else {
+                self.simple(&s.words, &s.input, text, c);
+            }
             let origin = (matches!(s.input, Input::Pipe) && k > 0).then_some(prev);
             self.note_output(&s.words, &s.input, text, &s.writes, here, origin);
             prev = here;
@@ -7332,7 +7380,10 @@ impl Scan {
                     format!(
                         "`{base}` reads its commands from stdin ({}), which the guard cannot see",
                         match input {
-                            Input::Pipe => "a pipe",
+                            Input::Pipe => {
+                                "a pipe, or a here-string or here-document holding a value only \
+                                 known at run time"
+                            }
                             Input::File => "a file",
                             _ => "the terminal",
                         }
