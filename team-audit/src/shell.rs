@@ -4181,6 +4181,103 @@ fn is_interpreter(base: &str) -> bool {
     INTERPRETERS.contains(&stem)
 }
 
+/// Whether an interpreter's program holds a value only known at run time (the thirty-fifth
+/// round: `awk "BEGIN{ $(...) }"`, `awk -f "$(...)"`, `python3 -c"$x"`): an option with a
+/// run-time value attached (`-c"$x"`, `--eval="$x"`; but awk's `-v`/`-F`, which are data),
+/// PHP's `-B`/`-R`/`-E`/`-F` code, and awk's and sed's program: the value of `-f`/`-e`/
+/// `--source`/`--expression`/`--file` (and gawk's `-i`/`-E`), else the first word that is no
+/// option or option value.
+fn runtime_program(stem: &str, rest: &[Word]) -> bool {
+    let awk = matches!(stem, "awk" | "gawk" | "mawk" | "nawk");
+    let sed = matches!(stem, "sed" | "gsed");
+    let data_option = |t: &str| {
+        awk && ["-v", "-F", "--assign", "--field-separator"]
+            .iter()
+            .any(|o| t.starts_with(o))
+    };
+    if rest
+        .iter()
+        .any(|w| w.runtime && w.text.starts_with('-') && !data_option(&w.text))
+    {
+        return true;
+    }
+    if stem == "php"
+        && rest
+            .windows(2)
+            .any(|p| matches!(p[0].text.as_str(), "-B" | "-R" | "-E" | "-F") && p[1].runtime)
+    {
+        return true;
+    }
+    if !(awk || sed) {
+        return false;
+    }
+    let (takes_value, program): (&[&str], &[&str]) = if awk {
+        (
+            &[
+                "-F",
+                "-v",
+                "-f",
+                "-e",
+                "-i",
+                "-l",
+                "-E",
+                "-W",
+                "--file",
+                "--source",
+                "--include",
+                "--load",
+                "--exec",
+                "--assign",
+                "--field-separator",
+            ],
+            &[
+                "-f",
+                "-e",
+                "-i",
+                "-E",
+                "--file",
+                "--source",
+                "--include",
+                "--exec",
+            ],
+        )
+    } else {
+        (
+            &["-e", "-f", "-l", "--expression", "--file", "--line-length"],
+            &["-e", "-f", "--expression", "--file"],
+        )
+    };
+    let mut given = false;
+    let mut k = 0;
+    while k < rest.len() {
+        let t = rest[k].text.as_str();
+        if t == "--" {
+            k += 1;
+            break;
+        }
+        if takes_value.contains(&t) {
+            if program.contains(&t) {
+                given = true;
+                if rest.get(k + 1).is_some_and(|v| v.runtime) {
+                    return true;
+                }
+            }
+            k += 2;
+            continue;
+        }
+        if t.starts_with('-') && t != "-" {
+            // An attached program (`-f./p.awk`, `--source=...`, `--expression=...`).
+            given |= program
+                .iter()
+                .any(|o| t.starts_with(&format!("{o}=")) || (o.len() == 2 && t.starts_with(o)));
+            k += 1;
+            continue;
+        }
+        break;
+    }
+    !given && rest.get(k).is_some_and(|w| w.runtime)
+}
+
 /// Programs that never run their arguments as commands: a word mentioning tmux is data to
 /// them.
 fn is_inert(base: &str, args: &[Word]) -> bool {
@@ -6769,6 +6866,7 @@ impl Scan {
             let code_dynamic = rest
                 .windows(2)
                 .any(|p| inline_code_flag(&p[0].text) && p[1].dynamic)
+                || runtime_program(stem, rest)
                 || (matches!(input, Input::Text(_))
                     && stdin.is_some_and(|t| t.contains("$(") || t.contains('`')));
             // Its program read from stdin, a descriptor or a process substitution: stdin is
@@ -8314,7 +8412,7 @@ mod tests {
         all_allowed(&[
             "awk '{print $1}' f",
             "awk -v n=\"$n\" '{print n}' f",
-            "awk '{print $1}' \"$(ls | head -1)\"",
+            "awk '{print $1}' \"$f\"",
             "sed -n '1,5p' \"$f\"",
         ]);
     }

@@ -3151,7 +3151,7 @@ fn interpreter_programs_only_known_at_run_time_are_denied() {
             "awk '{print $1}' f",
             "awk -v n=\"$n\" '{print n}' f",
             "awk -F: '{print $1}' \"$HOME/f\"",
-            "awk '{print $1}' \"$(ls | head -1)\"",
+            "awk '{print $1}' \"$f\"",
             "sed -n '1,5p' \"$f\"",
             "python3 -c 'print(1)'",
         ],
