@@ -371,7 +371,7 @@
 //!   run-time word before a tmux alias (`foo /opt/x/mux send`) may run that file: the alias
 //!   is denied as for a program named by a path. (5) `kill -1`, `kill` of a negative pid (a
 //!   process group: the tmux server leads its own; `kill -- -N`, `kill -9 -N`) and
-//!   `killall5` are denied ([`kill_reaches_a_group`]); so are `pkill` and `killall -r` of a
+//!   `killall5` are denied ([`kill_denial`]); so are `pkill` and `killall -r` of a
 //!   regex that may match the server's name `tmux: server` (`pkill m`, `pkill t.ux`, any
 //!   repetition or alternation) and `pkill -g`/`-s` ([`signal_pattern_may_reach_tmux`]).
 //!   Decided: `kill 0` (the caller's own group), `kill PID` and `pkill -f PATTERN` of a plain
@@ -4680,35 +4680,149 @@ fn args_are_values(base: &str, rest: &[Word]) -> bool {
 /// How many words of a runner that are no option are tried as its command.
 const RUNNER_TRIES: usize = 4;
 
-/// `kill -1`, `kill -- -N`, `kill -9 -N`, `kill -s X -- -N`: every process of the user, or a
-/// process group (the tmux server leads its own). `kill 0` (the caller's own group) passes.
-fn kill_reaches_a_group(rest: &[Word]) -> bool {
+/// Why a `kill` may reach the tmux server, if it may. The thirty-fifth round: `kill -9
+/// $((-1))`, `$[-1]`, `$(echo -1)`, `' -1'` signalled every process, so an operand must be a
+/// literal decimal pid (`1234`; `0` is the caller's own group, which the tmux server, a
+/// session leader, is not in), a job (`%1`), or `$!`/`$$` (this shell's last background job,
+/// itself). Anything else is denied: a value only known at run time (it may be `-1`, every
+/// process, or a negative id, a process group: the tmux server leads its own), `-1`, a
+/// negative id, a name (`/bin/kill` takes process names), a signal only known at run time.
+fn kill_denial(rest: &[Word]) -> Option<String> {
+    let runtime = |w: &Word| {
+        Some(format!(
+            "`kill` is given `{}`, a value only known when the shell runs: it may be `-1` \
+             (every process) or a negative id (a process group: the tmux server leads its \
+             own); kill takes only literal process ids (`1234`), jobs (`%1`), `$!` and `$$`",
+            w.text
+        ))
+    };
     let mut k = 0;
-    let mut first = true;
+    let mut signal = false;
+    let mut operands = false;
     while k < rest.len() {
-        let t = rest[k].text.as_str();
-        if t == "-1" {
-            return true;
+        let w = &rest[k];
+        let t = w.text.as_str();
+        if (w.dynamic || w.runtime || w.undecoded) && !matches!(t, "$!" | "$$") {
+            return runtime(w);
         }
-        if t == "--" {
-            k += 1;
-            break;
+        if !operands {
+            match t {
+                "--" => {
+                    operands = true;
+                    k += 1;
+                    continue;
+                }
+                "-l" | "-L" | "--list" | "--table" => return None,
+                "-s" | "-n" | "--signal" | "-q" | "--queue" => {
+                    if let Some(v) = rest.get(k + 1)
+                        && (v.dynamic || v.runtime)
+                    {
+                        return runtime(v);
+                    }
+                    signal |= !matches!(t, "-q" | "--queue");
+                    k += 2;
+                    continue;
+                }
+                "--timeout" => {
+                    k += 3;
+                    continue;
+                }
+                "-p" | "--pid" | "-a" | "--all" | "--verbose" => {
+                    k += 1;
+                    continue;
+                }
+                "-1" => {
+                    return Some(
+                        "`kill -1` signals every process of the user (the tmux server among them)"
+                            .into(),
+                    );
+                }
+                _ if t.starts_with('-') && t.len() > 1 && !signal => {
+                    // `-9`, `-KILL`, `-SIGTERM`, `--signal=TERM`.
+                    signal = true;
+                    k += 1;
+                    continue;
+                }
+                _ => operands = true,
+            }
         }
-        if !first || !t.starts_with('-') {
-            break;
-        }
-        first = false;
-        if matches!(t, "-s" | "-n" | "--signal") {
-            k += 1;
-        } else if matches!(t, "-l" | "-L" | "--list" | "--table") {
-            return false;
+        let pid = !t.is_empty() && t.chars().all(|c| c.is_ascii_digit());
+        let job = t.starts_with('%') && t.len() > 1;
+        if !(pid || job || matches!(t, "$!" | "$$")) {
+            return Some(format!(
+                "`kill` of `{t}`: only a literal process id (`1234`), a job (`%1`), `$!` or `$$` \
+                 passes; `-1` is every process, a negative id a process group (the tmux server \
+                 leads its own), and a name may be any process"
+            ));
         }
         k += 1;
-        // `kill -s HUP -9 ...`: further options are judged as targets below.
     }
-    rest[k.min(rest.len())..]
-        .iter()
-        .any(|w| w.text.starts_with('-'))
+    None
+}
+
+/// Whether `t` is a signal given as an option (`-9`, `-KILL`, `-SIGHUP`, `-RTMIN+1`).
+fn signal_option(t: &str) -> bool {
+    let Some(name) = t.strip_prefix('-') else {
+        return false;
+    };
+    let name = name.strip_prefix("SIG").unwrap_or(name);
+    const SIGNALS: &[&str] = &[
+        "HUP", "INT", "QUIT", "ILL", "TRAP", "ABRT", "IOT", "BUS", "FPE", "KILL", "USR1", "SEGV",
+        "USR2", "PIPE", "ALRM", "TERM", "STKFLT", "CHLD", "CLD", "CONT", "STOP", "TSTP", "TTIN",
+        "TTOU", "URG", "XCPU", "XFSZ", "VTALRM", "PROF", "WINCH", "IO", "POLL", "PWR", "SYS",
+    ];
+    (!name.is_empty() && name.chars().all(|c| c.is_ascii_digit()))
+        || SIGNALS.contains(&name.to_ascii_uppercase().as_str())
+        || name.starts_with("RTMIN")
+        || name.starts_with("RTMAX")
+}
+
+/// `pkill`/`killall` options that select processes by something other than their name (the
+/// thirty-fifth round): a parent (`-P 1`, the server's parent after it daemonised), a user
+/// (`-u`, `-U`, `--euid`, `--uid`, `killall -u`), a group, a terminal (`-t`), an inverted
+/// match (`-v`), a pid file (`-F`), a namespace, a cgroup or an environment: each may select
+/// the tmux server.
+fn selects_beyond_names(base: &str, rest: &[Word]) -> bool {
+    let (letters, longs): (&str, &[(&str, usize)]) = if base == "pkill" {
+        (
+            "PuUGgstvFL",
+            &[
+                ("--parent", 4),
+                ("--euid", 3),
+                ("--uid", 3),
+                ("--group", 3),
+                ("--pgroup", 3),
+                ("--session", 3),
+                ("--terminal", 3),
+                ("--inverse", 3),
+                ("--pidfile", 3),
+                ("--logpidfile", 3),
+                ("--ns", 4),
+                ("--nslist", 5),
+                ("--cgroup", 3),
+                ("--env", 3),
+            ],
+        )
+    } else {
+        (
+            "ugZ",
+            &[("--user", 3), ("--process-group", 3), ("--context", 3)],
+        )
+    };
+    rest.iter().any(|w| {
+        let t = w.text.as_str();
+        if t.starts_with("--") {
+            longs.iter().any(|(o, min)| long_opt(t, o, *min))
+        } else if t.starts_with('-') && t.len() > 1 && !signal_option(t) {
+            // A cluster of short options (`-fu`, `-P1`): any selecting letter counts.
+            t[1..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphabetic())
+                .any(|c| letters.contains(c))
+        } else {
+            false
+        }
+    })
 }
 
 /// `pkill PATTERN` and `killall -r PATTERN` match a regex anywhere in a process's name: the
@@ -6807,12 +6921,25 @@ impl Scan {
                 );
                 return;
             }
-            "kill" if kill_reaches_a_group(rest) => {
+            "kill" if kill_denial(rest).is_some() => {
+                let why = kill_denial(rest).unwrap_or_default();
+                self.deny(&words[i..], why);
+                return;
+            }
+            "pkill" | "killall" if selects_beyond_names(base, rest) => {
                 self.deny(
                     &words[i..],
-                    "`kill` of `-1` (every process of the user) or of a process group (a \
-                     negative pid: the tmux server leads its own group)"
-                        .into(),
+                    format!(
+                        "`{base}` selects processes by parent, user, group, terminal, session, \
+                         pid file or an inverted match, which may select the tmux server"
+                    ),
+                );
+                return;
+            }
+            "skill" | "snice" | "slay" => {
+                self.deny(
+                    &words[i..],
+                    format!("`{base}` signals processes by user, terminal or command (the tmux server among them)"),
                 );
                 return;
             }
@@ -6826,7 +6953,7 @@ impl Scan {
                 );
                 return;
             }
-            "kill" | "pkill" | "killall" | "skill" | "slay" => {
+            "kill" | "pkill" | "killall" => {
                 if words.iter().any(|w| mentions_tmux(&w.text)) {
                     self.deny(
                         &words[i..],
@@ -7311,7 +7438,6 @@ impl Scan {
                         | "stat"
                         | "file"
                         | "du"
-                        | "kill"
                         | "echo"
                         | "basename"
                         | "dirname"
@@ -7324,6 +7450,19 @@ impl Scan {
                         | "sha1sum"
                         | "sha256sum"
                 );
+                // The thirty-fifth round: `pgrep ... | xargs kill` signals pids only known at
+                // run time (`-1`, a process group).
+                if matches!(b, "kill" | "pkill" | "killall" | "skill" | "snice" | "slay") {
+                    self.deny(
+                        words,
+                        format!(
+                            "`{base}` runs `{}` with process ids or options only known at run \
+                             time (`-1` is every process, a negative id a process group)",
+                            w.text
+                        ),
+                    );
+                    return;
+                }
                 if SHELLS.contains(&b)
                     || !(data_only || plain_sed)
                     || (is_interpreter(b) && !plain_sed)
