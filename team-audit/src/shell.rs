@@ -346,6 +346,33 @@
 //!   No git subcommand takes a run-time option, git's `--output` is an unread write
 //!   (`copies_unread`), `rg --pre` runs a program, and xargs runs only a short list of
 //!   programs none of whose options runs one.
+//! - **The thirty-fifth round: globs in the line's case, what an unknown program may run,
+//!   run-time program text, kill operands.** (1) Rule 2 lower-cased the line first, so
+//!   `t[Z-n]ux` read as the empty `[z-n]` (bash's `Z`..`n` holds `m`); globs are judged in
+//!   the line's own case ([`normalize_cased`]) and brackets conservatively
+//!   ([`class_matches`]: a range whose ends differ in case or are no letters or digits may
+//!   match anything; a negated bracket matches unless surely not); `glob_matches` (find's
+//!   names, pkill's regexes) reads brackets the same way, and a regex escape (`t\wux`) is any
+//!   character. (2) The loader (`ld.so`, `ld-linux*`, `ld64.so*`), `choom`, `luit`,
+//!   `heaptrack`, `memusage` and more are [`RUNNERS`]; `lli`, `jrunscript`, `java`, `cpan`,
+//!   `gdbtui` and more are [`INTERPRETERS`]. The general rule (`Scan::generic`): an argument
+//!   of an unknown program that names a shell, an interpreter or tmux is judged as that
+//!   command *with the program's own input* (`| x /usr/bin/python3` reads the pipe), and a
+//!   glob or brace that may name any program that runs code or arguments
+//!   ([`glob_program_names`]: `/usr/bin/das?`, `/usr/bin/python3*`, with any version
+//!   suffix) is judged as each name it may match; a component of `*`s alone names none (`tar
+//!   czf x.tgz *`). (3) A here-string or unquoted here-document holding a run-time value (`sh
+//!   <<< ": $(...)"`) is text the guard cannot see: the command reading it is judged as
+//!   reading a pipe (`Lexed::expanded`); a quoted here-document is still read as code.
+//!   (4) An interpreter's program holding a run-time value is denied ([`runtime_program`]):
+//!   awk's program word, `-f`, `-e`, `--source`; sed's script; an option with run-time code
+//!   attached (`-c"$x"`); `php -B`/`-R`/`-E`/`-F`. (5) `kill` takes only literal pids, jobs,
+//!   `$!` and `$$` ([`kill_denial`]); `pkill`/`killall` selecting by parent, user, group,
+//!   terminal, session, pid file or an inverted match ([`selects_beyond_names`]), `skill`,
+//!   `snice`, `slay` and `xargs kill` are denied. Decided: `kill $(lsof -t -i:3000)`, `kill
+//!   $PID` and `pgrep x | xargs kill` are denied (a run-time pid may be `-1`); use `pkill -f
+//!   PATTERN` or a literal pid. Left open: a copy or link of a shell under another name run
+//!   by an unknown program (`x ./a`), as for tmux.
 //! - **The thirty-third round: a run-time value can be an option.** `git grep "$(printf --
 //!   '-O...')"`, `git rebase "$(... --exec=...)"`, `sqlite3 db "$(... .shell ...)"` and words
 //!   `xargs` reads given to `git`, `find . -exec` or a runner ran tmux. Only curl, wget, jq and
@@ -1214,12 +1241,16 @@ fn whole_match(toks: &[Glob], s: &[char]) -> bool {
 }
 
 /// The text as a shell would see it once quotes, backslashes, escapes (`$'\x74'`, `\164`,
-/// `\u0074`), empty substitutions and line continuations are gone, in lower case.
+/// `\u0074`), empty substitutions and line continuations are gone, in lower case (rule 2
+/// lower-cases [`normalize_cased`] itself).
+#[cfg(test)]
 fn normalize(s: &str) -> String {
     normalize_cased(s).to_lowercase()
 }
 
-/// [`normalize`] in the line's own case: globs are judged in it (`[Z-n]` holds `m`).
+/// The text as a shell would see it once quotes, backslashes, escapes (`$'\x74'`, `\164`,
+/// `\u0074`), empty substitutions and line continuations are gone, in the line's own case:
+/// globs are judged in it (`[Z-n]` holds `m`).
 fn normalize_cased(s: &str) -> String {
     let c: Vec<char> = s.chars().collect();
     let mut out = String::new();
@@ -7420,8 +7451,8 @@ impl Scan {
                     });
                 // The thirty-third round: the words xargs reads become arguments, options
                 // included (`... | xargs -L1 git` given `-c alias.x=!...`, `xargs find . -exec`,
-                // `xargs fakeroot`): only programs that treat their arguments as data (and
-                // `kill`, as `kill $(...)` is) may be run so.
+                // `xargs fakeroot`): only programs that treat their arguments as data may be
+                // run so (`kill` no more since the thirty-fifth round).
                 // (The thirty-fourth round: options come that way too, `--pre=sh` to `rg`,
                 // `--compress-program=sh` to `sort`: only programs none of whose options runs
                 // a program.)
