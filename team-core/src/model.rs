@@ -318,6 +318,27 @@ pub struct Event {
 }
 
 impl Team {
+    /// Whether the tools may take this team's leader pane down (`Err` says why not): they made
+    /// it (`created_by_tools`), and they only ever make a leader in a session of their own on
+    /// the private server `init` starts for the workspace, so the recorded endpoint must be
+    /// that server's socket. `workspace` is the one the state was read from (the recorded
+    /// one when the state root serves several). A record that names a leader anywhere else
+    /// (forged, or copied from another team) names a pane of someone else's: the record's
+    /// other fields, tags and session options are claims anyone can copy.
+    pub fn leader_is_the_tools(&self, workspace: &std::path::Path) -> Result<(), String> {
+        if !self.leader.created_by_tools {
+            return Err("an adopted leader pane is never killed".into());
+        }
+        if !crate::paths::is_private_endpoint_of(&self.endpoint, workspace) {
+            return Err(format!(
+                "the record names a leader on {}, which is not the private tmux server of {} (the only place the tools make a leader); not killed",
+                self.endpoint.display(),
+                workspace.display()
+            ));
+        }
+        Ok(())
+    }
+
     /// Parses `team.json` bytes, refusing unknown schema versions before anything else.
     pub fn parse(path: &std::path::Path, bytes: &[u8]) -> Result<Team> {
         let team: Team = parse_versioned(path, bytes)?;

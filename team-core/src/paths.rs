@@ -388,6 +388,14 @@ pub fn private_endpoint(tmux_tmpdir: &Path, workspace: &Path) -> PathBuf {
     tmux_socket_dir(tmux_tmpdir).join(format!("team-{}", &h[..12]))
 }
 
+/// Whether `endpoint` is named as the private socket [`private_endpoint`] makes for
+/// `workspace` (its directory is the socket directory of whoever ran `init`, so only the name
+/// is compared).
+pub fn is_private_endpoint_of(endpoint: &Path, workspace: &Path) -> bool {
+    endpoint.file_name().is_some()
+        && endpoint.file_name() == private_endpoint(Path::new("/"), workspace).file_name()
+}
+
 /// The user's tmux socket directory: `<tmux_tmpdir>/tmux-<uid>`.
 pub fn tmux_socket_dir(tmux_tmpdir: &Path) -> PathBuf {
     tmux_tmpdir.join(format!("tmux-{}", rustix::process::getuid().as_raw()))

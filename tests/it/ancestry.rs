@@ -1103,3 +1103,117 @@ fn a_users_dead_pane_with_a_workers_tags_is_never_killed_through_a_forged_record
     let all = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(all.contains("not provably"), "says why: {all}");
 }
+
+/// Attack (thirty-fifth black-box round, the leader): a forged `team.json` names a pane on a
+/// tmux server of the user's (its endpoint, session and leader incarnation copied from it) as
+/// the team's tools-made leader, with the leader's tags copied onto that pane. `shutdown`
+/// killed it, and once the team read as stopped the reaper killed such a pane and its session.
+/// The tools make a leader only on the workspace's own private server: a record naming one
+/// anywhere else names a pane of someone else's, and it is kept.
+#[test]
+fn a_forged_leader_record_on_a_users_server_kills_nothing() {
+    let sb = Sandbox::new();
+    let o = sb.run(
+        "team-scale",
+        &[
+            "init",
+            "f",
+            "--private",
+            "--worker-cmd",
+            "exec sleep 100000",
+        ],
+    );
+    assert_code(&o, 0);
+    // The user's own server, in the same socket directory.
+    let user_sock = sb.private_sock().with_file_name("userserver");
+    let out = tmux_at(
+        &user_sock,
+        &[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "user",
+            "-P",
+            "-F",
+            "#{pane_id} #{pane_pid} #{session_id} #{window_id} #{pid} #{start_time}",
+            "exec sleep 100000",
+        ],
+    );
+    let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let f: Vec<&str> = line.split(' ').collect();
+    assert_eq!(f.len(), 6, "{line}");
+    let user_pid: u32 = f[1].parse().unwrap();
+    let path = sb.ws.join(".team/teams/f/team.json");
+    let mut team: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let owner = team["owner_id"].as_str().unwrap().to_string();
+    team["endpoint"] = user_sock.display().to_string().into();
+    team["session"]["id"] = f[2].into();
+    team["session"]["name"] = "user".into();
+    let pane = &mut team["leader"]["pane"];
+    pane["pane_id"] = f[0].into();
+    pane["pane_pid"] = user_pid.into();
+    pane["session_id"] = f[2].into();
+    pane["window_id"] = f[3].into();
+    pane["server_pid"] = f[4].parse::<u64>().unwrap().into();
+    pane["server_start"] = f[5].parse::<u64>().unwrap().into();
+    pane["process_start"] = serde_json::Value::Null;
+    std::fs::write(&path, serde_json::to_vec_pretty(&team).unwrap()).unwrap();
+    let ws = sb.ws.display().to_string();
+    for (k, v) in [
+        ("@team_owner", owner.as_str()),
+        ("@team_role", "leader"),
+        ("@team_workspace", ws.as_str()),
+        ("@team_name", "f"),
+    ] {
+        assert!(
+            tmux_at(&user_sock, &["set-option", "-p", "-t", f[0], k, v])
+                .status
+                .success()
+        );
+    }
+    assert!(
+        tmux_at(
+            &user_sock,
+            &["set-option", "-t", f[2], "@team_session_owner", &owner]
+        )
+        .status
+        .success()
+    );
+    let o = sb.run("team-scale", &["shutdown", "f"]);
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let panes = |s: &std::path::Path| {
+        String::from_utf8_lossy(&tmux_at(s, &["list-panes", "-a", "-F", "#{pane_id}"]).stdout)
+            .into_owned()
+    };
+    assert!(
+        panes(&user_sock).lines().any(|l| l == f[0]),
+        "shutdown killed the user's pane: {out}"
+    );
+    assert!(
+        out.contains("not the private tmux server"),
+        "says why: {out}"
+    );
+    // The team now reads as stopped: the reaper leaves the pane (and its session) alone too.
+    let scope = sb.dir.path().display().to_string();
+    let o = sb.run(
+        "team-reap",
+        &["--only-under", scope.as_str(), "run", "--json"],
+    );
+    let report = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        panes(&user_sock).lines().any(|l| l == f[0]),
+        "the reaper killed the user's pane: {report}"
+    );
+    assert!(
+        report.contains("not the private tmux server"),
+        "the reaper saw it and says why: {report}"
+    );
+    assert!(alive(user_pid));
+    kill_server(&user_sock);
+}

@@ -720,8 +720,15 @@ fn shutdown_after_intent(
     // Whether another session lives on the server: then it outlives this team, and its socket
     // stays without waiting for it to go.
     let mut shared_server = false;
+    let workspace = store
+        .root()
+        .workspace()
+        .map_or_else(|| team.workspace.clone(), std::path::Path::to_path_buf);
     if !team.leader.created_by_tools {
         rep.leader = LeaderOutcome::Adopted;
+    } else if let Err(why) = team.leader_is_the_tools(&workspace) {
+        rep.leader = LeaderOutcome::Kept;
+        rep.leader_reason = Some(why);
     } else {
         let listing = t.tmux.list();
         if let crate::tmux::Listing::Panes(snap) = &listing {

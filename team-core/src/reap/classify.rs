@@ -191,8 +191,9 @@ pub fn classify_pane(row: &PaneRow, lookup: Result<&Lookup, &str>) -> Classified
             if !row.is_exactly(&team.leader.pane) {
                 return unrecorded_leader();
             }
-            if !team.leader.created_by_tools {
-                return c.blocked("an adopted leader pane is never killed");
+            // The state was found through this workspace (checked above).
+            if let Err(why) = team.leader_is_the_tools(&team.workspace) {
+                return c.blocked(why);
             }
         }
         return c;
@@ -341,7 +342,7 @@ mod tests {
             created_at: "now".into(),
             workspace: "/ws".into(),
             state: TeamState::Active,
-            endpoint: "/sock".into(),
+            endpoint: crate::paths::private_endpoint(std::path::Path::new("/tmp"), "/ws".as_ref()),
             private_server: true,
             session: SessionRecord {
                 id: "$1".into(),
@@ -478,6 +479,11 @@ mod tests {
             v(&leader_row(&t), &present(&t4)),
             (Verdict::Orphan, TEAM_STOPPED.into(), true)
         );
+        // A record naming a leader on a server that is not the workspace's private one (a
+        // forged record pointing at a pane of the user's own server) is never killed.
+        let mut t5 = t4.clone();
+        t5.endpoint = "/tmp/tmux-0/default".into();
+        assert!(!v(&leader_row(&t), &present(&t5)).2);
     }
 
     #[test]
