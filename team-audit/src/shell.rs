@@ -702,18 +702,7 @@ fn extglob_spells_tmux(text: &str) -> bool {
                 if !has_extglob(comp) {
                     return false;
                 }
-                let c: Vec<char> = comp.chars().collect();
-                let mut out = String::new();
-                let mut k = 0;
-                while k < c.len() {
-                    if matches!(c[k], '@' | '+' | '!' | '*' | '?') && c.get(k + 1) == Some(&'(') {
-                        out.push('*');
-                        k = close_paren(&c, k + 1) + 1;
-                    } else {
-                        out.push(c[k]);
-                        k += 1;
-                    }
-                }
+                let out = extglob_as_star(comp);
                 (w.contains('/') && out.chars().all(|x| x == '*')) || glob_spells_tmux(&out)
             })
         })
@@ -1909,6 +1898,23 @@ fn substitutions(body: &str) -> Vec<String> {
 }
 
 /// Index of the `)` closing the `(` at `open`, skipping quotes; `c.len()` if unterminated.
+/// `comp` with each extglob group (`@(..)`, `+(..)`, `!(..)`, `*(..)`, `?(..)`) taken as `*`.
+fn extglob_as_star(comp: &str) -> String {
+    let c: Vec<char> = comp.chars().collect();
+    let mut out = String::new();
+    let mut k = 0;
+    while k < c.len() {
+        if matches!(c[k], '@' | '+' | '!' | '*' | '?') && c.get(k + 1) == Some(&'(') {
+            out.push('*');
+            k = close_paren(&c, k + 1) + 1;
+        } else {
+            out.push(c[k]);
+            k += 1;
+        }
+    }
+    out
+}
+
 fn close_paren(c: &[char], open: usize) -> usize {
     close_pair(c, open, '(', ')')
 }
@@ -2192,18 +2198,7 @@ fn glob_program_names(word: &str) -> Vec<&'static str> {
     for alt in alts {
         let comp = alt.rsplit('/').next().unwrap_or(&alt);
         // An extglob group (`@(da)sh`) is taken as `*`.
-        let c: Vec<char> = comp.chars().collect();
-        let mut pat = String::new();
-        let mut k = 0;
-        while k < c.len() {
-            if matches!(c[k], '@' | '+' | '!' | '*' | '?') && c.get(k + 1) == Some(&'(') {
-                pat.push('*');
-                k = close_paren(&c, k + 1) + 1;
-            } else {
-                pat.push(c[k]);
-                k += 1;
-            }
-        }
+        let pat = extglob_as_star(comp);
         let toks = glob_tokens(&pat);
         if toks.iter().all(|t| *t == Glob::Star) {
             continue;

@@ -878,6 +878,47 @@ fn the_reaper_ignores_a_lookalike_supervisor() {
     let _ = fake.wait();
 }
 
+/// The pane id `status` shows for `worker`.
+fn worker_pane_id(sb: &Sandbox, team: &str, worker: &str) -> String {
+    let st = json_lines(&sb.run("team-scale", &["status", team, "--json"]).stdout);
+    st.iter()
+        .find(|r| r["type"] == "worker" && r["worker"] == worker)
+        .and_then(|r| r["pane_id"].as_str())
+        .unwrap_or_else(|| panic!("no pane for {worker}"))
+        .to_string()
+}
+
+/// Copies every `@team_*` pane option of `from` onto `to` (what anyone with the socket can do).
+fn copy_tags(sock: &Path, from: &str, to: &str) {
+    let tags = String::from_utf8_lossy(&tmux_at(sock, &["show-options", "-p", "-t", from]).stdout)
+        .into_owned();
+    for line in tags.lines().filter(|l| l.starts_with("@team_")) {
+        let (k, v) = line.split_once(' ').unwrap();
+        let v = v.trim_matches('"');
+        assert!(
+            tmux_at(sock, &["set-option", "-p", "-t", to, k, v])
+                .status
+                .success()
+        );
+    }
+}
+
+/// Rewrites team `t`'s record of `worker` to name `pane` (running `pid`, started at `start`).
+fn forge_worker_pane(sb: &Sandbox, worker: &str, pane: &str, pid: u32, start: Option<u64>) {
+    let path = sb.ws.join(".team/teams/t/team.json");
+    let mut team: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for w in team["workers"].as_array_mut().unwrap() {
+        if w["name"] == worker {
+            w["pane"]["pane_id"] = pane.into();
+            w["pane"]["pane_pid"] = pid.into();
+            if let Some(start) = start {
+                w["pane"]["process_start"] = start.into();
+            }
+        }
+    }
+    std::fs::write(&path, serde_json::to_vec_pretty(&team).unwrap()).unwrap();
+}
+
 /// The `TEAM_*` variables of a worker's main process (the child of its supervisor at `sup`).
 fn worker_env(sup: u32) -> Vec<String> {
     let mut child = 0;
@@ -912,13 +953,7 @@ fn a_users_pane_with_a_workers_tags_and_environment_is_never_killed_through_a_fo
     let sup = worker_pane_pid(&sb, "t", "worker-2");
     let env = worker_env(sup);
     assert!(env.iter().any(|e| e.starts_with("TEAM_OWNER=")), "{env:?}");
-    let st = json_lines(&sb.run("team-scale", &["status", "t", "--json"]).stdout);
-    let wpane = st
-        .iter()
-        .find(|r| r["type"] == "worker" && r["worker"] == "worker-2")
-        .and_then(|r| r["pane_id"].as_str())
-        .expect("worker-2's pane")
-        .to_string();
+    let wpane = worker_pane_id(&sb, "t", "worker-2");
     // The user's pane, in the worker's window, running `sleep` with the worker's variables.
     let mut args = vec![
         "split-window",
@@ -935,19 +970,7 @@ fn a_users_pane_with_a_workers_tags_and_environment_is_never_killed_through_a_fo
     let out = String::from_utf8_lossy(&tmux_at(&sock, &args).stdout).into_owned();
     let (user_pane, user_pid) = out.trim().split_once(' ').expect("new pane");
     let user_pid: u32 = user_pid.parse().unwrap();
-    let tags = String::from_utf8_lossy(
-        &tmux_at(&sock, &["show-options", "-p", "-t", wpane.as_str()]).stdout,
-    )
-    .into_owned();
-    for line in tags.lines().filter(|l| l.starts_with("@team_")) {
-        let (k, v) = line.split_once(' ').unwrap();
-        let v = v.trim_matches('"');
-        assert!(
-            tmux_at(&sock, &["set-option", "-p", "-t", user_pane, k, v])
-                .status
-                .success()
-        );
-    }
+    copy_tags(&sock, &wpane, user_pane);
     wait_for(
         "the user's process runs sleep",
         Duration::from_secs(10),
@@ -964,16 +987,7 @@ fn a_users_pane_with_a_workers_tags_and_environment_is_never_killed_through_a_fo
         })
         .expect("start time");
     // The forged record: worker-2's pane is the user's.
-    let path = sb.ws.join(".team/teams/t/team.json");
-    let mut team: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    for w in team["workers"].as_array_mut().unwrap() {
-        if w["name"] == "worker-2" {
-            w["pane"]["pane_id"] = user_pane.into();
-            w["pane"]["pane_pid"] = user_pid.into();
-            w["pane"]["process_start"] = start.into();
-        }
-    }
-    std::fs::write(&path, serde_json::to_vec_pretty(&team).unwrap()).unwrap();
+    forge_worker_pane(&sb, "worker-2", user_pane, user_pid, Some(start));
 
     let o = sb.run(
         "team-scale",
@@ -1017,13 +1031,7 @@ fn a_users_dead_pane_with_a_workers_tags_is_never_killed_through_a_forged_record
     let sb = Sandbox::new();
     team_with_workers(&sb, "t", "exec sleep 100000", 2);
     let sock = sb.private_sock();
-    let st = json_lines(&sb.run("team-scale", &["status", "t", "--json"]).stdout);
-    let wpane = st
-        .iter()
-        .find(|r| r["type"] == "worker" && r["worker"] == "worker-2")
-        .and_then(|r| r["pane_id"].as_str())
-        .expect("worker-2's pane")
-        .to_string();
+    let wpane = worker_pane_id(&sb, "t", "worker-2");
     let out = String::from_utf8_lossy(
         &tmux_at(
             &sock,
@@ -1051,19 +1059,7 @@ fn a_users_dead_pane_with_a_workers_tags_is_never_killed_through_a_forged_record
         .status
         .success()
     );
-    let tags = String::from_utf8_lossy(
-        &tmux_at(&sock, &["show-options", "-p", "-t", wpane.as_str()]).stdout,
-    )
-    .into_owned();
-    for line in tags.lines().filter(|l| l.starts_with("@team_")) {
-        let (k, v) = line.split_once(' ').unwrap();
-        let v = v.trim_matches('"');
-        assert!(
-            tmux_at(&sock, &["set-option", "-p", "-t", user_pane, k, v])
-                .status
-                .success()
-        );
-    }
+    copy_tags(&sock, &wpane, user_pane);
     wait_for("the user's pane is dead", Duration::from_secs(10), || {
         String::from_utf8_lossy(
             &tmux_at(
@@ -1075,15 +1071,7 @@ fn a_users_dead_pane_with_a_workers_tags_is_never_killed_through_a_forged_record
         .trim()
             == "1"
     });
-    let path = sb.ws.join(".team/teams/t/team.json");
-    let mut team: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    for w in team["workers"].as_array_mut().unwrap() {
-        if w["name"] == "worker-2" {
-            w["pane"]["pane_id"] = user_pane.into();
-            w["pane"]["pane_pid"] = user_pid.into();
-        }
-    }
-    std::fs::write(&path, serde_json::to_vec_pretty(&team).unwrap()).unwrap();
+    forge_worker_pane(&sb, "worker-2", user_pane, user_pid, None);
 
     let o = sb.run(
         "team-scale",
