@@ -138,11 +138,12 @@ impl Fx {
             .collect()
     }
 
-    /// A team with a tools-made session and leader, recorded by team_core.
+    /// A team with a tools-made session and leader, recorded by team_core, on its workspace's
+    /// private socket (the only place the tools make a leader).
     fn team(&self, name: &str, sock: &str) -> TeamFx {
         let ws = self.tmp.path().join(format!("ws-{name}-{sock}"));
         std::fs::create_dir_all(&ws).unwrap();
-        let sock = self.sockdir.join(sock);
+        let sock = team_core::paths::private_endpoint(&self.tmp.path().join("tt"), &ws);
         self.team_at(name, &ws, &sock)
     }
 
