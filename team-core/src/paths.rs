@@ -382,18 +382,25 @@ pub fn check_local_fs(path: &Path) -> Result<()> {
 /// `<tmux_tmpdir>/tmux-<uid>/team-<12 hex of SHA-256 of the canonical workspace path>`.
 /// `tmux_tmpdir` is `$TMUX_TMPDIR` or `/tmp`, read by the binary.
 pub fn private_endpoint(tmux_tmpdir: &Path, workspace: &Path) -> PathBuf {
-    use sha2::{Digest, Sha256};
-    use std::os::unix::ffi::OsStrExt;
-    let h = hex::encode(Sha256::digest(workspace.as_os_str().as_bytes()));
-    tmux_socket_dir(tmux_tmpdir).join(format!("team-{}", &h[..12]))
+    tmux_socket_dir(tmux_tmpdir).join(private_socket_name(workspace))
 }
 
 /// Whether `endpoint` is named as the private socket [`private_endpoint`] makes for
 /// `workspace` (its directory is the socket directory of whoever ran `init`, so only the name
 /// is compared).
 pub fn is_private_endpoint_of(endpoint: &Path, workspace: &Path) -> bool {
-    endpoint.file_name().is_some()
-        && endpoint.file_name() == private_endpoint(Path::new("/"), workspace).file_name()
+    endpoint.file_name().and_then(|n| n.to_str()) == Some(private_socket_name(workspace).as_str())
+}
+
+/// The file name of the private socket [`private_endpoint`] makes for `workspace`. A kill
+/// that relies on a server being that one checks it inside tmux (`#{b:socket_path}`, the
+/// path the server is bound at): a symlink or a hard link of that name leading to another
+/// server reaches a server bound elsewhere.
+pub fn private_socket_name(workspace: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::ffi::OsStrExt;
+    let h = hex::encode(Sha256::digest(workspace.as_os_str().as_bytes()));
+    format!("team-{}", &h[..12])
 }
 
 /// The user's tmux socket directory: `<tmux_tmpdir>/tmux-<uid>`.

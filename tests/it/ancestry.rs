@@ -1100,6 +1100,19 @@ fn a_users_dead_pane_with_a_workers_tags_is_never_killed_through_a_forged_record
 /// anywhere else names a pane of someone else's, and it is kept.
 #[test]
 fn a_forged_leader_record_on_a_users_server_kills_nothing() {
+    forged_leader_record_kills_nothing(false);
+}
+
+/// The same, with the record's endpoint a symlink elsewhere that bears the name of the
+/// workspace's private socket and leads to the user's server: the name alone proves nothing,
+/// so every leader kill checks inside tmux that the server is bound at a socket of that name
+/// (`#{b:socket_path}`).
+#[test]
+fn a_forged_leader_record_through_a_socket_alias_kills_nothing() {
+    forged_leader_record_kills_nothing(true);
+}
+
+fn forged_leader_record_kills_nothing(alias: bool) {
     let sb = Sandbox::new();
     let o = sb.run(
         "team-scale",
@@ -1136,7 +1149,16 @@ fn a_forged_leader_record_on_a_users_server_kills_nothing() {
     let path = sb.ws.join(".team/teams/f/team.json");
     let mut team: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let owner = team["owner_id"].as_str().unwrap().to_string();
-    team["endpoint"] = user_sock.display().to_string().into();
+    let endpoint = if alias {
+        let dir = sb.dir.path().join("elsewhere");
+        std::fs::create_dir_all(&dir).unwrap();
+        let link = dir.join(sb.private_sock().file_name().unwrap());
+        std::os::unix::fs::symlink(&user_sock, &link).unwrap();
+        link
+    } else {
+        user_sock.clone()
+    };
+    team["endpoint"] = endpoint.display().to_string().into();
     team["session"]["id"] = f[2].into();
     team["session"]["name"] = "user".into();
     let pane = &mut team["leader"]["pane"];
@@ -1184,7 +1206,7 @@ fn a_forged_leader_record_on_a_users_server_kills_nothing() {
         "shutdown killed the user's pane: {out}"
     );
     assert!(
-        out.contains("not the private tmux server"),
+        alias || out.contains("not the private tmux server"),
         "says why: {out}"
     );
     // The team now reads as stopped: the reaper leaves the pane (and its session) alone too.
@@ -1199,7 +1221,7 @@ fn a_forged_leader_record_on_a_users_server_kills_nothing() {
         "the reaper killed the user's pane: {report}"
     );
     assert!(
-        report.contains("not the private tmux server"),
+        report.contains(f[0]) && (alias || report.contains("not the private tmux server")),
         "the reaper saw it and says why: {report}"
     );
     assert!(alive(user_pid));

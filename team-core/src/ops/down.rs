@@ -741,9 +741,16 @@ fn shutdown_after_intent(
                 rep.leader_reason = Some(r);
             }
             PaneProof::Live(_) | PaneProof::Dead(_) => {
+                let mut tags = view::leader_tags(&team);
+                // The server the kill runs on is bound at the workspace's private socket (not
+                // reached through an alias of that name).
+                tags.push((
+                    crate::tmux::SOCKET_NAME_VAR,
+                    crate::paths::private_socket_name(&workspace),
+                ));
                 let target = KillTarget {
                     inc: team.leader.pane.clone(),
-                    tags: view::leader_tags(&team),
+                    tags,
                     reason: "shutdown of a team whose leader the tools created".into(),
                     team: Some(team.name.to_string()),
                     workspace: Some(team.workspace.to_string_lossy().into_owned()),

@@ -53,6 +53,14 @@ pub fn guard_tags(row: &PaneRow) -> Vec<(&'static str, String)> {
             tags.push((k, v.clone()));
         }
     }
+    // The tools make a leader only on its workspace's private server: the kill checks that
+    // the server it runs on is bound at that socket (not reached through an alias of it).
+    if !t.role.is_empty() {
+        tags.push((
+            crate::tmux::SOCKET_NAME_VAR,
+            crate::paths::private_socket_name(std::path::Path::new(&t.workspace)),
+        ));
+    }
     tags
 }
 

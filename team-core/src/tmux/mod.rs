@@ -37,6 +37,10 @@ pub use capture::Screen;
 pub use snapshot::{Geometry, PaneRow, Snapshot, Tags};
 pub use txn::{Guard, Txn, TxnOutcome};
 
+/// The format a guard compares with a socket's file name: the base name of the path the server
+/// is bound at (`#{b:socket_path}`), whatever path the client reached it by.
+pub const SOCKET_NAME_VAR: &str = "b:socket_path";
+
 static INVOCATIONS: AtomicU64 = AtomicU64::new(0);
 
 /// How many tmux processes this process has run (for benchmarks).
