@@ -1129,3 +1129,137 @@ fn the_executable_bit_is_saved_whatever_core_filemode_says() {
         assert!(entry.starts_with("100755"), "{f} saved as {entry}");
     }
 }
+
+/// Attack (thirty-fifth black-box round): a commit held only by the worker branch's own
+/// reflog (the branch moved to it and back from the main repository, so the worktree's `HEAD`
+/// reflog never saw it) went with the branch, whose deletion takes its reflog. Such a branch
+/// is kept, named with the reason.
+#[test]
+fn a_commit_only_the_worker_branchs_reflog_holds_keeps_the_branch() {
+    let sb = Sandbox::new();
+    git(&sb.ws, &["init", "-q"]);
+    std::fs::write(sb.ws.join("README"), "hello\n").unwrap();
+    git(&sb.ws, &["add", "."]);
+    git(&sb.ws, &["commit", "-qm", "init"]);
+    let init = [
+        "init",
+        "demo",
+        "--private",
+        "--worktree",
+        "branch:work",
+        "--worker-cmd",
+        "exec sleep 100000",
+    ];
+    assert_code(&sb.run("team-scale", &init), 0);
+    assert_code(
+        &sb.run("team-scale", &["up", "demo", "2", "--ready-timeout", "0"]),
+        0,
+    );
+    let head = git(&sb.ws, &["rev-parse", "HEAD"]);
+    let tree = git(&sb.ws, &["write-tree"]);
+    let lost = git(
+        &sb.ws,
+        &[
+            "commit-tree",
+            &tree,
+            "-p",
+            &head,
+            "-m",
+            "only the branch reflog",
+        ],
+    );
+    git(
+        &sb.ws,
+        &[
+            "update-ref",
+            "-m",
+            "work",
+            "refs/heads/work/worker-2",
+            &lost,
+        ],
+    );
+    git(
+        &sb.ws,
+        &[
+            "update-ref",
+            "-m",
+            "back",
+            "refs/heads/work/worker-2",
+            &head,
+        ],
+    );
+    let o = sb.run(
+        "team-scale",
+        &["down", "demo", "--worker", "worker-2", "--force", "--json"],
+    );
+    let reachable = Command::new("git")
+        .arg("-C")
+        .arg(&sb.ws)
+        .args(["log", "-g", "--format=%H", "--all"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&reachable.stdout).contains(&lost)
+            || !git(&sb.ws, &["branch", "--contains", &lost]).is_empty(),
+        "the commit only the branch's reflog held is lost: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(
+        git(&sb.ws, &["branch", "--list", "work/worker-2"]).contains("worker-2"),
+        "the branch went: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("reflog"),
+        "says why: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
+
+/// The common case the reflog rule must not get in the way of: the worker amends a commit in
+/// its worktree (the amended-away one is in both the branch's and the worktree's reflogs),
+/// the leader merges the branch. Removing the worker saves the amended-away commit on a saved
+/// branch, and the worker branch then goes.
+#[test]
+fn an_amended_and_merged_worker_branch_still_goes() {
+    let sb = Sandbox::new();
+    git(&sb.ws, &["init", "-q"]);
+    std::fs::write(sb.ws.join("README"), "hello\n").unwrap();
+    git(&sb.ws, &["add", "."]);
+    git(&sb.ws, &["commit", "-qm", "init"]);
+    let init = [
+        "init",
+        "demo",
+        "--private",
+        "--worktree",
+        "branch:work",
+        "--worker-cmd",
+        "exec sleep 100000",
+    ];
+    assert_code(&sb.run("team-scale", &init), 0);
+    assert_code(
+        &sb.run("team-scale", &["up", "demo", "2", "--ready-timeout", "0"]),
+        0,
+    );
+    let wt = sb.ws.join(".team/worktrees/demo/worker-2");
+    std::fs::write(wt.join("a.txt"), "a\n").unwrap();
+    git(&wt, &["add", "a.txt"]);
+    git(&wt, &["commit", "-qm", "first try"]);
+    let first = git(&wt, &["rev-parse", "HEAD"]);
+    git(&wt, &["commit", "-q", "--amend", "-m", "second try"]);
+    git(&sb.ws, &["merge", "-q", "--ff-only", "work/worker-2"]);
+    let o = sb.run(
+        "team-scale",
+        &["down", "demo", "--worker", "worker-2", "--force", "--json"],
+    );
+    assert_code(&o, 0);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        git(&sb.ws, &["branch", "--list", "work/worker-2"]).is_empty(),
+        "the merged branch stayed: {out}"
+    );
+    assert!(
+        !git(&sb.ws, &["branch", "--contains", &first]).is_empty(),
+        "the amended-away commit is on no branch: {out}"
+    );
+}

@@ -1784,11 +1784,14 @@ fn branch_gate(
             String::from_utf8_lossy(&sym.stdout).trim()
         )));
     }
-    let log = git::run(repo, &["log", "-g", "--format=%gs", &r, "--"], &[])?;
-    let first = String::from_utf8_lossy(&log.stdout)
+    // Each reflog entry: the commit it names, then its message (the first entry is up's).
+    let log = git::run(repo, &["log", "-g", "--format=%H %gs", &r, "--"], &[])?;
+    let entries = String::from_utf8_lossy(&log.stdout).into_owned();
+    let first = entries
         .lines()
         .last()
-        .map(str::to_string);
+        .and_then(|l| l.split_once(' '))
+        .map(|(_, gs)| gs.to_string());
     if !log.status.success() || first.as_deref() != Some(made) {
         return Ok(Err(
             "it is not proven to be the one up made (its reflog does not begin with up's entry: a branch made again under that name, or a reflog expired)".into(),
@@ -1827,7 +1830,29 @@ fn branch_gate(
         (name != r && target.is_empty() && !oid.is_empty())
             .then(|| (name.to_string(), oid.to_string()))
     });
-    Ok(witness.ok_or_else(|| "no other branch reaches its commits".to_string()))
+    let Some(witness) = witness else {
+        return Ok(Err("no other branch reaches its commits".into()));
+    };
+    // Deleting the branch deletes its reflog: a commit it moved through that no other branch
+    // or tag reaches (moved there and back from the main repository, unseen by the
+    // worktree's own `HEAD` reflog) would go with it.
+    let logged: std::collections::BTreeSet<&str> = entries
+        .lines()
+        .filter_map(|l| l.split(' ').next())
+        .filter(|h| (h.len() == 40 || h.len() == 64) && h.bytes().all(|c| c.is_ascii_hexdigit()))
+        .collect();
+    for chunk in logged.into_iter().collect::<Vec<_>>().chunks(2000) {
+        let exclude = format!("--exclude={b}");
+        let mut args = vec!["rev-list", "--ignore-missing", "-n", "1"];
+        args.extend(chunk.iter().copied());
+        args.extend(["--not", exclude.as_str(), "--branches", "--tags"]);
+        if !git_ok(repo, &args, &[])?.trim().is_empty() {
+            return Ok(Err(
+                "its reflog holds commits no other branch or tag reaches (deleting the branch would take them with its reflog)".into(),
+            ));
+        }
+    }
+    Ok(Ok(witness))
 }
 
 /// Why the worktree held open as `held` (at `dir`) is in use, if a live process (other than
