@@ -281,10 +281,12 @@ fn a_symlinked_trash_is_refused_before_any_effect() {
 }
 
 /// Attack (nineteenth black-box round): a worker bind-mounts a directory of the user's inside
-/// its own worker directory (it runs as root), then is removed. Its directory goes to the
-/// trash and is deleted there, and the deletion used to go down through the mount: the
-/// user's files were gone and `down` exited 0. No removal enters a mount point: the mounted
-/// files stay, and so does the trash entry that holds the mount point.
+/// its own worker directory (it runs as root), then is removed. Its directory went to the
+/// trash and was deleted there, and the deletion used to go down through the mount: the
+/// user's files were gone and `down` exited 0. Since the thirty-fifth round a worker directory
+/// holding anything the tools do not write there is kept where it is (exit 3), the mount
+/// point included; the next test mounts over a file the tools do write, so that the
+/// directory does go to the trash, and no removal enters the mount point there.
 #[test]
 fn a_file_system_mounted_in_a_workers_directory_is_never_removed_through() {
     let sb = Sandbox::new();
@@ -306,7 +308,7 @@ fn a_file_system_mounted_in_a_workers_directory_is_never_removed_through() {
     ) else {
         return;
     };
-    assert_code(&o, 0);
+    assert_code(&o, 3);
     assert_eq!(
         std::fs::read_to_string(victim.join("a.txt")).unwrap(),
         "keep1\n"
@@ -315,9 +317,43 @@ fn a_file_system_mounted_in_a_workers_directory_is_never_removed_through() {
         std::fs::read_to_string(victim.join("deep/b.txt")).unwrap(),
         "keep2\n"
     );
-    assert!(!team_dir(&sb).join("workers/worker-2").exists());
     assert!(
-        trash_names(&sb).iter().any(|n| n.ends_with("-worker-2")),
+        team_dir(&sb).join("workers/worker-2/sub").exists(),
+        "the directory holding the mount point stays where it was: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
+
+/// The trash may still come to hold a mount point (a worker that mounts in its directory
+/// between the check and the move): emptying it never enters one. A directory of the user's
+/// bind-mounted inside a trash entry keeps its files, and the entry holding it stays.
+#[test]
+fn emptying_the_trash_never_enters_a_mount_point() {
+    let sb = Sandbox::new();
+    team_of_two(&sb);
+    let victim = sb.dir.path().join("victim");
+    std::fs::create_dir_all(victim.join("deep")).unwrap();
+    std::fs::write(victim.join("deep/b.txt"), "keep\n").unwrap();
+    let entry = team_dir(&sb).join("trash/0123456789ab-worker-9");
+    std::fs::create_dir_all(entry.join("sub")).unwrap();
+    std::fs::write(entry.join("inbox.md"), "old\n").unwrap();
+    let root = sb.ws.join(".team");
+    let Some(o) = sb.team_scale_with_bind_mount(
+        &victim,
+        &entry.join("sub"),
+        &["empty-trash", "--root", root.to_str().unwrap(), "s3"],
+    ) else {
+        return;
+    };
+    assert_eq!(
+        std::fs::read_to_string(victim.join("deep/b.txt"))
+            .ok()
+            .as_deref(),
+        Some("keep\n"),
+        "{o:?}"
+    );
+    assert!(
+        trash_names(&sb).iter().any(|n| n.ends_with("-worker-9")),
         "the entry holding the mount point stays in the trash: {:?}",
         trash_names(&sb)
     );
@@ -804,4 +840,41 @@ fn a_worker_never_runs_a_startup_script_reached_through_a_symlink() {
     let o = supervise(Some(&digest));
     refused(&o, "hard-linked");
     assert!(String::from_utf8_lossy(&o.stderr).contains("links"));
+}
+
+/// Attack (thirty-fifth black-box round): a directory of the user's (their file, plus copies
+/// of the worker's own files) moved in at a worker's directory path was deleted with the
+/// worker. The path is the tools', but what they did not write there is not theirs to delete:
+/// the directory stays where it is, named with what it holds, and the worker stays
+/// `removing` (exit 3) until it is moved out; the worker's pane and processes still go.
+#[test]
+fn a_directory_holding_files_the_tools_did_not_write_is_kept() {
+    let sb = Sandbox::new();
+    team_of_two(&sb);
+    let wdir = team_dir(&sb).join("workers/worker-2");
+    let mine = sb.dir.path().join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("p.txt"), "precious\n").unwrap();
+    std::fs::copy(wdir.join("inbox.md"), mine.join("inbox.md")).unwrap();
+    std::fs::rename(&wdir, sb.dir.path().join("worker-2-was")).unwrap();
+    std::fs::rename(&mine, &wdir).unwrap();
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "s3", "--worker", "worker-2", "--force", "--grace", "1s",
+        ],
+    );
+    assert_eq!(
+        std::fs::read_to_string(wdir.join("p.txt")).ok().as_deref(),
+        Some("precious\n"),
+        "the user's file went: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_code(&o, 3);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("p.txt"), "names what it holds: {out}");
+    // Once it is moved out, the removal finishes.
+    std::fs::remove_file(wdir.join("p.txt")).unwrap();
+    assert_code(&sb.run("team-scale", &["reconcile", "s3"]), 0);
+    assert!(!wdir.exists());
 }

@@ -1410,6 +1410,16 @@ pub fn remove(
             std::io::Error::from_raw_os_error(rustix::io::Errno::ISDIR.raw_os_error()),
         ));
     }
+    if let Some(d) = worker_dir
+        && let Some(why) = not_the_tools_worker_dir(dirs, d)?
+    {
+        rep.blocked.push(format!(
+            "worker directory {} kept: {why}; move what is yours out of it, then run `team-scale reconcile {}`",
+            d.display(),
+            team.name
+        ));
+        return Ok(rep);
+    }
     if let Some(d) = worker_dir {
         dirs.move_to_trash(From::Workers, d, &trash_name(d))?;
     }
@@ -1417,6 +1427,59 @@ pub fn remove(
         dirs.move_to_trash(From::Runtime, p, &trash_name(p))?;
     }
     Ok(rep)
+}
+
+/// The files the tools write in a worker's directory (`inbox.md` by `up` and the leader,
+/// `status.json` by `worker-status`, `exit.json` by the supervisor), and the temporary names
+/// their atomic writes go through (`.<name>.tmp-<pid>-<id>`).
+const WORKER_FILES: &[&str] = &["inbox.md", "status.json", "exit.json"];
+
+/// Why what is at a worker's directory path `d` is not only the tools' (`None`: it is, or
+/// nothing is there, or a symlink, which is unlinked, never followed): a directory holding
+/// anything the tools do not write there, or something other than a directory. The path is
+/// the tools' own, but a directory of the user's moved in at that name, or files a worker or
+/// a person saved there, are not theirs to delete.
+fn not_the_tools_worker_dir(dirs: &Dirs, d: &std::path::Path) -> Result<Option<String>> {
+    let Some(workers) = &dirs.workers else {
+        return Ok(None);
+    };
+    match workers.kind(d)? {
+        None | Some("symlink") => return Ok(None),
+        Some("directory") => {}
+        Some(other) => return Ok(Some(format!("it is a {other}, not the directory up made"))),
+    }
+    let Some(dir) = fsutil::state_dir(&dirs.root, d, false)? else {
+        return Ok(None);
+    };
+    let ours = |n: &str| {
+        WORKER_FILES.contains(&n)
+            || WORKER_FILES.iter().any(|f| {
+                n.strip_prefix('.')
+                    .and_then(|r| r.strip_prefix(f))
+                    .is_some_and(|r| r.starts_with(".tmp-"))
+            })
+    };
+    let mut foreign: Vec<String> = dir
+        .names()?
+        .iter()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !ours(n))
+        .collect();
+    if foreign.is_empty() {
+        return Ok(None);
+    }
+    foreign.sort();
+    let more = foreign.len().saturating_sub(5);
+    foreign.truncate(5);
+    Ok(Some(format!(
+        "it holds what the tools did not write there ({}{})",
+        foreign.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    )))
 }
 
 /// Deletes everything in the trash of `team` (see [`remove`]): directories whole, relative to
