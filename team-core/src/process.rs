@@ -349,6 +349,29 @@ pub fn start_time(pid: u32) -> Result<Option<u64>> {
     Ok(stat_of(pid)?.map(|(_, start)| start))
 }
 
+/// Whether the live process of a recorded pane is still the one recorded: `Err` says why not.
+/// A pid and a tmux server's pid, start second and ids can all come back after a restart
+/// (tmux ids restart at `%0`, and a pid namespace can choose its next pid), but not the pane
+/// process's start time in clock ticks. A record without one (`None`) has nothing to compare.
+pub fn recorded_start_matches(
+    pane_pid: u32,
+    recorded: Option<u64>,
+) -> std::result::Result<(), String> {
+    let Some(want) = recorded else {
+        return Ok(());
+    };
+    match start_time(pane_pid) {
+        Ok(Some(start)) if start == want => Ok(()),
+        Ok(Some(start)) => Err(format!(
+            "pid_reused: pane pid {pane_pid} started at {start}, not the recorded {want}: another process has that pid"
+        )),
+        Ok(None) => Err(format!(
+            "pane pid {pane_pid} is gone while tmux shows its pane live; judged next time"
+        )),
+        Err(e) => Err(format!("pane pid {pane_pid}: {e}")),
+    }
+}
+
 /// The real uid of `pid`; `None` when it is gone.
 fn uid_of(pid: u32) -> Result<Option<u32>> {
     match read_proc(pid, "status")? {

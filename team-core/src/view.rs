@@ -51,12 +51,25 @@ pub fn prove_worker(team: &Team, w: &Worker, listing: &Listing) -> Option<PanePr
 
 /// Proves the leader pane.
 pub fn prove_leader(team: &Team, listing: &Listing) -> PaneProof {
-    proof::prove(
+    match proof::prove(
         listing,
         &team.leader.pane,
         &as_refs(&leader_tags(team)),
         pid_alive,
-    )
+    ) {
+        // No supervisor proves a leader (it runs your shell): its process's recorded start
+        // time is what tells it from a process that got its pid after a server restart.
+        PaneProof::Live(row) => {
+            match crate::process::recorded_start_matches(
+                row.pane_pid,
+                team.leader.pane.process_start,
+            ) {
+                Ok(()) => PaneProof::Live(row),
+                Err(why) => PaneProof::Mismatch(why),
+            }
+        }
+        other => other,
+    }
 }
 
 /// Whether the team's recorded session exists in the listing: `Some(true/false)`, or `None`

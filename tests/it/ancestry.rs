@@ -1227,3 +1227,70 @@ fn forged_leader_record_kills_nothing(alias: bool) {
     assert!(alive(user_pid));
     kill_server(&user_sock);
 }
+
+/// Attack (thirty-sixth black-box round): the team's private server is killed and a server
+/// of the user's started at the same socket, in the same second, with the pids chosen (a pid
+/// namespace can) so that its server and its one pane get the recorded pids; ids restart at
+/// `$0`/`@0`/`%0`. Every field of the leader's record then matched a pane of the user's but
+/// one, the pane process's start time, which nothing checked: `shutdown` killed the pane (and
+/// with it the user's server). Here the record's start time is made to differ instead, which
+/// is what such a pane shows: `shutdown` and the reaper keep it.
+#[test]
+fn a_leader_whose_process_is_not_the_recorded_one_is_never_killed() {
+    let sb = Sandbox::new();
+    let o = sb.run(
+        "team-scale",
+        &[
+            "init",
+            "r",
+            "--private",
+            "--worker-cmd",
+            "exec sleep 100000",
+        ],
+    );
+    assert_code(&o, 0);
+    let path = sb.ws.join(".team/teams/r/team.json");
+    let mut team: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let pane = team["leader"]["pane"]["pane_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let pid = team["leader"]["pane"]["pane_pid"].as_u64().unwrap() as u32;
+    let start = team["leader"]["pane"]["process_start"]
+        .as_u64()
+        .expect("init records the leader's process start");
+    team["leader"]["pane"]["process_start"] = (start + 4).into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&team).unwrap()).unwrap();
+    let sock = sb.private_sock();
+    let o = sb.run("team-scale", &["shutdown", "r"]);
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let panes = || {
+        String::from_utf8_lossy(&tmux_at(&sock, &["list-panes", "-a", "-F", "#{pane_id}"]).stdout)
+            .into_owned()
+    };
+    assert!(
+        panes().lines().any(|l| l == pane),
+        "shutdown killed it: {out}"
+    );
+    assert!(out.contains("pid_reused"), "says why: {out}");
+    let scope = sb.dir.path().display().to_string();
+    let o = sb.run(
+        "team-reap",
+        &["--only-under", scope.as_str(), "run", "--json"],
+    );
+    let report = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        panes().lines().any(|l| l == pane),
+        "the reaper killed it: {report}"
+    );
+    assert!(
+        report.contains("pid_reused"),
+        "the reaper says why: {report}"
+    );
+    assert!(alive(pid));
+    kill_server(&sock);
+}

@@ -557,6 +557,19 @@ pub fn kill_panes(
                 continue;
             }
             let row = p.row.clone().expect("a classified pane has a row");
+            // A recorded leader's process must still be the one recorded (its start time):
+            // after a server restart its pid, the server's pid and start second and the ids
+            // can all come back on a pane of someone else's.
+            if let Lookup::Present(t) = &lookup
+                && !row.tags.role.is_empty()
+                && row.is_exactly(&t.leader.pane)
+                && let Err(why) =
+                    process::recorded_start_matches(row.pane_pid, t.leader.pane.process_start)
+            {
+                p.action = Action::Skipped;
+                p.note = Some(format!("kept: {why}"));
+                continue;
+            }
             let recorded = match &lookup {
                 Lookup::Present(t) => t.owner_id.to_string(),
                 _ => "none".into(),
