@@ -31,6 +31,9 @@ pub fn leader_tags(team: &Team) -> Vec<(&'static str, String)> {
     vec![
         ("@team_owner", team.owner_id.to_string()),
         ("@team_role", "leader".to_string()),
+        // Two teams of one workspace share its private server: a record of one that copies
+        // the other's owner id and leader names a pane tagged with the other's name.
+        ("@team_name", team.name.to_string()),
     ]
 }
 

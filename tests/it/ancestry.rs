@@ -1294,3 +1294,48 @@ fn a_leader_whose_process_is_not_the_recorded_one_is_never_killed() {
     assert!(alive(pid));
     kill_server(&sock);
 }
+
+/// Attack (thirty-seventh black-box round): two teams of one workspace share its private
+/// server. A forged record of team `b` copying team `a`'s owner id, session and leader made
+/// `shutdown b` kill `a`'s live leader: the kill's guard did not check the pane's team name.
+#[test]
+fn a_record_copying_another_teams_leader_on_the_shared_server_kills_nothing() {
+    let sb = Sandbox::new();
+    for t in ["a", "b"] {
+        let o = sb.run(
+            "team-scale",
+            &["init", t, "--private", "--worker-cmd", "exec sleep 100000"],
+        );
+        assert_code(&o, 0);
+    }
+    let read = |t: &str| -> Value {
+        let p = sb.ws.join(format!(".team/teams/{t}/team.json"));
+        serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+    };
+    let a = read("a");
+    let mut b = read("b");
+    for k in ["session", "leader", "owner_id"] {
+        b[k] = a[k].clone();
+    }
+    let path = sb.ws.join(".team/teams/b/team.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&b).unwrap()).unwrap();
+    let pane = a["leader"]["pane"]["pane_id"].as_str().unwrap().to_string();
+    let o = sb.run("team-scale", &["shutdown", "b"]);
+    let panes = String::from_utf8_lossy(
+        &tmux_at(
+            &sb.private_sock(),
+            &["list-panes", "-a", "-F", "#{pane_id}"],
+        )
+        .stdout,
+    )
+    .into_owned();
+    assert!(
+        panes.lines().any(|l| l == pane),
+        "team a's leader was killed by team b's shutdown: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("@team_name"),
+        "{o:?}"
+    );
+}

@@ -878,3 +878,60 @@ fn a_directory_holding_files_the_tools_did_not_write_is_kept() {
     assert_code(&sb.run("team-scale", &["reconcile", "s3"]), 0);
     assert!(!wdir.exists());
 }
+
+/// Attack (thirty-seventh black-box round, against the thirty-fifth's fix): user content
+/// under the names the tools write: a directory named `inbox.md`, and files named like an
+/// atomic write's temporary (`.status.json.tmp-1-<32 hex>` as a directory, a short
+/// `.exit.json.tmp-5-abc`). Only the tools' own names, as files, count as theirs.
+#[test]
+fn user_content_under_the_tools_file_names_keeps_the_directory() {
+    let sb = Sandbox::new();
+    team_of_two(&sb);
+    let wdir = team_dir(&sb).join("workers/worker-2");
+    let cases: [(&str, bool); 3] = [
+        ("inbox.md", true),
+        (".status.json.tmp-1-0123456789abcdef0123456789abcdef", true),
+        (".exit.json.tmp-5-abc", false),
+    ];
+    for (i, (name, dir)) in cases.into_iter().enumerate() {
+        let p = wdir.join(name);
+        let _ = std::fs::remove_file(&p);
+        if dir {
+            std::fs::create_dir_all(p.join("sub")).unwrap();
+            std::fs::write(p.join("sub/mine.txt"), "mine\n").unwrap();
+        } else {
+            std::fs::write(&p, "mine\n").unwrap();
+        }
+        // The first case's `down` leaves the worker `removing`; `reconcile` settles it after.
+        let o = if i == 0 {
+            sb.run(
+                "team-scale",
+                &[
+                    "down", "s3", "--worker", "worker-2", "--force", "--grace", "1s",
+                ],
+            )
+        } else {
+            sb.run("team-scale", &["reconcile", "s3"])
+        };
+        let kept = if dir {
+            p.join("sub/mine.txt")
+        } else {
+            p.clone()
+        };
+        assert_eq!(
+            std::fs::read_to_string(&kept).ok().as_deref(),
+            Some("mine\n"),
+            "{name}: the user's content went: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        assert_code(&o, 3);
+        if dir {
+            std::fs::remove_dir_all(&p).unwrap();
+        } else {
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+    // With only the tools' files left, the removal finishes.
+    assert_code(&sb.run("team-scale", &["reconcile", "s3"]), 0);
+    assert!(!wdir.exists());
+}

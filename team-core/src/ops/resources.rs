@@ -1451,20 +1451,36 @@ fn not_the_tools_worker_dir(dirs: &Dirs, d: &std::path::Path) -> Result<Option<S
     let Some(dir) = fsutil::state_dir(&dirs.root, d, false)? else {
         return Ok(None);
     };
-    let ours = |n: &str| {
+    // A name the tools write, exactly: one of theirs, or an atomic write's temporary
+    // `.<name>.tmp-<pid>-<32 hex>`; and only as a regular file or a symlink (unlinked, never
+    // followed): a directory of that name holds what the tools never wrote.
+    let our_name = |n: &str| {
         WORKER_FILES.contains(&n)
             || WORKER_FILES.iter().any(|f| {
                 n.strip_prefix('.')
                     .and_then(|r| r.strip_prefix(f))
-                    .is_some_and(|r| r.starts_with(".tmp-"))
+                    .and_then(|r| r.strip_prefix(".tmp-"))
+                    .and_then(|r| r.split_once('-'))
+                    .is_some_and(|(pid, id)| {
+                        !pid.is_empty()
+                            && pid.bytes().all(|b| b.is_ascii_digit())
+                            && id.len() == 32
+                            && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+                    })
             })
     };
-    let mut foreign: Vec<String> = dir
-        .names()?
-        .iter()
-        .map(|n| n.to_string_lossy().into_owned())
-        .filter(|n| !ours(n))
-        .collect();
+    let mut foreign = Vec::new();
+    for n in dir.names()? {
+        let name = n.to_string_lossy().into_owned();
+        let ours = our_name(&name)
+            && matches!(
+                dir.kind(&dir.path().join(&n))?,
+                None | Some("regular file") | Some("symlink")
+            );
+        if !ours {
+            foreign.push(name);
+        }
+    }
     if foreign.is_empty() {
         return Ok(None);
     }
