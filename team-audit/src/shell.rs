@@ -1490,24 +1490,19 @@ fn lex(src: &str) -> Lexed {
                 i += 1;
                 // Here-document bodies follow the line that opened them.
                 for (delim, strip, slot, quoted) in std::mem::take(&mut heredocs) {
-                    let mut body = String::new();
-                    let mut found = false;
-                    while i < n {
-                        let end = (i..n).find(|&j| c[j] == '\n').unwrap_or(n);
-                        let line = text(i, end);
-                        i = (end + 1).min(n.max(end + 1));
-                        let cmp = if strip {
-                            line.trim_start_matches('\t')
-                        } else {
-                            &line
-                        };
-                        if cmp == delim {
-                            found = true;
-                            break;
-                        }
-                        body.push_str(&line);
-                        body.push('\n');
+                    // The thirty-sixth round: bash joins a line of an unquoted body that ends
+                    // in an unescaped backslash with the next before comparing it with the
+                    // delimiter (`EO\⏎F` ends the document); dash compares each line as
+                    // written. Where the two readings end the document at different places,
+                    // what runs after it depends on the shell: denied.
+                    let (body, next, found) = heredoc_body(&c, i, &delim, strip, !quoted);
+                    if !quoted && heredoc_body(&c, i, &delim, strip, false).1 != next {
+                        out.opaque = Some(format!(
+                            "a here-document whose end `{delim}` a line continuation moves: \
+                             bash and other shells end it at different lines"
+                        ));
                     }
+                    i = next;
                     if !found {
                         out.opaque = Some(format!("a here-document without its end `{delim}`"));
                     }
@@ -1714,6 +1709,54 @@ fn lex(src: &str) -> Lexed {
         out.opaque = Some("a here-document without its body".into());
     }
     out
+}
+
+/// Reads a here-document body from `i` (just after the newline of the line that opened it)
+/// as bash's `read_a_line` does: with `join` (an unquoted delimiter), a backslash escapes the
+/// next character, and a backslash-newline pair not itself escaped (an odd run of
+/// backslashes) vanishes, so the line goes on, *before* the line is compared with the
+/// delimiter (after `<<-` strips its leading tabs). Returns the body (joined lines, tabs kept),
+/// the index after the delimiter's line, and whether the delimiter was found.
+fn heredoc_body(
+    c: &[char],
+    mut i: usize,
+    delim: &str,
+    strip: bool,
+    join: bool,
+) -> (String, usize, bool) {
+    let n = c.len();
+    let mut body = String::new();
+    while i < n {
+        let mut line = String::new();
+        let mut escaped = false;
+        while i < n {
+            let ch = c[i];
+            i += 1;
+            if escaped {
+                escaped = false;
+            } else if join && ch == '\\' {
+                if c.get(i) == Some(&'\n') {
+                    i += 1;
+                    continue;
+                }
+                escaped = true;
+            } else if ch == '\n' {
+                break;
+            }
+            line.push(ch);
+        }
+        let cmp = if strip {
+            line.trim_start_matches('\t')
+        } else {
+            &line
+        };
+        if cmp == delim {
+            return (body, i, true);
+        }
+        body.push_str(&line);
+        body.push('\n');
+    }
+    (body, i, false)
 }
 
 /// Lexes a double-quoted string starting after its opening quote; returns the index after
@@ -8617,6 +8660,45 @@ mod tests {
             "pkill -f 'node server.js'",
             "killall node",
         ]);
+    }
+
+    /// A command built at run time, as the attacker wrote it: `…` in a line becomes this.
+    const BUILT: &str = "$(printf t%sx mu) $(printf kill-se%s rver)";
+
+    fn built(lines: &[&str]) -> Vec<String> {
+        lines.iter().map(|l| l.replace('…', BUILT)).collect()
+    }
+
+    fn all_denied_built(lines: &[&str]) {
+        let lines = built(lines);
+        all_denied(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn round_36a_here_document_delimiters_joined_by_a_line_continuation() {
+        let l = |s: &str| s.replace('…', BUILT);
+        all_denied(&[
+            &l("cat <<EOF\nhello\nEO\\\nF\n…\nEOF"),
+            &l("cat <<EOF\nhello\nE\\\nOF\n…\nEOF"),
+            &l("cat <<-EOF\nhello\n\tEO\\\nF\n…\nEOF"),
+            &l("cat <<EOF\nhello\nEOF\\\n\n…\nEOF"),
+            &l("cat <<EOF\nhello\\\nEOF\n…\nEOF"),
+            &l("cat <<EOF\nhello\nEO\\\nF\n…\n"),
+            &l("bash -c 'cat <<EOF\nhello\nEO\\\nF\n…\nEOF'"),
+        ]);
+        all_allowed(&[
+            "cat <<EOF\na\nEOF",
+            "cat <<-EOF\n\ta\n\tEOF",
+            "cat <<EOF\na\\\\\nEOF",
+            "cat <<EOF\nline one \\\ncontinued\nEOF",
+            "cat <<'EOF'\nhello\nEO\\\nF\nEOF",
+            "cat <<\\EOF\nhello\\\nEOF",
+        ]);
+        // Bash joins the lines of an unquoted body: the body is what the shell reads.
+        let lexed = lex("cat <<EOF\nab\\\ncd\nEOF\n");
+        assert_eq!(lexed.texts, vec!["abcd\n".to_string()]);
+        let lexed = lex("cat <<'EOF'\nab\\\ncd\nEOF\n");
+        assert_eq!(lexed.texts, vec!["ab\\\ncd\n".to_string()]);
     }
 
     #[test]

@@ -3211,3 +3211,40 @@ fn kills_of_runtime_pids_and_pkill_selections_by_parent_user_or_terminal_are_den
         ],
     );
 }
+
+/// A command built at run time, as the round-36 attacker wrote it: `…` in a line becomes this.
+const BUILT: &str = "$(printf t%sx mu) $(printf kill-se%s rver)";
+
+fn built(lines: &[&str]) -> Vec<String> {
+    lines.iter().map(|l| l.replace('…', BUILT)).collect()
+}
+
+/// Round 36A, class C: in an unquoted here-document bash joins a line ending in an unescaped
+/// backslash with the next before comparing it with the delimiter, so `EO\⏎F` (and `E\⏎OF`,
+/// `⇥EO\⏎F` after `<<-`, `EOF\⏎⏎`) ended the document and the next line ran as a command,
+/// while the guard read on to the later `EOF`. The body is read as bash reads it now, and a
+/// document whose end moves with the joining (dash does not join there) is denied.
+#[test]
+fn here_document_delimiters_joined_by_a_line_continuation_are_denied() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &built(&[
+            "cat <<EOF\nhello\nEO\\\nF\n…\nEOF",
+            "cat <<EOF\nhello\nE\\\nOF\n…\nEOF",
+            "cat <<-EOF\nhello\n\tEO\\\nF\n…\nEOF",
+            "cat <<EOF\nhello\nEOF\\\n\n…\nEOF",
+            "bash -c 'cat <<EOF\nhello\nEO\\\nF\n…\nEOF'",
+        ]),
+    );
+    assert_all_allowed(
+        &sb,
+        &[
+            "cat <<EOF\na\nEOF",
+            "cat <<-EOF\n\ta\n\tEOF",
+            "cat <<EOF\na\\\\\nEOF",
+            "cat <<EOF\nline one \\\ncontinued\nEOF",
+            "cat <<'EOF'\nhello\nEO\\\nF\nEOF",
+        ],
+    );
+}
