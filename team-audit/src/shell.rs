@@ -1351,6 +1351,9 @@ struct Lexed {
     arith: Vec<String>,
     /// Expansions that evaluate a value as code: `${!x}`, `${x@P}`.
     evals: Vec<String>,
+    /// Substring expansions whose offset or length is arithmetic on more than literal
+    /// numbers (`${s:x}`, `${s:0:x}`): a name there is evaluated as `$((x))` evaluates it.
+    substrings: Vec<String>,
     /// Targets of output redirections (`> file`, `>> file`, `&> file`).
     writes: Vec<String>,
     /// Redirection targets of no simple command (`(...) > f`), with the index of the command
@@ -1513,6 +1516,10 @@ fn lex(src: &str) -> Lexed {
                     // the program reads text only known at run time.
                     if !quoted && expands(&body) {
                         out.expanded.push(slot);
+                    }
+                    // The thirty-sixth round: and its arithmetic (`$((x))`, `${s:x}`) too.
+                    if !quoted {
+                        body_expansions(&body, &mut out);
                     }
                     out.texts[slot] = body;
                 }
@@ -1855,16 +1862,7 @@ fn lex_dollar(c: &[char], i: usize, word: &mut Option<Word>, out: &mut Lexed) ->
             }
             // `${x:-$(cmd)}`: the word inside may hold substitutions of its own.
             let inner: String = c[(i + 2).min(n)..end.min(n)].iter().collect();
-            if inner.starts_with('!') && inner.len() > 1 && inner != "!#" {
-                out.evals.push(format!("${{{inner}}}"));
-            }
-            if inner.contains("@P") || inner.contains("@E") {
-                out.evals.push(format!("${{{inner}}}"));
-            }
-            if let Some((_, sub)) = inner.split_once('[') {
-                // `${a[i]}`: the subscript of an indexed array is arithmetic.
-                out.arith.push(sub.trim_end_matches(']').to_string());
-            }
+            parameter_expansion(&inner, out);
             w.runtime |= !matches!(inner.as_str(), "PWD" | "HOME" | "#" | "?" | "$" | "!");
             out.subs.push(inner);
             w.text.extend(&c[i..(end + 1).min(n)]);
@@ -1890,6 +1888,115 @@ fn lex_dollar(c: &[char], i: usize, word: &mut Option<Word>, out: &mut Lexed) ->
             w.text.push('$');
             w.lit = true;
             i + 1
+        }
+    }
+}
+
+/// What a `${...}` (its text inside the braces) evaluates: `${!x}`, `${x@P}` and `${x@E}`
+/// expand a value as a name or a prompt ([`Lexed::evals`]); a subscript (`${a[i]}`) is
+/// arithmetic ([`Lexed::arith`]); and so are a substring's offset and length (`${s:x}`,
+/// `${s:0:x}`, `${@: -x}`), where only literal numbers pass ([`Lexed::substrings`]).
+fn parameter_expansion(inner: &str, out: &mut Lexed) {
+    if inner.starts_with('!') && inner.len() > 1 && inner != "!#" {
+        out.evals.push(format!("${{{inner}}}"));
+    }
+    if inner.contains("@P") || inner.contains("@E") {
+        out.evals.push(format!("${{{inner}}}"));
+    }
+    if let Some((_, sub)) = inner.split_once('[') {
+        // `${a[i]}`: the subscript of an indexed array is arithmetic.
+        out.arith.push(sub.trim_end_matches(']').to_string());
+    }
+    if let Some(part) = substring_part(inner)
+        && !substring_is_literal(part)
+    {
+        out.substrings.push(format!("${{{inner}}}"));
+    }
+}
+
+/// The offset and length of a substring expansion, `x` and `0:x` of `${s:x}` and `${s:0:x}`
+/// (also `${@:x}`, `${1:x}`, `${a[0]:x}`); `None` for any other form (`${s:-x}` is a
+/// default value, `${s: -x}` a substring).
+fn substring_part(inner: &str) -> Option<&str> {
+    let b = inner.as_bytes();
+    let mut j = match *b.first()? {
+        c if c.is_ascii_alphabetic() || c == b'_' => b
+            .iter()
+            .position(|&c| !(c.is_ascii_alphanumeric() || c == b'_'))
+            .unwrap_or(b.len()),
+        c if c.is_ascii_digit() => b
+            .iter()
+            .position(|c| !c.is_ascii_digit())
+            .unwrap_or(b.len()),
+        b'@' | b'*' | b'#' | b'?' | b'$' | b'!' | b'-' => 1,
+        _ => return None,
+    };
+    if b.get(j) == Some(&b'[') {
+        let mut depth = 0usize;
+        while j < b.len() {
+            match b[j] {
+                b'[' => depth += 1,
+                b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            j += 1;
+        }
+        j += 1;
+    }
+    if b.get(j) != Some(&b':') || matches!(b.get(j + 1), Some(b'-' | b'=' | b'?' | b'+')) {
+        return None;
+    }
+    inner.get(j + 1..)
+}
+
+/// Whether a substring's offset and length hold no name to evaluate: only digits, spaces,
+/// `:` and arithmetic operators. (A `$x` or `${#x}` there is denied too: it made the command
+/// word of the `${...}` read as a line only known at run time.)
+fn substring_is_literal(part: &str) -> bool {
+    part.chars()
+        .all(|c| c.is_ascii_digit() || " \t:+-*/%()".contains(c))
+}
+
+/// The arithmetic of an unquoted here-document body, which the shell expands as a
+/// double-quoted string: `$((...))` and `$[...]` ([`Lexed::arith`]) and `${...}`
+/// ([`parameter_expansion`]). Its substitutions are [`substitutions`]'.
+fn body_expansions(body: &str, out: &mut Lexed) {
+    let c: Vec<char> = body.chars().collect();
+    let n = c.len();
+    let mut i = 0;
+    while i < n {
+        match c[i] {
+            '\\' => i += 2,
+            '$' if c.get(i + 1) == Some(&'(')
+                && c.get(i + 2) == Some(&'(')
+                && close_paren(&c, i + 2) + 1 == close_paren(&c, i + 1) =>
+            {
+                let end = close_paren(&c, i + 1);
+                out.arith.push(
+                    c[(i + 3).min(n)..end.saturating_sub(1).max(i + 3).min(n)]
+                        .iter()
+                        .collect(),
+                );
+                i = end + 1;
+            }
+            '$' if c.get(i + 1) == Some(&'[') => {
+                let end = close_pair(&c, i + 1, '[', ']');
+                out.arith
+                    .push(c[(i + 2).min(n)..end.min(n)].iter().collect());
+                i = end + 1;
+            }
+            '$' if c.get(i + 1) == Some(&'{') => {
+                let end = close_brace(&c, i + 1);
+                let inner: String = c[(i + 2).min(n)..end.min(n)].iter().collect();
+                parameter_expansion(&inner, out);
+                i = end + 1;
+            }
+            _ => i += 1,
         }
     }
 }
@@ -6067,6 +6174,7 @@ impl Scan {
             && lexed.texts.is_empty()
             && lexed.arith.is_empty()
             && lexed.evals.is_empty()
+            && lexed.substrings.is_empty()
             && lexed.writes.is_empty()
             && lexed.opaque.is_none()
         {
@@ -6084,6 +6192,17 @@ impl Scan {
                     ),
                 ));
             }
+        }
+        for e in &lexed.substrings {
+            self.findings.push(Finding::deny(
+                "shell",
+                vec![e.clone()],
+                format!(
+                    "a substring's offset and length (`{e}`) are arithmetic: a variable named \
+                     there is evaluated, and an array subscript in its value runs commands the \
+                     guard cannot read; only literal numbers pass"
+                ),
+            ));
         }
         for e in &lexed.evals {
             self.findings.push(Finding::deny(
@@ -8672,6 +8791,51 @@ mod tests {
     fn all_denied_built(lines: &[&str]) {
         let lines = built(lines);
         all_denied(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn round_36a_substring_offsets_and_arithmetic_on_names() {
+        all_denied_built(&[
+            "x='a[…]'; s=abc; echo ${s:x}",
+            "x='a[…]'; s=abc; echo ${s:0:x}",
+            "x='a[…]'; s=abc; echo \"${s: -x:1}\"",
+            "x='a[…]'; echo \"${@:x}\"",
+            "x='a[…]'; echo \"${*:x}\"",
+            "x='a[…]'; echo \"${1:x}\"",
+            "x='a[…]'; s=abc; y=${s:x}",
+            "x='a[…]'; s=abc; echo ${s:'x'}",
+            "x='a[…]'; s=abc; echo ${s:1+x}",
+            "x='a[…]'; a=(1 2); echo ${a[0]:x}",
+            "x='a[…]'; a=(1 2); echo ${a[@]:x}",
+            "x='a[…]'; s=abc; echo ${s:1:$x}",
+            "x='a[…]'; echo $((x))",
+            "x='a[…]'; ((x))",
+            "x='a[…]'; let x",
+            "x='a[…]'; [[ x -eq 1 ]]",
+            "x='a[…]'; a=(1); echo ${a[x]}",
+            "x='a[…]'; declare -i y=x",
+            "x='a[…]'; for ((i=x; i<1; i++)); do :; done",
+            // An unquoted here-document expands its body as a double-quoted string does.
+            "x='a[…]'; s=abc; cat <<EOF\n${s:x}\nEOF",
+            "x='a[…]'; cat <<EOF\n$((x))\nEOF",
+            "x='a[…]'; cat <<EOF\n$[x]\nEOF",
+            "x='a[…]'; a=(1); cat <<EOF\n${a[x]}\nEOF",
+            "x='a[…]'; s=abc; cat <<-EOF\n\t${s:0:x}\n\tEOF",
+        ]);
+        all_allowed(&[
+            "s=abc; echo ${s:1:2}",
+            "s=abc; echo ${s:1}",
+            "s=abc; echo \"${s: -2}\"",
+            "s=abc; echo \"${s: -2:1}\"",
+            "echo \"${@:2}\"",
+            "echo \"${1:0:3}\"",
+            "echo ${s:-default}",
+            "echo \"${s:+alt}\"",
+            "echo ${HOME:-/root}",
+            "echo $((1+2))",
+            "cat <<EOF\n${HOME:-x} $((1+2))\nEOF",
+            "cat <<'EOF'\n${s:x} $((x))\nEOF",
+        ]);
     }
 
     #[test]

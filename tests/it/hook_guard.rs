@@ -3248,3 +3248,44 @@ fn here_document_delimiters_joined_by_a_line_continuation_are_denied() {
         ],
     );
 }
+
+/// Round 36A, class A: a substring's offset and length are arithmetic, where a variable's
+/// value is evaluated and an array subscript in it runs a command substitution
+/// (`x='a[$(...)]'; echo ${s:x}`); so are an unquoted here-document's `$((x))`, `$[x]` and
+/// `${s:x}`. Only literal digits, spaces and `-` pass there, as only literal numbers pass in
+/// `$((...))`.
+#[test]
+fn substring_offsets_and_arithmetic_on_variables_are_denied() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &built(&[
+            "x='a[…]'; s=abc; echo ${s:x}",
+            "x='a[…]'; s=abc; echo ${s:0:x}",
+            "x='a[…]'; s=abc; echo \"${s: -x:1}\"",
+            "x='a[…]'; echo \"${@:x}\"",
+            "x='a[…]'; a=(1 2); echo ${a[@]:x}",
+            "x='a[…]'; s=abc; echo ${s:1:$x}",
+            "x='a[…]'; echo $((x))",
+            "x='a[…]'; ((x))",
+            "x='a[…]'; let x",
+            "x='a[…]'; [[ x -eq 1 ]]",
+            "x='a[…]'; declare -i y=x",
+            "x='a[…]'; s=abc; cat <<EOF\n${s:x}\nEOF",
+            "x='a[…]'; cat <<EOF\n$((x))\nEOF",
+            "x='a[…]'; cat <<EOF\n$[x]\nEOF",
+        ]),
+    );
+    assert_all_allowed(
+        &sb,
+        &[
+            "s=abc; echo ${s:1:2}",
+            "s=abc; echo \"${s: -2:1}\"",
+            "echo \"${@:2}\"",
+            "echo ${s:-default}",
+            "echo $((1+2))",
+            "cat <<EOF\n${HOME:-x} $((1+2))\nEOF",
+            "cat <<'EOF'\n${s:x} $((x))\nEOF",
+        ],
+    );
+}
