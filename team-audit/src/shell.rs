@@ -1310,6 +1310,9 @@ struct Word {
     runtime: bool,
     /// Holds a quote or a backslash (a quoted here-document delimiter: the body is literal).
     quoted: bool,
+    /// Holds an unquoted expansion or glob: the shell may split its value into several words
+    /// (`$x` may become `-v a[...]`).
+    split: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1534,6 +1537,7 @@ fn lex(src: &str) -> Lexed {
                 let w = word.get_or_insert_with(Word::default);
                 w.text.push_str(&text(i, end + 1));
                 w.dynamic = true;
+                w.split = true;
                 i = end + 1;
             }
             ';' | '(' | ')' => {
@@ -1677,7 +1681,13 @@ fn lex(src: &str) -> Lexed {
                 i = lex_double_quoted(&c, i + 2, &mut word, &mut out);
             }
             '$' => {
-                i = lex_dollar(&c, i, &mut word, &mut out);
+                let next = lex_dollar(&c, i, &mut word, &mut out);
+                if next > i + 1
+                    && let Some(w) = word.as_mut()
+                {
+                    w.split = true;
+                }
+                i = next;
             }
             '`' => {
                 let end = close_backquote(&c, i + 1);
@@ -1689,6 +1699,7 @@ fn lex(src: &str) -> Lexed {
                 w.text.push_str(&text(i, end + 1));
                 w.dynamic = true;
                 w.runtime = true;
+                w.split = true;
                 i = end + 1;
             }
             '*' | '?' | '[' | '{' | '}' => {
@@ -1699,6 +1710,7 @@ fn lex(src: &str) -> Lexed {
                 let alone = i + 1 >= n || matches!(c[i + 1], ' ' | '\t' | '\n' | ';' | '&' | '|');
                 if !(alone && w.text.chars().all(|x| x == ch)) {
                     w.dynamic = true;
+                    w.split = true;
                 } else if w.text == "[[" {
                     // The first `[` of `[[` looked like a glob's start until the second came.
                     w.dynamic = false;
@@ -5372,6 +5384,169 @@ fn is_pane_id(t: &str) -> bool {
         .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
 }
 
+/// Whether `t` is a shell variable name (`[A-Za-z_][A-Za-z0-9_]*`).
+fn is_identifier(t: &str) -> bool {
+    let mut c = t.chars();
+    c.next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+}
+
+/// Why a builtin that takes a variable *name* (`read`, `printf -v`, `wait -p`, `mapfile`,
+/// `test -v`/`-R`, `declare` and kin, `unset`, `getopts`) is given one the guard cannot see,
+/// if it is. The thirty-sixth round: bash evaluates a subscript in such a name as arithmetic
+/// (`x='a[$(...)]'; read -r "$x"` runs the substitution), and a name only known at run time
+/// may be a prompt or hook variable (`printf -v "$n"` with `n=PS4`). So a name operand must be
+/// a literal identifier; a word only known at run time where an option may stand (it may be
+/// `-v NAME`, `-pNAME`, `-a NAME`) is denied, and for `test`/`[` a run-time word that may
+/// split into words (unquoted) or be the operator before a run-time or subscripted operand.
+fn name_operand_denial(base: &str, rest: &[Word]) -> Option<String> {
+    // `$#`, `$?`, `$$`, `$!` hold numbers.
+    let opaque = |w: &Word| w.dynamic && !matches!(w.text.as_str(), "$#" | "$?" | "$$" | "$!");
+    let name_ok = |w: &Word| !w.dynamic && is_identifier(&w.text);
+    // A run-time word whose text starts with a literal character other than `-`/`+` (`y=$x`,
+    // `%s $x`) cannot be an option.
+    let may_be_option = |w: &Word| {
+        opaque(w)
+            && !w
+                .text
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || "%\\ .,:_=/#".contains(c))
+    };
+    let bad_name = |w: &Word| {
+        Some(format!(
+            "`{base}` is given the variable name `{}`, which is not a literal name: bash \
+             evaluates a subscript in a name (`a[$(...)]`) as arithmetic, which runs commands \
+             the guard cannot read, and a name only known at run time may be a prompt variable",
+            w.text
+        ))
+    };
+    let option_unknown = |w: &Word| {
+        Some(format!(
+            "`{base}` is given `{}` where an option may stand: a value only known at run time \
+             may be an option naming a variable (`-v a[$(...)]`), which runs commands the guard \
+             cannot read",
+            w.text
+        ))
+    };
+    // Reads the options of a builtin using bash's `internal_getopt`: `takes` lists the letters
+    // with a value, `names` those whose value is a variable name. Returns the index of the
+    // first operand.
+    let options = |takes: &str, names: &str| -> Result<usize, Option<String>> {
+        let mut k = 0;
+        while k < rest.len() {
+            let w = &rest[k];
+            if may_be_option(w) {
+                return Err(option_unknown(w));
+            }
+            let t = w.text.as_str();
+            if t == "--" {
+                return Ok(k + 1);
+            }
+            if !(t.starts_with('-') && t.len() > 1) {
+                return Ok(k);
+            }
+            let letters: Vec<char> = t[1..].chars().collect();
+            for (j, &l) in letters.iter().enumerate() {
+                if takes.contains(l) {
+                    let attached: String = letters[j + 1..].iter().collect();
+                    let value = if attached.is_empty() {
+                        k += 1;
+                        rest.get(k).cloned()
+                    } else {
+                        Some(Word {
+                            text: attached,
+                            dynamic: w.dynamic,
+                            ..Word::default()
+                        })
+                    };
+                    if names.contains(l)
+                        && let Some(v) = value
+                        && !name_ok(&v)
+                    {
+                        return Err(bad_name(&v));
+                    }
+                    break;
+                }
+            }
+            k += 1;
+        }
+        Ok(k)
+    };
+    // `declare NAME=value`: the name must be literal, the value may be anything.
+    let operands_are_names = |from: usize, functions: bool| {
+        rest[from.min(rest.len())..].iter().find_map(|w| {
+            let name = w.text.split_once('=').map_or(w.text.as_str(), |(n, _)| n);
+            let name = name.strip_suffix('+').unwrap_or(name);
+            let ok = if functions {
+                !opaque(w)
+            } else {
+                is_identifier(name)
+            };
+            if ok { None } else { bad_name(w) }
+        })
+    };
+    match base {
+        "read" => match options("adinNptu", "a") {
+            Err(why) => why,
+            Ok(k) => rest[k..].iter().find(|w| !name_ok(w)).and_then(bad_name),
+        },
+        "mapfile" | "readarray" => match options("dnOsuCc", "") {
+            Err(why) => why,
+            Ok(k) => rest[k..].iter().find(|w| !name_ok(w)).and_then(bad_name),
+        },
+        "wait" => options("p", "p").err().flatten(),
+        "printf" => {
+            // A format only known at run time may be `-vNAME`.
+            options("v", "v").err().flatten()
+        }
+        "declare" | "typeset" | "local" | "export" | "readonly" | "unset" => {
+            let k = match options("", "") {
+                Err(why) => return why,
+                Ok(k) => k,
+            };
+            let functions = rest[..k]
+                .iter()
+                .any(|w| w.text.starts_with(['-', '+']) && w.text.contains(['f', 'F']));
+            operands_are_names(k, functions)
+        }
+        "getopts" => rest.get(1).filter(|w| !name_ok(w)).and_then(bad_name),
+        "test" | "[" => {
+            let args = match rest.split_last() {
+                Some((last, init)) if base == "[" && last.text == "]" => init,
+                _ => rest,
+            };
+            for (k, w) in args.iter().enumerate() {
+                let next = args.get(k + 1);
+                if !w.dynamic
+                    && matches!(w.text.as_str(), "-v" | "-R")
+                    && let Some(v) = next
+                    && !name_ok(v)
+                {
+                    return bad_name(v);
+                }
+                if opaque(w) && w.split {
+                    return Some(format!(
+                        "`{base}` is given `{}` unquoted: its value may split into an operator \
+                         and a name (`-v a[$(...)]`), whose subscript runs commands the guard \
+                         cannot read",
+                        w.text
+                    ));
+                }
+                if opaque(w)
+                    && let Some(v) = next
+                    && (opaque(v) || v.text.contains('['))
+                {
+                    return option_unknown(w);
+                }
+            }
+            None
+        }
+        _ => None,
+    }
+}
+
 /// The first variable name in an arithmetic expression, if any (`0x1f`, `16#ff` are numbers).
 fn arith_name(a: &str) -> Option<String> {
     let c: Vec<char> = a.chars().collect();
@@ -6413,6 +6588,9 @@ impl Scan {
                      arithmetic: it can run commands the guard cannot read"
                 ));
             }
+            _ if name_operand_denial(base, rest).is_some() => {
+                return name_operand_denial(base, rest);
+            }
             "let" => {
                 if let Some(a) = rest.iter().find_map(|w| arith_name(&w.text)) {
                     return Some(format!(
@@ -6431,7 +6609,7 @@ impl Scan {
             "[[" if rest.iter().any(|w| {
                 matches!(
                     w.text.as_str(),
-                    "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge" | "-v"
+                    "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge" | "-v" | "-R"
                 )
             }) && rest.iter().any(|w| {
                 // `$#`, `$?`, `$$`, `$!` hold numbers, never code.
@@ -8835,6 +9013,78 @@ mod tests {
             "echo $((1+2))",
             "cat <<EOF\n${HOME:-x} $((1+2))\nEOF",
             "cat <<'EOF'\n${s:x} $((x))\nEOF",
+        ]);
+    }
+
+    #[test]
+    fn round_36a_builtins_given_a_name_only_known_at_run_time() {
+        all_denied_built(&[
+            "x='a[…]'; read -r \"$x\" <<< hi",
+            "x='a[…]'; printf -v \"$x\" hi",
+            "x='a[…]'; printf -v\"$x\" hi",
+            "x='a[…]'; [ -v \"$x\" ]",
+            "x='a[…]'; test -v \"$x\"",
+            "x='a[…]'; [ ! -v \"$x\" ]",
+            "x='a[…]'; test -R \"$x\"",
+            "x='a[…]'; wait -n -p \"$x\"",
+            "x='a[…]'; read -ra \"$x\" <<< hi",
+            "x='a[…]'; read -r -a \"$x\" <<< hi",
+            "x='a[…]'; read -d '' -r \"$x\" <<< hi",
+            "x='a[…]'; mapfile \"$x\" < /dev/null",
+            "x='a[…]'; mapfile -t \"$x\" < /dev/null",
+            "x='a[…]'; readarray -t \"$x\" < /dev/null",
+            "x='a[…]'; declare \"$x\"",
+            "x='a[…]'; declare \"$x\"=1",
+            "x='a[…]'; typeset \"$x\"",
+            "x='a[…]'; local \"$x\"",
+            "x='a[…]'; readonly \"$x\"",
+            "x='a[…]'; unset \"$x\"",
+            "x='a[…]'; unset -v \"$x\"",
+            "x='a[…]'; export \"$x\"",
+            "x='a[…]'; getopts ab \"$x\"",
+            "x='a[…]'; [[ -v $x ]]",
+            "x='a[…]'; [[ -v \"$x\" ]]",
+            "n=$(printf P%s4 S); printf -v \"$n\" '%s' '$(…)'; set -x; :",
+            "read -r \"$(echo x)\" <<< hi",
+            "read -r `echo x` <<< hi",
+            // A run-time word where an option may stand may be `-v NAME`.
+            "x='-va[…]'; printf \"$x\" hi",
+            "x='-pa[…]'; wait -n \"$x\"",
+            "x='-a'; y='a[…]'; read \"$x\" \"$y\" <<< hi",
+            "x='-v'; y='a[…]'; [ \"$x\" \"$y\" ]",
+            "x='-v a[…]'; [ $x ]",
+            "x='-v a[…]'; test $x",
+            "x='-v'; [ \"$x\" 'a[…]' ]",
+            "x='-n a[…]'; declare $x",
+        ]);
+        all_allowed(&[
+            "read -r line < f",
+            "read -r a b c <<< 'x y z'",
+            "read -ra parts <<< 'x y z'",
+            "read -p 'name? ' -r name",
+            "read -t 5 -n 1 -r key",
+            "while IFS= read -r line; do echo \"$line\"; done < f",
+            "printf -v out '%s' x",
+            "printf -vout '%s' \"$x\"",
+            "printf '%s\\n' \"$x\"",
+            "[ -v HOME ]",
+            "test -v name",
+            "[ -n \"$x\" ]",
+            "test -f \"$f\"",
+            "wait -n -p done_pid",
+            "wait \"$!\"",
+            "mapfile -t lines < f",
+            "declare x=1",
+            "local y=1",
+            "export LC_ALL=C",
+            "printf \"%s\\n\" \"$x\"",
+            "printf \"x=%s\\n\" \"$x\"",
+            "[ \"$a\" = \"$b\" ]",
+            "[ -z \"$x\" ] && echo empty",
+            "[ $# -gt 0 ]",
+            "wait $!",
+            "unset name",
+            "getopts ab opt",
         ]);
     }
 

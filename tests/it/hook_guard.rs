@@ -3289,3 +3289,45 @@ fn substring_offsets_and_arithmetic_on_variables_are_denied() {
         ],
     );
 }
+
+/// Round 36A, class B: a builtin given a variable *name* only known at run time (`read -r
+/// "$x"`, `printf -v "$x"`, `[ -v "$x" ]`, `test -v`, `wait -n -p`, `read -ra`, `mapfile`,
+/// `declare`) assigns or tests that name, and a subscript in it (`a[$(...)]`) runs a command;
+/// `printf -v "$n"` also sets a prompt variable by a name the guard never sees.
+#[test]
+fn builtins_given_a_variable_name_only_known_at_run_time_are_denied() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &built(&[
+            "x='a[…]'; read -r \"$x\" <<< hi",
+            "x='a[…]'; printf -v \"$x\" hi",
+            "x='a[…]'; [ -v \"$x\" ]",
+            "x='a[…]'; test -v \"$x\"",
+            "x='a[…]'; wait -n -p \"$x\"",
+            "x='a[…]'; read -ra \"$x\" <<< hi",
+            "x='a[…]'; mapfile -t \"$x\" < /dev/null",
+            "x='a[…]'; declare \"$x\"",
+            "x='a[…]'; unset \"$x\"",
+            "x='a[…]'; export \"$x\"",
+            "x='a[…]'; local \"$x\"",
+            "x='a[…]'; readonly \"$x\"",
+            "x='a[…]'; getopts ab \"$x\"",
+            "x='a[…]'; [[ -v $x ]]",
+            "n=$(printf P%s4 S); printf -v \"$n\" '%s' '$(…)'; set -x; :",
+        ]),
+    );
+    assert_all_allowed(
+        &sb,
+        &[
+            "read -r line < f",
+            "read -ra parts <<< 'x y z'",
+            "while IFS= read -r line; do echo \"$line\"; done < f",
+            "printf -v out '%s' x",
+            "[ -v HOME ]",
+            "wait -n -p done_pid",
+            "mapfile -t lines < f",
+            "getopts ab opt",
+        ],
+    );
+}
