@@ -4935,6 +4935,14 @@ fn kill_denial(rest: &[Word]) -> Option<String> {
             }
         }
         let pid = !t.is_empty() && t.chars().all(|c| c.is_ascii_digit());
+        // The thirty-sixth round: util-linux `kill` (and bash's) reads 4294967295 as -1,
+        // every process: a pid is `0` or a decimal in 1..=PID_MAX_LIMIT, no leading zero.
+        if pid && !pid_in_range(t) {
+            return Some(format!(
+                "`kill` of `{t}`: a process id is a decimal from 1 to {PID_MAX_LIMIT} without \
+                 leading zeros; a larger one wraps (4294967295 is -1, every process)"
+            ));
+        }
         let job = t.starts_with('%') && t.len() > 1;
         if !(pid || job || matches!(t, "$!" | "$$")) {
             return Some(format!(
@@ -4946,6 +4954,259 @@ fn kill_denial(rest: &[Word]) -> Option<String> {
         k += 1;
     }
     None
+}
+
+/// The kernel's largest pid (`PID_MAX_LIMIT` on 64-bit Linux).
+const PID_MAX_LIMIT: u64 = 4_194_304;
+
+/// Whether the digits `t` are `0` or a pid of 1..=[`PID_MAX_LIMIT`] without a leading zero.
+fn pid_in_range(t: &str) -> bool {
+    t == "0"
+        || !t.starts_with('0')
+            && t.len() <= 7
+            && t.parse::<u64>()
+                .is_ok_and(|p| (1..=PID_MAX_LIMIT).contains(&p))
+}
+
+/// Why `fuser` may signal the tmux server, if it may: with `-k`/`--kill` it signals every
+/// process using a file, and which processes use a file (`/dev/null`, a library, a mount
+/// point) the guard cannot know. Any short cluster holding `k` (`-km`, `-kv`), any long
+/// option starting `--k`, and a word only known at run time (it may be `-k`) count.
+fn fuser_kills(rest: &[Word]) -> bool {
+    rest.iter().any(|w| {
+        let t = w.text.as_str();
+        (w.dynamic && t != "$$" && t != "$!")
+            || t.starts_with("--k")
+            || (t.starts_with('-') && !t.starts_with("--") && t.contains('k'))
+    })
+}
+
+/// Why a session or service manager is told to signal or stop processes, if it is:
+/// `loginctl` but its read-only verbs (`kill-user`, `terminate-session`, ... signal every
+/// process of a user or session, the tmux server among them); `systemctl` but its read-only
+/// verbs, `daemon-reload`, `reset-failed`, `enable` and `disable` without `--now` (`kill`,
+/// `stop`, `restart`, `isolate`, `start exit.target` stop the unit or scope holding the tmux
+/// server); a D-Bus method call or signal (`busctl call`/`emit`/`set-property`, `gdbus
+/// call`/`emit`, `dbus-send`, `qdbus` with a method, `varlinkctl call`: `KillUser`,
+/// `KillUnit`, `StopUnit` by another road). A word only known at run time denies them all.
+fn manager_signal_denial(base: &str, rest: &[Word]) -> Option<String> {
+    if !matches!(
+        base,
+        "loginctl"
+            | "systemctl"
+            | "busctl"
+            | "gdbus"
+            | "varlinkctl"
+            | "dbus-send"
+            | "qdbus"
+            | "qdbus6"
+            | "qdbus-qt5"
+            | "qdbus-qt6"
+    ) {
+        return None;
+    }
+    let deny = |what: &str| {
+        Some(format!(
+            "`{base}` {what}: it can signal or stop the processes of a user, session or unit, \
+             the tmux server among them"
+        ))
+    };
+    let runtime = |w: &&Word| w.dynamic && !matches!(w.text.as_str(), "$$" | "$!");
+    if let Some(w) = rest.iter().find(runtime) {
+        return deny(&format!(
+            "is given `{}`, a value only known at run time",
+            w.text
+        ));
+    }
+    let has = |v: &str| rest.iter().any(|w| w.text == v);
+    // The verb: the first word that is no option nor an option's value.
+    let verb = |values: &[&str]| -> Option<String> {
+        let mut k = 0;
+        while k < rest.len() {
+            let t = rest[k].text.as_str();
+            if t == "--" {
+                return rest.get(k + 1).map(|w| w.text.clone());
+            }
+            if !t.starts_with('-') || t == "-" {
+                return Some(t.to_string());
+            }
+            if values.contains(&t) {
+                k += 1;
+            }
+            k += 1;
+        }
+        None
+    };
+    match base {
+        "loginctl" => {
+            const READ_ONLY: &[&str] = &[
+                "list-sessions",
+                "session-status",
+                "show-session",
+                "list-users",
+                "user-status",
+                "show-user",
+                "list-seats",
+                "seat-status",
+                "show-seat",
+                "help",
+            ];
+            let values = [
+                "-p",
+                "--property",
+                "-P",
+                "-s",
+                "--signal",
+                "--kill-whom",
+                "-H",
+                "--host",
+                "-M",
+                "--machine",
+                "-n",
+                "--lines",
+                "-o",
+                "--output",
+            ];
+            match verb(&values) {
+                Some(v) if !READ_ONLY.contains(&v.as_str()) => deny(&format!("`{v}`")),
+                _ if rest
+                    .iter()
+                    .any(|w| w.text.starts_with("kill-") || w.text.starts_with("terminate-")) =>
+                {
+                    deny("with a kill or terminate verb")
+                }
+                _ => None,
+            }
+        }
+        "systemctl" => {
+            const ALLOWED: &[&str] = &[
+                "status",
+                "show",
+                "cat",
+                "help",
+                "list-units",
+                "list-unit-files",
+                "list-sockets",
+                "list-timers",
+                "list-jobs",
+                "list-dependencies",
+                "list-machines",
+                "list-paths",
+                "list-automounts",
+                "is-active",
+                "is-failed",
+                "is-enabled",
+                "is-system-running",
+                "get-default",
+                "show-environment",
+                "daemon-reload",
+                "reset-failed",
+                "enable",
+                "disable",
+            ];
+            const STOPS: &[&str] = &[
+                "kill",
+                "stop",
+                "restart",
+                "try-restart",
+                "reload-or-restart",
+                "try-reload-or-restart",
+                "condrestart",
+                "force-reload",
+                "reload",
+                "isolate",
+                "exit",
+                "poweroff",
+                "reboot",
+                "halt",
+                "kexec",
+                "soft-reboot",
+                "start",
+                "freeze",
+                "set-property",
+                "clean",
+                "switch-root",
+                "emergency",
+                "rescue",
+                "default",
+            ];
+            let values = [
+                "-t",
+                "--type",
+                "-p",
+                "--property",
+                "-P",
+                "--state",
+                "-s",
+                "--signal",
+                "--kill-whom",
+                "--kill-value",
+                "--what",
+                "-H",
+                "--host",
+                "-M",
+                "--machine",
+                "-n",
+                "--lines",
+                "-o",
+                "--output",
+                "--job-mode",
+                "--root",
+                "--image",
+                "--image-policy",
+                "--preset-mode",
+                "--boot-loader-menu",
+                "--boot-loader-entry",
+                "--reboot-argument",
+                "--message",
+                "--timestamp",
+                "--check-inhibitors",
+                "--drop-in",
+                "--when",
+            ];
+            match verb(&values) {
+                Some(v) if !ALLOWED.contains(&v.as_str()) => deny(&format!("`{v}`")),
+                _ if rest.iter().any(|w| STOPS.contains(&w.text.as_str())) => {
+                    deny("with a verb that stops or signals")
+                }
+                _ if has("--now")
+                    || rest.iter().any(|w| {
+                        w.text.starts_with("--signal")
+                            || w.text.starts_with("--kill")
+                            || w.text == "-s"
+                    }) =>
+                {
+                    deny("with `--now` or a signal")
+                }
+                _ => None,
+            }
+        }
+        "busctl" | "gdbus" | "varlinkctl"
+            if rest
+                .iter()
+                .any(|w| matches!(w.text.as_str(), "call" | "emit" | "set-property")) =>
+        {
+            deny("calls a D-Bus method or emits a signal")
+        }
+        "dbus-send" => deny("sends a D-Bus message"),
+        "qdbus" | "qdbus6" | "qdbus-qt5" | "qdbus-qt6"
+            if rest.iter().filter(|w| !w.text.starts_with('-')).count() > 2 =>
+        {
+            deny("calls a D-Bus method")
+        }
+        _ => None,
+    }
+}
+
+/// Whether `start-stop-daemon` is told to stop (signal) processes: `-K`, `--stop` (or its
+/// unique prefix `--sto`), or a short cluster holding `K`. It selects them by user, parent,
+/// pid file, name or executable, any of which may pick the tmux server.
+fn start_stop_daemon_stops(rest: &[Word]) -> bool {
+    rest.iter().any(|w| {
+        let t = w.text.as_str();
+        (t.len() >= 5 && "--stop".starts_with(t))
+            || (t.starts_with('-') && !t.starts_with("--") && t.contains('K'))
+    })
 }
 
 /// Whether `t` is a signal given as an option (`-9`, `-KILL`, `-SIGHUP`, `-RTMIN+1`).
@@ -7261,6 +7522,28 @@ impl Scan {
                 self.simple(rest, input, stdin, ctx.inner("busybox"));
                 return;
             }
+            "start-stop-daemon" if start_stop_daemon_stops(rest) => {
+                self.deny(
+                    &words[i..],
+                    "`start-stop-daemon --stop` signals the processes it selects by user, \
+                     parent, pid file, name or executable, which may be the tmux server"
+                        .into(),
+                );
+                return;
+            }
+            "fuser" if fuser_kills(rest) => {
+                self.deny(
+                    &words[i..],
+                    "`fuser -k` signals every process using a file, which may be the tmux server"
+                        .into(),
+                );
+                return;
+            }
+            _ if manager_signal_denial(base, rest).is_some() => {
+                let why = manager_signal_denial(base, rest).unwrap_or_default();
+                self.deny(&words[i..], why);
+                return;
+            }
             "start-stop-daemon" => {
                 // `--startas PROG` (else `--exec PROG`) runs PROG with the words after `--`.
                 let all = &words[i..];
@@ -9113,6 +9396,92 @@ mod tests {
         assert_eq!(lexed.texts, vec!["abcd\n".to_string()]);
         let lexed = lex("cat <<'EOF'\nab\\\ncd\nEOF\n");
         assert_eq!(lexed.texts, vec!["ab\\\ncd\n".to_string()]);
+    }
+
+    #[test]
+    fn round_36a_signals_by_huge_pids_files_and_session_managers() {
+        all_denied(&[
+            "/bin/kill -9 4294967295",
+            "/usr/bin/kill -9 4294967295",
+            "env kill -9 4294967295",
+            "timeout 5 kill -9 4294967295",
+            "nice kill -9 4294967295",
+            "/bin/kill -9 -- 4294967295",
+            "kill -9 4294967296",
+            "kill -9 4294967295",
+            "kill 4194305",
+            "kill 01234",
+            "kill 00",
+            "kill +1234",
+            "kill -s TERM -- 99999999999999999999",
+            "fuser -k /dev/null",
+            "fuser -k /usr/bin/*",
+            "fuser -km /tmp",
+            "fuser -k -KILL lib.so",
+            "fuser -kv /dev/null",
+            "fuser -mk /tmp",
+            "fuser --kill /dev/null",
+            "fuser -v -k /dev/null",
+            "fuser \"$x\" /dev/null",
+            "env fuser -k /dev/null",
+            "loginctl kill-user \"$USER\"",
+            "loginctl terminate-user 1000",
+            "loginctl kill-session 1",
+            "loginctl terminate-session 1",
+            "loginctl kill-seat seat0",
+            "loginctl terminate-seat seat0",
+            "loginctl --no-ask-password terminate-user 1000",
+            "systemctl --user kill app.service",
+            "systemctl kill -s KILL app.service",
+            "systemctl --user stop app.service",
+            "systemctl --user restart app.service",
+            "systemctl --user exit",
+            "systemctl poweroff",
+            "systemctl --user start exit.target",
+            "systemctl -s KILL --user kill '*'",
+            "busctl call org.freedesktop.login1 /org/freedesktop/login1 \
+             org.freedesktop.login1.Manager KillUser uis 1000 all 9",
+            "busctl --user call org.freedesktop.systemd1 /org/freedesktop/systemd1 \
+             org.freedesktop.systemd1.Manager KillUnit ssi x.scope all 9",
+            "gdbus call --system --dest org.freedesktop.login1 --object-path \
+             /org/freedesktop/login1 --method org.freedesktop.login1.Manager.KillUser 1000 all 9",
+            "dbus-send --system --dest=org.freedesktop.login1 /org/freedesktop/login1 \
+             org.freedesktop.login1.Manager.TerminateUser uint32:1000",
+            "start-stop-daemon --stop --user someone",
+            "start-stop-daemon --stop --ppid 1",
+            "start-stop-daemon --stop --pidfile /tmp/p",
+            "start-stop-daemon --stop --name node",
+            "start-stop-daemon --stop --exec /usr/bin/node",
+            "start-stop-daemon -K -u someone",
+            "start-stop-daemon -Ku someone",
+            "start-stop-daemon --sto --name node",
+        ]);
+        all_allowed(&[
+            "kill 1234",
+            "kill -9 1234",
+            "kill %1",
+            "kill 0",
+            "kill 4194304",
+            "/bin/kill -9 1234",
+            "env kill 1234",
+            "timeout 5 kill 1234",
+            "fuser /dev/null",
+            "fuser -v /dev/null",
+            "fuser -m /tmp",
+            "fuser -n tcp 3000",
+            "loginctl",
+            "loginctl list-sessions",
+            "loginctl show-user me",
+            "systemctl --user status app.service",
+            "systemctl status",
+            "systemctl --user list-units --type service",
+            "systemctl -t service list-units",
+            "systemctl is-active app.service",
+            "busctl list",
+            "busctl --user tree org.freedesktop.systemd1",
+            "busctl introspect org.freedesktop.login1 /org/freedesktop/login1",
+            "gdbus introspect --system --dest org.freedesktop.login1 --object-path /",
+        ]);
     }
 
     #[test]

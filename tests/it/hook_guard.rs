@@ -3331,3 +3331,62 @@ fn builtins_given_a_variable_name_only_known_at_run_time_are_denied() {
         ],
     );
 }
+
+/// Round 36A, class D: util-linux `kill` wraps 4294967295 to -1 (every process), so a pid
+/// must be a decimal 1..=4194304 without leading zeros, for every spelling of kill;
+/// `fuser -k` signals whoever holds a file (the tmux server too); `loginctl
+/// kill-user`/`terminate-*`, `systemctl kill`/`stop`/`restart`, a D-Bus method call
+/// (`busctl call`, `gdbus call`, `dbus-send`) and `start-stop-daemon --stop` signal processes
+/// the guard cannot see.
+#[test]
+fn huge_pids_fuser_kill_and_session_manager_signals_are_denied() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &[
+            "/bin/kill -9 4294967295",
+            "/usr/bin/kill -9 4294967295",
+            "env kill -9 4294967295",
+            "timeout 5 kill -9 4294967295",
+            "nice kill -9 4294967295",
+            "/bin/kill -9 -- 4294967295",
+            "kill -9 4294967296",
+            "kill 01234",
+            "fuser -k /dev/null",
+            "fuser -k /usr/bin/*",
+            "fuser -km /tmp",
+            "fuser -k -KILL lib.so",
+            "fuser -kv /dev/null",
+            "loginctl kill-user \"$USER\"",
+            "loginctl terminate-user 1000",
+            "loginctl kill-session 1",
+            "loginctl terminate-session 1",
+            "loginctl kill-seat seat0",
+            "systemctl --user kill app.service",
+            "systemctl --user stop app.service",
+            "busctl call org.freedesktop.login1 /org/freedesktop/login1 \
+             org.freedesktop.login1.Manager KillUser uis 1000 all 9",
+            "gdbus call --system --dest org.freedesktop.login1 --object-path \
+             /org/freedesktop/login1 --method org.freedesktop.login1.Manager.KillUser 1000 all 9",
+            "start-stop-daemon --stop --user someone",
+            "start-stop-daemon --stop --ppid 1",
+            "start-stop-daemon --stop --pidfile /tmp/p",
+            "start-stop-daemon --stop --name node",
+            "start-stop-daemon --stop --exec /usr/bin/node",
+        ],
+    );
+    assert_all_allowed(
+        &sb,
+        &[
+            "kill 1234",
+            "kill %1",
+            "kill 4194304",
+            "/bin/kill -9 1234",
+            "fuser /dev/null",
+            "fuser -v /dev/null",
+            "loginctl list-sessions",
+            "systemctl --user status app.service",
+            "busctl list",
+        ],
+    );
+}
