@@ -373,6 +373,30 @@
 //!   $PID` and `pgrep x | xargs kill` are denied (a run-time pid may be `-1`); use `pkill -f
 //!   PATTERN` or a literal pid. Left open: a copy or link of a shell under another name run
 //!   by an unknown program (`x ./a`), as for tmux.
+//! - **The thirty-sixth round: what bash evaluates where the guard saw a value; signals by
+//!   other roads.** (1) A substring's offset and length are arithmetic (`x='a[$(...)]'; echo
+//!   ${s:x}` ran the substitution): [`substring_part`] finds them in any `${...}`, and
+//!   anything but digits, spaces, `:` and operators there is denied, as a name in `$((...))`
+//!   is; an unquoted here-document's `$((...))`, `$[...]` and `${...}` are judged the same
+//!   ([`body_expansions`]). Decided: no proof that a name holds a plain number (`n=3; echo
+//!   ${s:0:n}` is denied, as `$((n))` was). (2) A builtin that takes a variable name
+//!   ([`name_operand_denial`]: `read`, `printf -v`, `wait -p`, `mapfile`, `test`/`[ -v`,
+//!   `declare` and kin, `unset`, `getopts`) takes only a literal identifier, and no run-time
+//!   word where bash's option parser may read it as an option (`printf "$fmt"`, `wait
+//!   "$pid"`, `[ "$op" "$y" ]`, an unquoted `[ $x ]`, which may split): the value may be
+//!   `-va[$(...)]`. (3) Bash joins a line of an unquoted here-document that ends in an odd
+//!   run of backslashes with the next before comparing it with the delimiter (`EO\⏎F` ends
+//!   the document, and the next line runs); dash compares each line as written.
+//!   [`heredoc_body`] reads the body as bash does, and a document whose end the joining
+//!   moves is denied. Decided: exact joining, not a denial of every trailing backslash
+//!   (`cat <<EOF` of a script with `\` continuations passes when both readings agree).
+//!   (4) A pid is `0` or 1..=[`PID_MAX_LIMIT`] without a leading zero ([`pid_in_range`]:
+//!   util-linux `kill` read 4294967295 as -1); `fuser -k` in any spelling
+//!   ([`fuser_kills`]), `loginctl` and `systemctl` but their read-only verbs (and
+//!   `daemon-reload`, `reset-failed`, `enable`/`disable` without `--now`), D-Bus method
+//!   calls (`busctl`/`gdbus`/`varlinkctl call`, `dbus-send`, `qdbus` with a method)
+//!   ([`manager_signal_denial`]) and `start-stop-daemon --stop` are denied. Left open: a
+//!   process attached by a literal pid (`strace -p N -e inject=...`), as a literal `kill N`.
 //! - **The thirty-third round: a run-time value can be an option.** `git grep "$(printf --
 //!   '-O...')"`, `git rebase "$(... --exec=...)"`, `sqlite3 db "$(... .shell ...)"` and words
 //!   `xargs` reads given to `git`, `find . -exec` or a runner ran tmux. Only curl, wget, jq and
