@@ -1130,13 +1130,8 @@ fn the_executable_bit_is_saved_whatever_core_filemode_says() {
     }
 }
 
-/// Attack (thirty-fifth black-box round): a commit held only by the worker branch's own
-/// reflog (the branch moved to it and back from the main repository, so the worktree's `HEAD`
-/// reflog never saw it) went with the branch, whose deletion takes its reflog. Such a branch
-/// is kept, named with the reason.
-#[test]
-fn a_commit_only_the_worker_branchs_reflog_holds_keeps_the_branch() {
-    let sb = Sandbox::new();
+/// A repository with one commit and a team `demo` of two workers on branches `work/<worker>`.
+fn branch_team_of_two(sb: &Sandbox) {
     git(&sb.ws, &["init", "-q"]);
     std::fs::write(sb.ws.join("README"), "hello\n").unwrap();
     git(&sb.ws, &["add", "."]);
@@ -1155,6 +1150,16 @@ fn a_commit_only_the_worker_branchs_reflog_holds_keeps_the_branch() {
         &sb.run("team-scale", &["up", "demo", "2", "--ready-timeout", "0"]),
         0,
     );
+}
+
+/// Attack (thirty-fifth black-box round): a commit held only by the worker branch's own
+/// reflog (the branch moved to it and back from the main repository, so the worktree's `HEAD`
+/// reflog never saw it) went with the branch, whose deletion takes its reflog. Such a branch
+/// is kept, named with the reason.
+#[test]
+fn a_commit_only_the_worker_branchs_reflog_holds_keeps_the_branch() {
+    let sb = Sandbox::new();
+    branch_team_of_two(&sb);
     let head = git(&sb.ws, &["rev-parse", "HEAD"]);
     let tree = git(&sb.ws, &["write-tree"]);
     let lost = git(
@@ -1223,24 +1228,7 @@ fn a_commit_only_the_worker_branchs_reflog_holds_keeps_the_branch() {
 #[test]
 fn an_amended_and_merged_worker_branch_still_goes() {
     let sb = Sandbox::new();
-    git(&sb.ws, &["init", "-q"]);
-    std::fs::write(sb.ws.join("README"), "hello\n").unwrap();
-    git(&sb.ws, &["add", "."]);
-    git(&sb.ws, &["commit", "-qm", "init"]);
-    let init = [
-        "init",
-        "demo",
-        "--private",
-        "--worktree",
-        "branch:work",
-        "--worker-cmd",
-        "exec sleep 100000",
-    ];
-    assert_code(&sb.run("team-scale", &init), 0);
-    assert_code(
-        &sb.run("team-scale", &["up", "demo", "2", "--ready-timeout", "0"]),
-        0,
-    );
+    branch_team_of_two(&sb);
     let wt = sb.ws.join(".team/worktrees/demo/worker-2");
     std::fs::write(wt.join("a.txt"), "a\n").unwrap();
     git(&wt, &["add", "a.txt"]);
