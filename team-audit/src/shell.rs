@@ -1470,7 +1470,7 @@ fn lex(src: &str) -> Lexed {
     while i < n {
         let ch = c[i];
         if cmd_start.is_none()
-            && !matches!(ch, ' ' | '\t' | '\r' | '\n' | ';' | '(' | ')' | '|' | '&')
+            && !matches!(ch, ' ' | '\t' | '\n' | ';' | '(' | ')' | '|' | '&')
             && !(ch == '#' && word.is_none())
         {
             cmd_start = Some(i);
@@ -1494,7 +1494,7 @@ fn lex(src: &str) -> Lexed {
                 // shift, not a here-document.
                 let end = close_paren(&c, i);
                 let body = text(i + 2, end.saturating_sub(1));
-                out.subs.extend(substitutions(&body));
+                add_substitutions(&body, true, &mut out);
                 out.arith.push(body.clone());
                 if cmd_start.is_none() || words.is_empty() {
                     cmd_start = Some(i);
@@ -1511,7 +1511,9 @@ fn lex(src: &str) -> Lexed {
                 i = end + 1;
                 finish_cmd!();
             }
-            ' ' | '\t' | '\r' => {
+            // The thirty-seventh round: only a space, a tab and a newline separate words, as in
+            // bash; a carriage return is a word character (`true\r#` is one word, no comment).
+            ' ' | '\t' => {
                 finish_word!();
                 i += 1;
             }
@@ -1538,7 +1540,7 @@ fn lex(src: &str) -> Lexed {
                     }
                     // An unquoted delimiter expands `$(...)` and backquotes in the body; a
                     // quoted one does not, but telling them apart is not worth a miss.
-                    out.subs.extend(substitutions(&body));
+                    add_substitutions(&body, !quoted, &mut out);
                     // The thirty-fifth round: an unquoted delimiter expands the body first, so
                     // the program reads text only known at run time.
                     if !quoted && expands(&body) {
@@ -1562,6 +1564,22 @@ fn lex(src: &str) -> Lexed {
                 w.text.push_str(&text(i, end + 1));
                 w.dynamic = true;
                 w.split = true;
+                i = end + 1;
+            }
+            '(' if word
+                .as_ref()
+                .is_some_and(|w| compound_assignment_head(&w.text)) =>
+            {
+                // The thirty-seventh round: `a=(x y)`, `a+=(x)`, `declare a=(x)` is one word
+                // to bash, which goes on after the `)` (`a=(x)#` is no comment). Its words
+                // are read as a command line, as before.
+                let end = close_group(&c, i, true).unwrap_or_else(|| {
+                    out.opaque = Some("a compound assignment whose end is unclear".into());
+                    n
+                });
+                out.subs.push(text(i + 1, end));
+                let w = word.get_or_insert_with(Word::default);
+                w.text.push_str(&text(i, end + 1));
                 i = end + 1;
             }
             ';' | '(' | ')' => {
@@ -1597,7 +1615,10 @@ fn lex(src: &str) -> Lexed {
             }
             '<' | '>' if i + 1 < n && c[i + 1] == '(' => {
                 // Process substitution: a command line whose output becomes a file name.
-                let end = close_paren(&c, i + 1);
+                let end = close_group(&c, i + 1, false).unwrap_or_else(|| {
+                    out.opaque = Some("a process substitution whose end is unclear".into());
+                    n
+                });
                 out.subs.push(text(i + 2, end));
                 let w = word.get_or_insert_with(Word::default);
                 w.text.push_str(&text(i, end + 1));
@@ -1861,7 +1882,7 @@ fn lex_dollar(c: &[char], i: usize, word: &mut Option<Word>, out: &mut Lexed) ->
             if end >= n {
                 out.opaque = Some("an unterminated $((...))".into());
             }
-            out.subs.extend(substitutions(&body));
+            add_substitutions(&body, true, out);
             out.arith.push(body);
             w.text.extend(&c[i..(end + 1).min(n)]);
             w.dynamic = true;
@@ -1872,7 +1893,7 @@ fn lex_dollar(c: &[char], i: usize, word: &mut Option<Word>, out: &mut Lexed) ->
             // `$[ expr ]`: old-style arithmetic.
             let end = close_pair(c, i + 1, '[', ']');
             let body: String = c[(i + 2).min(n)..end.min(n)].iter().collect();
-            out.subs.extend(substitutions(&body));
+            add_substitutions(&body, true, out);
             out.arith.push(body);
             w.text.extend(&c[i..(end + 1).min(n)]);
             w.dynamic = true;
@@ -1880,10 +1901,10 @@ fn lex_dollar(c: &[char], i: usize, word: &mut Option<Word>, out: &mut Lexed) ->
             end + 1
         }
         Some('(') => {
-            let end = close_paren(c, i + 1);
-            if end >= n {
-                out.opaque = Some("an unterminated $(...)".into());
-            }
+            let end = close_group(c, i + 1, false).unwrap_or_else(|| {
+                out.opaque = Some("a $(...) whose end is unclear".into());
+                n
+            });
             out.subs
                 .push(c[(i + 2).min(n)..end.min(n)].iter().collect());
             w.text.extend(&c[i..(end + 1).min(n)]);
@@ -2059,16 +2080,28 @@ fn expands(body: &str) -> bool {
     false
 }
 
-/// The command lines inside `$(...)`, `${...}` and backquotes of a here-document body.
-fn substitutions(body: &str) -> Vec<String> {
+/// The command lines inside `$(...)`, `${...}` and backquotes of a here-document body, and
+/// whether the end of a `$(...)` was unclear ([`close_group`]; a paren count is used then).
+fn substitutions(body: &str) -> (Vec<String>, bool) {
     let c: Vec<char> = body.chars().collect();
     let mut out = Vec::new();
+    let mut unclear = false;
     let mut i = 0;
     while i < c.len() {
         match c[i] {
             '\\' => i += 2,
             '$' if matches!(c.get(i + 1), Some('(') | Some('{')) => {
-                let end = close_pair(&c, i + 1, c[i + 1], if c[i + 1] == '(' { ')' } else { '}' });
+                let end = if c[i + 1] == '('
+                    && !(c.get(i + 2) == Some(&'(')
+                        && close_paren(&c, i + 2) + 1 == close_paren(&c, i + 1))
+                {
+                    close_group(&c, i + 1, false).unwrap_or_else(|| {
+                        unclear = true;
+                        close_paren(&c, i + 1)
+                    })
+                } else {
+                    close_brace(&c, i + 1)
+                };
                 out.push(c[(i + 2).min(c.len())..end.min(c.len())].iter().collect());
                 i = end + 1;
             }
@@ -2080,10 +2113,19 @@ fn substitutions(body: &str) -> Vec<String> {
             _ => i += 1,
         }
     }
-    out
+    (out, unclear)
 }
 
-/// Index of the `)` closing the `(` at `open`, skipping quotes; `c.len()` if unterminated.
+/// Adds the [`substitutions`] of `body` to `out`; one whose end is unclear makes the line
+/// opaque when the shell runs it (`runs`: arithmetic, an unquoted here-document).
+fn add_substitutions(body: &str, runs: bool, out: &mut Lexed) {
+    let (subs, unclear) = substitutions(body);
+    out.subs.extend(subs);
+    if unclear && runs {
+        out.opaque = Some("a $(...) whose end is unclear".into());
+    }
+}
+
 /// `comp` with each extglob group (`@(..)`, `+(..)`, `!(..)`, `*(..)`, `?(..)`) taken as `*`.
 fn extglob_as_star(comp: &str) -> String {
     let c: Vec<char> = comp.chars().collect();
@@ -2101,6 +2143,7 @@ fn extglob_as_star(comp: &str) -> String {
     out
 }
 
+/// Index of the `)` closing the `(` at `open`, skipping quotes; `c.len()` if unterminated.
 fn close_paren(c: &[char], open: usize) -> usize {
     close_pair(c, open, '(', ')')
 }
@@ -2142,6 +2185,308 @@ fn close_pair(c: &[char], open: usize, o: char, cl: char) -> usize {
         j += 1;
     }
     c.len()
+}
+
+/// Index of the `)` that closes the `(` at `open`, read as bash reads what is inside: the
+/// commands of a `$(...)`, `<(...)` or `>(...)` (`words == false`), or the words of a compound
+/// assignment `a=(...)` (`words == true`). The thirty-seventh round: a paren count ended
+/// `$(case x in x) ...;; esac)` at the pattern's `)`, and a `)` in a comment or a
+/// here-document ended it too, so what bash runs after the real end was read as a comment.
+/// Here quotes, escapes, nested substitutions, comments (a `#` starting a word),
+/// here-documents and `case ... in pat) ...;; esac` are followed; `None` when the end cannot
+/// be found or the text is not what bash would accept (the caller denies the line).
+fn close_group(c: &[char], open: usize, words: bool) -> Option<usize> {
+    #[derive(PartialEq)]
+    enum Frame {
+        Paren,
+        /// `case`: 0 before the subject, 1 before `in`, 2 in a pattern list (with whether a
+        /// pattern has started), 3 in a clause's commands.
+        Case(u8, bool),
+    }
+    let n = c.len();
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut cmd_pos = true;
+    let mut heredocs: Vec<(String, bool, bool)> = Vec::new();
+    let mut j = open + 1;
+    while j < n {
+        let ch = c[j];
+        match ch {
+            ' ' | '\t' => j += 1,
+            '\n' => {
+                j += 1;
+                for (delim, strip, quoted) in std::mem::take(&mut heredocs) {
+                    let (_, next, found) = heredoc_body(c, j, &delim, strip, !quoted);
+                    if !found {
+                        return None;
+                    }
+                    j = next;
+                }
+                if !matches!(stack.last(), Some(Frame::Case(0..=2, _))) {
+                    cmd_pos = true;
+                }
+            }
+            '#' => {
+                while j < n && c[j] != '\n' {
+                    j += 1;
+                }
+            }
+            ')' => {
+                match stack.last_mut() {
+                    None => return Some(j),
+                    Some(Frame::Paren) => {
+                        stack.pop();
+                    }
+                    Some(f @ Frame::Case(2, true)) => *f = Frame::Case(3, false),
+                    Some(_) => return None,
+                }
+                cmd_pos = true;
+                j += 1;
+            }
+            _ if words => {
+                // A compound assignment holds words only.
+                if matches!(ch, '(' | ';' | '&' | '|' | '<' | '>') {
+                    return None;
+                }
+                j = scan_word(c, j)?.0;
+            }
+            '(' => {
+                if cmd_pos && c.get(j + 1) == Some(&'(') {
+                    // `(( expr ))`: arithmetic, its parens counted.
+                    let end = close_paren(c, j);
+                    if end < n && close_paren(c, j + 1) + 1 == end {
+                        j = end + 1;
+                        cmd_pos = false;
+                        continue;
+                    }
+                }
+                match stack.last() {
+                    // `case x in (pat)`: the optional paren before a pattern.
+                    Some(Frame::Case(2, false)) => {
+                        if let Some(Frame::Case(_, started)) = stack.last_mut() {
+                            *started = true;
+                        }
+                    }
+                    Some(Frame::Case(0..=2, _)) => return None,
+                    _ => stack.push(Frame::Paren),
+                }
+                cmd_pos = true;
+                j += 1;
+            }
+            ';' => {
+                if c.get(j + 1) == Some(&';') || c.get(j + 1) == Some(&'&') {
+                    // `;;`, `;&`, `;;&`: the end of a case clause.
+                    match stack.last_mut() {
+                        Some(f @ Frame::Case(3, _)) => *f = Frame::Case(2, false),
+                        _ => return None,
+                    }
+                    j += 2;
+                    if c.get(j) == Some(&'&') {
+                        j += 1;
+                    }
+                } else {
+                    j += 1;
+                }
+                cmd_pos = true;
+            }
+            '&' | '|' => {
+                j += 1;
+                while j < n && matches!(c[j], '&' | '|') {
+                    j += 1;
+                }
+                if let Some(Frame::Case(2, started)) = stack.last() {
+                    // `a|b)`: patterns of one clause.
+                    if !started || ch != '|' {
+                        return None;
+                    }
+                } else {
+                    cmd_pos = true;
+                }
+            }
+            '<' | '>' if c.get(j + 1) == Some(&'(') => {
+                j = close_group(c, j + 1, false)? + 1;
+                j = scan_word(c, j)?.0;
+                cmd_pos = false;
+            }
+            '<' | '>' => {
+                let start = j;
+                while j < n && matches!(c[j], '<' | '>' | '&' | '|' | '-') {
+                    j += 1;
+                }
+                let op: String = c[start..j].iter().collect();
+                if op == "<<" || op == "<<-" {
+                    while j < n && matches!(c[j], ' ' | '\t') {
+                        j += 1;
+                    }
+                    let (end, delim, quoted) = scan_word(c, j)?;
+                    if end == j {
+                        return None;
+                    }
+                    heredocs.push((delim, op == "<<-", quoted));
+                    j = end;
+                }
+            }
+            _ => {
+                let (end, w, quoted) = scan_word(c, j)?;
+                let plain = !quoted && end - j == w.chars().count();
+                j = end;
+                match stack.last_mut() {
+                    Some(f @ Frame::Case(0, _)) => *f = Frame::Case(1, false),
+                    Some(f @ Frame::Case(1, _)) => {
+                        if !(plain && w == "in") {
+                            return None;
+                        }
+                        *f = Frame::Case(2, false);
+                    }
+                    Some(Frame::Case(2, started)) => {
+                        if plain && w == "esac" && !*started {
+                            stack.pop();
+                            cmd_pos = false;
+                        } else {
+                            *started = true;
+                        }
+                    }
+                    _ if cmd_pos && plain && w == "case" => stack.push(Frame::Case(0, false)),
+                    Some(Frame::Case(3, _)) if cmd_pos && plain && w == "esac" => {
+                        stack.pop();
+                        cmd_pos = false;
+                    }
+                    _ => {
+                        cmd_pos = plain
+                            && matches!(
+                                w.as_str(),
+                                "!" | "{"
+                                    | "}"
+                                    | "then"
+                                    | "do"
+                                    | "else"
+                                    | "elif"
+                                    | "if"
+                                    | "while"
+                                    | "until"
+                                    | "time"
+                            );
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Reads one shell word from `j` (quotes, escapes, `$'...'`, substitutions, `${...}`,
+/// backquotes, an extglob group, a compound assignment); returns the index after it, its text
+/// with quotes taken off (what a here-document delimiter or a reserved word compares), and
+/// whether any of it was quoted. `None` when something in it is unterminated.
+fn scan_word(c: &[char], mut j: usize) -> Option<(usize, String, bool)> {
+    let n = c.len();
+    let mut text = String::new();
+    let mut quoted = false;
+    while j < n {
+        match c[j] {
+            ' ' | '\t' | '\n' | ';' | '&' | '|' | ')' | '<' | '>' => break,
+            '(' => {
+                if compound_assignment_head(&text) {
+                    j = close_group(c, j, true)? + 1;
+                } else if text.ends_with(['@', '+', '!', '*', '?']) {
+                    j = close_paren(c, j) + 1;
+                    if j > n {
+                        return None;
+                    }
+                } else {
+                    break;
+                }
+            }
+            '\\' => {
+                quoted = true;
+                if let Some(&e) = c.get(j + 1)
+                    && e != '\n'
+                {
+                    text.push(e);
+                }
+                j += 2;
+            }
+            '\'' => {
+                quoted = true;
+                j += 1;
+                while j < n && c[j] != '\'' {
+                    text.push(c[j]);
+                    j += 1;
+                }
+                if j >= n {
+                    return None;
+                }
+                j += 1;
+            }
+            '"' => {
+                quoted = true;
+                j += 1;
+                while j < n && c[j] != '"' {
+                    match c[j] {
+                        '\\' => {
+                            if let Some(&e) = c.get(j + 1) {
+                                text.push(e);
+                            }
+                            j += 2;
+                        }
+                        '$' => j = scan_dollar(c, j)?,
+                        '`' => j = close_backquote(c, j + 1) + 1,
+                        other => {
+                            text.push(other);
+                            j += 1;
+                        }
+                    }
+                }
+                if j >= n {
+                    return None;
+                }
+                j += 1;
+            }
+            '$' if c.get(j + 1) == Some(&'\'') => {
+                quoted = true;
+                j += 2;
+                while j < n && c[j] != '\'' {
+                    j += if c[j] == '\\' { 2 } else { 1 };
+                }
+                if j >= n {
+                    return None;
+                }
+                j += 1;
+            }
+            '$' => {
+                quoted = true;
+                j = scan_dollar(c, j)?;
+            }
+            '`' => {
+                quoted = true;
+                j = close_backquote(c, j + 1) + 1;
+            }
+            other => {
+                text.push(other);
+                j += 1;
+            }
+        }
+        if j > n {
+            return None;
+        }
+    }
+    Some((j.min(n), text, quoted))
+}
+
+/// The index after the `$` expansion at `j` (`$(...)`, `$((...))`, `${...}`, `$[...]`, `$x`).
+fn scan_dollar(c: &[char], j: usize) -> Option<usize> {
+    let n = c.len();
+    let end = match c.get(j + 1) {
+        Some('(')
+            if c.get(j + 2) == Some(&'(') && close_paren(c, j + 2) + 1 == close_paren(c, j + 1) =>
+        {
+            close_paren(c, j + 1)
+        }
+        Some('(') => close_group(c, j + 1, false)?,
+        Some('{') => close_brace(c, j + 1),
+        Some('[') => close_pair(c, j + 1, '[', ']'),
+        _ => return Some(j + 1),
+    };
+    (end < n).then_some(end + 1)
 }
 
 /// Index of the backquote closing one opened just before `from`; `c.len()` if unterminated.
@@ -2434,6 +2779,14 @@ fn matches_versioned(toks: &[Glob], stem: &str) -> bool {
                 .iter()
                 .all(|t| *t == Glob::Star || "0123456789.".chars().any(|d| tok_matches(t, d)))
     })
+}
+
+/// Whether a word read so far is the head of a compound assignment (`a=`, `a+=`, `a[1]=`),
+/// which a `(` right after it opens.
+fn compound_assignment_head(w: &str) -> bool {
+    w.strip_suffix('=')
+        .map(|t| t.strip_suffix('+').unwrap_or(t))
+        .is_some_and(|t| is_identifier(t.split('[').next().unwrap_or(t)))
 }
 
 fn basename(s: &str) -> &str {
@@ -6244,7 +6597,7 @@ fn discarding_redirect(c: &[char]) -> Option<usize> {
             && after
                 .chars()
                 .next()
-                .is_none_or(|ch| ch.is_whitespace() || ch == '|')
+                .is_none_or(|ch| matches!(ch, ' ' | '\t' | '\n' | '|'))
         {
             return Some(k + pad + target.len());
         }
@@ -9505,6 +9858,142 @@ mod tests {
             "busctl --user tree org.freedesktop.systemd1",
             "busctl introspect org.freedesktop.login1 /org/freedesktop/login1",
             "gdbus introspect --system --dest org.freedesktop.login1 --object-path /",
+        ]);
+    }
+
+    #[test]
+    fn round_37a_carriage_returns_are_word_characters() {
+        all_denied_built(&[
+            "true\r# ; …",
+            "true\r#;…",
+            "echo a\r# x\n…",
+            "echo \r# ; …",
+            "true \r# ; …",
+            "ls\r#|…",
+        ]);
+        let lexed = lex("a\rb c\r");
+        assert_eq!(
+            lexed.cmds[0]
+                .words
+                .iter()
+                .map(|w| w.text.clone())
+                .collect::<Vec<_>>(),
+            vec!["a\rb".to_string(), "c\r".to_string()]
+        );
+        let lexed = lex("true\r# ; echo x");
+        assert_eq!(lexed.cmds.len(), 2);
+        all_allowed(&[
+            "echo a # comment",
+            "echo a\r",
+            "echo a\rb",
+            "echo a\r;echo b",
+        ]);
+    }
+
+    #[test]
+    fn round_37a_a_hash_right_after_an_array_assignment_is_no_comment() {
+        all_denied_built(&[
+            "a=(x)# ; …",
+            "a=()# ; …",
+            "a+=(x)# ; …",
+            "declare -a a=(x)# ; …",
+            "f() { local a=(x)# ; …\n}",
+            "local a=(x)# ; …",
+            "a=(x)#;…",
+            "a=(x)#|…",
+            "a[1]=(x)# ; …",
+            "a=(x y)# …",
+            "a=(x) b=(y)# ; …",
+            "a=(x # )\n y)# ; …",
+            "a=($(case x in x) echo;; esac))# ; …",
+            "a=(x)$(true)# ; …",
+        ]);
+        all_allowed(&[
+            "a=(x y) # note",
+            "a=(x y); echo done",
+            "(cd src) # note",
+            "(true)# ; echo x",
+            "a=(1 2 3)",
+            "declare -a a=(x y)",
+        ]);
+    }
+
+    #[test]
+    fn round_37a_case_patterns_inside_command_substitutions() {
+        all_denied_built(&[
+            "echo $(case x in x) echo;; esac)# ; …",
+            "echo $(case x in x) echo;; esac)#;…",
+            "echo \"$(case x in x) echo;; esac)\"# ; …",
+            "echo $(case x in x) echo $(case y in y) echo z;; esac);; esac)# ; …",
+            "echo $(case x in\n x) echo;;\n y|z) echo;;\n esac)# ; …",
+            "echo $(case x in x) echo;& y) echo;;& esac)# ; …",
+            "cat <(case x in x) echo y;; esac)# ; …",
+            "echo $(cat <<EOF\n)\nEOF\n)# ; …",
+            "echo $(true # )\n)# ; …",
+            "cat <<EOF\n$(case x in x) …;; esac)\nEOF",
+            "echo ${x:-$(case x in x) echo;; esac)}# ; …",
+            // Where the end cannot be found, the line is denied.
+            "echo $(case x in x) echo )",
+        ]);
+        all_allowed(&[
+            "echo $(case x in x) echo y;; esac)",
+            "echo $(case x in (x) echo y;; esac)",
+            "echo \"$(case x in a|b) echo y;; c) echo n;; esac)\"",
+            "echo $(echo ')') $(echo \\)) # done",
+            "git commit -m \"$(cat <<'EOF'\nfix: a (b) c\n\nmore)\nEOF\n)\"",
+            "echo $(for case in a; do echo $case; done)",
+            "echo $(echo case x in y)",
+        ]);
+    }
+
+    #[test]
+    fn round_37a_writes_to_kernel_control_files() {
+        all_denied_built(&[
+            "echo i > /proc/sysrq-trigger",
+            "echo i >> /proc/sysrq-trigger",
+            "echo i >| /proc/sysrq-trigger",
+            "echo i 1<> /proc/sysrq-trigger",
+            "echo i &> /proc/sysrq-trigger",
+            "printf i | tee /proc/sysrq-trigger",
+            "printf i | tee -a /proc/sysrq-trigger >/dev/null",
+            "cp /tmp/i /proc/sysrq-trigger",
+            "dd if=/tmp/i of=/proc/sysrq-trigger",
+            "install /tmp/i /proc/sysrq-trigger",
+            "mv /tmp/i /proc/sysrq-trigger",
+            "sed -i s/x/y/ /proc/sysrq-trigger",
+            "echo 1 > /sys/fs/cgroup/user.slice/cgroup.kill",
+            "echo 1 > /sys/fs/cgroup/user.slice/cgroup.freeze",
+            "echo FROZEN > /sys/fs/cgroup/freezer/x/freezer.state",
+            "echo 1 > \"/sys/fs/cgroup$(cat /proc/self/cgroup | cut -d: -f3)/cgroup.kill\"",
+            "echo 1 > \"/sys/fs/cgroup$(…)/cgroup.kill\"",
+            "echo 1 > \"$d/cgroup.kill\"",
+            "echo 1 > \"$(…)\"",
+            "echo 1 > $(…)/x",
+            "echo 1 > `…`",
+            "echo 1 > ${d}/x",
+            "echo 1 > /pr?c/sysrq-trigger",
+            "echo 1 > /sy*/fs/cgroup/x/cgroup.kill",
+            "echo 1 > ../../proc/sysrq-trigger",
+            "echo 1 > cgroup.kill",
+            "cd /proc; echo i > sysrq-trigger",
+            "printf 'x' | dd of=/proc/1234/mem bs=1 seek=4096 conv=notrunc",
+            "printf 'x' | dd of=/proc/self/mem",
+            "printf i | tee \"$f\"",
+            "ln -s /proc/sysrq-trigger t",
+            "python3 -c \"open('/proc/sysrq-trigger','w').write('i')\"",
+            "{ echo i; } > /proc/sysrq-trigger",
+            "exec 3> /proc/sysrq-trigger",
+        ]);
+        all_allowed(&[
+            "echo hi > out.txt",
+            "cat /proc/cpuinfo",
+            "grep -c processor /proc/cpuinfo",
+            "cat /sys/fs/cgroup/cgroup.controllers",
+            "cargo test 2>&1 | tee log.txt",
+            "echo hi > /tmp/out.txt",
+            "echo hi > \"$HOME/out.txt\"",
+            "ls /proc/self/fd > /dev/null",
+            "cp a.txt b.txt",
         ]);
     }
 
