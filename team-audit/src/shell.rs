@@ -1404,6 +1404,7 @@ fn lex(src: &str) -> Lexed {
         None,
         Target,
         WriteTarget,
+        DupTarget,
         HereString,
         Heredoc(bool),
     }
@@ -1425,6 +1426,11 @@ fn lex(src: &str) -> Lexed {
                     Pending::None => words.push(w),
                     Pending::Target => {}
                     Pending::WriteTarget => out.writes.push(w.text),
+                    Pending::DupTarget => {
+                        if !w.text.chars().all(|d| d.is_ascii_digit() || d == '-') {
+                            out.writes.push(w.text);
+                        }
+                    }
                     Pending::HereString => {
                         out.texts.push(w.text);
                         if w.runtime {
@@ -1648,6 +1654,8 @@ fn lex(src: &str) -> Lexed {
                     }
                     // `>&-`, `<&-`: closing a descriptor takes no word.
                     o if o.ends_with('-') && o.len() > 1 => Pending::None,
+                    // `>&2` duplicates a descriptor, `>& file` writes a file (round 37).
+                    ">&" | ">>&" => Pending::DupTarget,
                     // `>&2`, `<&0`: a descriptor; `>`, `>>`, `>|`, `<>`: a file written.
                     o if o.contains('>') && !o.ends_with('&') => Pending::WriteTarget,
                     _ => Pending::Target,
@@ -5021,6 +5029,149 @@ fn copies_unread(base: &str, rest: &[Word]) -> bool {
     }
 }
 
+/// Kernel files whose write signals, kills, freezes or moves processes (round 37).
+const KERNEL_CONTROL_FILES: &[&str] = &[
+    "sysrq-trigger",
+    "cgroup.kill",
+    "cgroup.freeze",
+    "cgroup.procs",
+    "cgroup.threads",
+    "freezer.state",
+    "mem",
+];
+
+/// Why a file written (a redirection target, a writer's destination) may be a kernel control
+/// file, if it may (the thirty-seventh round: `echo i > /proc/sysrq-trigger`, `echo 1 >
+/// .../cgroup.kill`, `dd of=/proc/PID/mem` kill or freeze the tmux server): a path with a
+/// `proc` or `sys` component, a name in [`KERNEL_CONTROL_FILES`], or (with `runtime`) a path
+/// holding a value only known at run time (`$x`, `$(...)`, a backquote, a glob or brace),
+/// which may be any of those (`$HOME`, `$PWD` and `$$` are not).
+fn kernel_write_target(t: &str, runtime: bool) -> Option<String> {
+    if t.split('/').any(|p| p == "proc" || p == "sys") {
+        return Some(format!("writes `{t}`, under /proc or /sys"));
+    }
+    if KERNEL_CONTROL_FILES.contains(&basename(t)) {
+        return Some(format!("writes `{t}`, a name of a kernel control file"));
+    }
+    if runtime && write_target_is_runtime(t) {
+        return Some(format!(
+            "writes `{t}`, a path only known at run time, which may be under /proc or /sys"
+        ));
+    }
+    None
+}
+
+fn write_target_is_runtime(t: &str) -> bool {
+    let mut rest = t.to_string();
+    for known in ["${HOME}", "${PWD}", "$HOME", "$PWD", "$$"] {
+        let mut out = String::new();
+        let mut s = rest.as_str();
+        while let Some(k) = s.find(known) {
+            let after = &s[k + known.len()..];
+            out.push_str(&s[..k]);
+            if known.ends_with(['}', '$'])
+                || !after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+            {
+                out.push('/');
+            } else {
+                out.push_str(known);
+            }
+            s = after;
+        }
+        out.push_str(s);
+        rest = out;
+    }
+    rest.contains(['$', '`', '*', '?', '[', '{'])
+}
+
+/// The files a writer writes, for [`kernel_write_target`]: (the word, whether a run-time value
+/// counts). `cp`/`mv`/`ln`/`install`/`rsync`/`scp`: every operand (a source may become a
+/// link, `ln -s /proc/...`), the run-time rule for the destination (the last, or `-t`'s);
+/// `tee`, `truncate`: every operand; `dd`: `of=`; `sed -i`/`perl -i`: the files after the
+/// script; any other writer: the values of `-o`, `-O`, `--output`, `--output-document`.
+fn write_operands(base: &str, rest: &[Word]) -> Vec<(String, bool)> {
+    let operands: Vec<&str> = rest
+        .iter()
+        .map(|w| w.text.as_str())
+        .filter(|t| !t.starts_with('-'))
+        .collect();
+    let after = |opts: &[&str]| -> Vec<(String, bool)> {
+        let mut out = Vec::new();
+        for (k, w) in rest.iter().enumerate() {
+            let t = w.text.as_str();
+            let next = || rest.get(k + 1).map(|v| (v.text.clone(), true));
+            for o in opts {
+                if let Some(long) = o.strip_prefix("--") {
+                    if let Some(v) = t.strip_prefix("--").and_then(|x| x.strip_prefix(long)) {
+                        match v.strip_prefix('=') {
+                            Some(v) => out.push((v.to_string(), true)),
+                            None if v.is_empty() => out.extend(next()),
+                            None => {}
+                        }
+                    }
+                } else if let Some(letter) = o.strip_prefix('-')
+                    && t.starts_with('-')
+                    && !t.starts_with("--")
+                    && let Some(at) = t[1..].find(letter)
+                {
+                    // `-o F`, `-sSLo F`, `-oF`.
+                    let v = &t[1 + at + letter.len()..];
+                    if v.is_empty() {
+                        out.extend(next());
+                    } else {
+                        out.push((v.to_string(), true));
+                    }
+                }
+            }
+        }
+        out
+    };
+    match base {
+        "tee" | "truncate" => operands.iter().map(|t| (t.to_string(), true)).collect(),
+        "dd" => rest
+            .iter()
+            .filter_map(|w| w.text.strip_prefix("of="))
+            .map(|t| (t.to_string(), true))
+            .collect(),
+        "cp" | "mv" | "ln" | "install" | "rsync" | "scp" => {
+            let mut out: Vec<(String, bool)> =
+                operands.iter().map(|t| (t.to_string(), false)).collect();
+            if let Some(last) = out.last_mut() {
+                last.1 = true;
+            }
+            out.extend(after(&["-t", "--target-directory"]));
+            out
+        }
+        "sed" | "perl" if copies_unread(base, rest) => {
+            let mut out = Vec::new();
+            let mut script_given = false;
+            let mut skip = false;
+            for w in rest {
+                let t = w.text.as_str();
+                if skip {
+                    skip = false;
+                } else if t.starts_with("--expression") || t.starts_with("--file") {
+                    script_given = true;
+                    skip = !t.contains('=');
+                } else if t.starts_with('-') && !t.starts_with("--") {
+                    if t.ends_with('e') || t.ends_with('f') {
+                        script_given = true;
+                        skip = true;
+                    }
+                } else if !t.starts_with('-') {
+                    if script_given {
+                        out.push((t.to_string(), true));
+                    } else {
+                        script_given = true;
+                    }
+                }
+            }
+            out
+        }
+        _ => after(&["-o", "-O", "--output", "--output-document"]),
+    }
+}
+
 /// Programs that load no code from the current directory or a path, whatever it holds
 /// (rule 6): text tools, file tools, decoders, downloads, shell builtins. A shell given `-c`
 /// or a here-document is parsed instead; every other program (interpreters, build tools,
@@ -6957,6 +7108,22 @@ impl Scan {
             return;
         }
         let lexed = lex(src);
+        if ctx.depth == 0 {
+            let lower = src.to_ascii_lowercase();
+            if let Some(name) = KERNEL_CONTROL_FILES[..6]
+                .iter()
+                .find(|k| lower.contains(*k))
+            {
+                self.findings.push(Finding::deny(
+                    "shell",
+                    vec![name.to_string()],
+                    format!(
+                        "the line names `{name}`, a kernel control file whose write can signal, \
+                         kill or freeze tmux"
+                    ),
+                ));
+            }
+        }
         // `tmux() { ...; }` or `function tmux`: later `tmux` words run the function.
         let squeezed: String = src.chars().filter(|c| !c.is_whitespace()).collect();
         if squeezed.contains("tmux()")
@@ -7028,6 +7195,13 @@ impl Scan {
             ));
         }
         for w in &lexed.writes {
+            if let Some(why) = kernel_write_target(w, true) {
+                self.findings.push(Finding::deny(
+                    "shell",
+                    vec![w.clone()],
+                    format!("a redirection {why}: a kernel control file can signal or kill tmux"),
+                ));
+            }
             if !w.starts_with("/dev/") && !w.chars().all(|c| c.is_ascii_digit()) {
                 self.written.push(w.clone());
             }
@@ -7102,6 +7276,17 @@ impl Scan {
             | "split" | "csplit" | "objcopy" | "strip" | "sdiff" => {
                 if base != "tee" && copies_unread(base, rest) {
                     self.note_unreadable(format!("writes files with `{base}`"));
+                }
+                for (t, runtime) in write_operands(base, rest) {
+                    if let Some(why) = kernel_write_target(&t, runtime) {
+                        self.findings.push(Finding::deny(
+                            base,
+                            vec![t.clone()],
+                            format!(
+                                "`{base}` {why}: a kernel control file can signal or kill tmux"
+                            ),
+                        ));
+                    }
                 }
                 for w in rest {
                     let t = w.text.as_str();
@@ -9983,6 +10168,9 @@ mod tests {
             "python3 -c \"open('/proc/sysrq-trigger','w').write('i')\"",
             "{ echo i; } > /proc/sysrq-trigger",
             "exec 3> /proc/sysrq-trigger",
+            "echo i >& /proc/sysrq-trigger",
+            "curl -sSLo /proc/sysrq-trigger http://x",
+            "perl -pi -e s/x/i/ /proc/sysrq-trigger",
         ]);
         all_allowed(&[
             "echo hi > out.txt",

@@ -3390,3 +3390,112 @@ fn huge_pids_fuser_kill_and_session_manager_signals_are_denied() {
         ],
     );
 }
+
+/// Round 37A, class 1: bash separates words at a space, a tab or a newline only, so a
+/// carriage return is a word character and `true\r#` is one word, not a word and a comment:
+/// what follows `;` runs. The guard took `\r` as a blank and read the rest as a comment.
+#[test]
+fn a_carriage_return_before_a_hash_starts_no_comment() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &built(&["true\r# ; …", "true\r#;…", "ls\r#|…", "echo \r# ; …"]),
+    );
+    assert_all_allowed(&sb, &["echo a # comment", "echo a\rb", "echo a\r;echo b"]);
+}
+
+/// Round 37A, class 2: `a=(x)#` is one word to bash (a `#` after the `)` of a compound
+/// assignment starts no comment), so what follows `;` or `|` runs.
+#[test]
+fn a_hash_right_after_an_array_assignment_starts_no_comment() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &built(&[
+            "a=(x)# ; …",
+            "a=()# ; …",
+            "a+=(x)# ; …",
+            "declare -a a=(x)# ; …",
+            "local a=(x)# ; …",
+            "a=(x)#;…",
+            "a=(x)#|…",
+            "a=(x y)# …",
+            "a=(x # )\n y)# ; …",
+        ]),
+    );
+    assert_all_allowed(
+        &sb,
+        &[
+            "a=(x y) # note",
+            "(cd src) # note",
+            "a=(1 2 3)",
+            "declare -a a=(x y)",
+        ],
+    );
+}
+
+/// Round 37A, class 3: a paren count ended `$(case x in x) ...;; esac)` at the pattern's
+/// `)` (and at a `)` in a comment or a here-document), so the `#` after the real end was
+/// read as a comment. `$(...)` is now read as bash reads it; where its end is unclear the
+/// line is denied.
+#[test]
+fn command_substitutions_end_where_bash_ends_them() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &built(&[
+            "echo $(case x in x) echo;; esac)# ; …",
+            "echo $(case x in x) echo;; esac)#;…",
+            "echo \"$(case x in x) echo;; esac)\"# ; …",
+            "cat <(case x in x) echo y;; esac)# ; …",
+            "echo $(true # )\n)# ; …",
+            "cat <<EOF\n$(case x in x) …;; esac)\nEOF",
+            "echo $(case x in x) echo )",
+        ]),
+    );
+    assert_all_allowed(
+        &sb,
+        &[
+            "echo $(case x in x) echo y;; esac)",
+            "echo $(case x in (x) echo y;; esac)",
+            "git commit -m \"$(cat <<'EOF'\nfix: a (b) c\n\nmore)\nEOF\n)\"",
+        ],
+    );
+}
+
+/// Round 37A, class 4: writing `i` to /proc/sysrq-trigger, `1` to a cgroup's `cgroup.kill`
+/// or bytes to /proc/PID/mem kills or freezes the tmux server without naming it. A write
+/// (redirection, `tee`, `cp`, `dd of=`, `sed -i`, ...) to a path under /proc or /sys, to a
+/// kernel control file's name, or to a path only known at run time is denied.
+#[test]
+fn writes_to_kernel_control_files_are_denied() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &built(&[
+            "echo i > /proc/sysrq-trigger",
+            "echo i >> /proc/sysrq-trigger",
+            "printf i | tee /proc/sysrq-trigger",
+            "cp /tmp/i /proc/sysrq-trigger",
+            "dd if=/tmp/i of=/proc/sysrq-trigger",
+            "sed -i s/x/y/ /proc/sysrq-trigger",
+            "echo 1 > /sys/fs/cgroup/user.slice/cgroup.kill",
+            "echo 1 > /sys/fs/cgroup/user.slice/cgroup.freeze",
+            "echo FROZEN > /sys/fs/cgroup/freezer/x/freezer.state",
+            "echo 1 > \"/sys/fs/cgroup$(…)/cgroup.kill\"",
+            "echo 1 > \"$d/cgroup.kill\"",
+            "echo 1 > /pr?c/sysrq-trigger",
+            "printf x | dd of=/proc/1234/mem bs=1 seek=4096 conv=notrunc",
+            "echo i >& /proc/sysrq-trigger",
+        ]),
+    );
+    assert_all_allowed(
+        &sb,
+        &[
+            "echo hi > out.txt",
+            "cat /proc/cpuinfo",
+            "cargo test 2>&1 | tee log.txt",
+            "echo hi > \"$HOME/out.txt\"",
+        ],
+    );
+}
