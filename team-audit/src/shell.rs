@@ -397,6 +397,25 @@
 //!   calls (`busctl`/`gdbus`/`varlinkctl call`, `dbus-send`, `qdbus` with a method)
 //!   ([`manager_signal_denial`]) and `start-stop-daemon --stop` are denied. Left open: a
 //!   process attached by a literal pid (`strace -p N -e inject=...`), as a literal `kill N`.
+//! - **The thirty-seventh round: where bash's words end; kernel control files.** (1) Only
+//!   a space, a tab and a newline separate words: a carriage return is a word character
+//!   (`true\r#` is one word, so `#` starts no comment there). (2) A compound assignment
+//!   (`a=(...)`, `a+=(...)`, `a[1]=(...)`, also after `declare`/`local`) is one word and goes
+//!   on after its `)` (`a=(x)#` is no comment; after a subshell's `)` bash does start one);
+//!   its words are still read as a command line. (3) The end of `$(...)`, `<(...)`, `>(...)`
+//!   and of a compound assignment is found as bash finds it ([`close_group`]: quotes,
+//!   comments, here-documents, nested substitutions, `case ... in pat) ...;; esac`), not by
+//!   counting parens; an end it cannot find denies the line (fail closed). (4) A write to a
+//!   kernel control file signals or freezes tmux without naming it (`echo i >
+//!   /proc/sysrq-trigger`, `cgroup.kill`, `/proc/PID/mem`): a redirection (now also `>&
+//!   file`), a `tee`/`truncate` operand, any `cp`/`mv`/`ln`/`install`/`rsync`/`scp`
+//!   operand, `dd of=`, the files of `sed -i`/`perl -i` or another writer's `-o`/`--output`
+//!   are denied when the path has a `proc` or `sys` component or a [`KERNEL_CONTROL_FILES`]
+//!   name, or ([`kernel_write_target`]) is only known at run time (`"$d/x"`, `$(...)`, a
+//!   glob or brace; not `$HOME`, `$PWD`, `$$`), and for the copiers only at the destination.
+//!   A line naming `sysrq-trigger`, `cgroup.kill`, `cgroup.freeze`, `cgroup.procs`,
+//!   `cgroup.threads` or `freezer.state` anywhere is denied (inline code). Decided: `tee
+//!   "$f"`, `> "$OUT"` and `cp /proc/cpuinfo x` are denied; reads of /proc and /sys pass.
 //! - **The thirty-third round: a run-time value can be an option.** `git grep "$(printf --
 //!   '-O...')"`, `git rebase "$(... --exec=...)"`, `sqlite3 db "$(... .shell ...)"` and words
 //!   `xargs` reads given to `git`, `find . -exec` or a runner ran tmux. Only curl, wget, jq and
