@@ -1435,6 +1435,10 @@ fn lex(src: &str) -> Lexed {
     let mut cmd_start: Option<usize> = None;
     // The first of `out.writes` that belongs to the command being read.
     let mut cmd_writes = 0usize;
+    // The thirty-eighth round: inside `[[ ... ]]` (from an unquoted `[[` word to an unquoted
+    // `]]` word), and the paren depth of the regex word after `=~` being read.
+    let mut dbracket = false;
+    let mut re_depth = 0usize;
 
     let text = |a: usize, b: usize| -> String { c[a.min(n)..b.min(n)].iter().collect() };
 
@@ -1442,7 +1446,14 @@ fn lex(src: &str) -> Lexed {
         () => {
             if let Some(w) = word.take() {
                 match std::mem::replace(&mut pending, Pending::None) {
-                    Pending::None => words.push(w),
+                    Pending::None => {
+                        if !w.quoted && !w.dynamic && w.text == "[[" {
+                            dbracket = true;
+                        } else if !w.quoted && w.text == "]]" {
+                            dbracket = false;
+                        }
+                        words.push(w)
+                    }
                     Pending::Target => {}
                     Pending::WriteTarget => out.writes.push(w.text),
                     Pending::DupTarget => {
@@ -1503,7 +1514,33 @@ fn lex(src: &str) -> Lexed {
         // Inside `[[ ... ]]`, `<` and `>` compare strings: they are words, not redirections.
         let in_test =
             words.first().is_some_and(|w| w.text == "[[") && !words.iter().any(|w| w.text == "]]");
+        // The thirty-eighth round: the word after `=~` in `[[ ... ]]` is a regex, which bash
+        // reads as one word: `(` and `|` are part of it, parentheses nest and hold blanks,
+        // `;`, `&`, `<`, `>` and `#`, and only a blank (or `;`, `&`, ...) outside them ends
+        // it. `[[ x =~ (a)# ]] ; cmd` runs `cmd`: the `#` is no comment.
+        let regex = dbracket && words.last().is_some_and(|w| w.text == "=~" && !w.quoted);
+        if !regex {
+            re_depth = 0;
+        }
         match ch {
+            '(' | '|' if regex => {
+                word.get_or_insert_with(Word::default).text.push(ch);
+                re_depth += usize::from(ch == '(');
+                i += 1;
+            }
+            ')' if regex && re_depth > 0 => {
+                word.get_or_insert_with(Word::default).text.push(ch);
+                re_depth -= 1;
+                i += 1;
+            }
+            ' ' | '\t' | '\n' | ';' | '&' | '<' | '>' | '#' if regex && re_depth > 0 => {
+                if ch == '\n' {
+                    // Bash reads on, but here-documents and lines get murky: denied.
+                    out.opaque = Some("a line break inside the regex of `[[ ... =~ ... ]]`".into());
+                }
+                word.get_or_insert_with(Word::default).text.push(ch);
+                i += 1;
+            }
             '<' | '>' if in_test && !(i + 1 < n && c[i + 1] == '(') => {
                 word.get_or_insert_with(Word::default).text.push(ch);
                 i += 1;
@@ -1681,6 +1718,11 @@ fn lex(src: &str) -> Lexed {
                 };
             }
             '#' if word.is_none() => {
+                if dbracket {
+                    // A comment inside `[[ ... ]]` is legal but a place where the guard and
+                    // bash may disagree about what is a word (round 38): denied.
+                    out.opaque = Some("a comment inside `[[ ... ]]`".into());
+                }
                 while i < n && c[i] != '\n' {
                     i += 1;
                 }
@@ -2234,16 +2276,42 @@ fn close_group(c: &[char], open: usize, words: bool) -> Option<usize> {
     let mut stack: Vec<Frame> = Vec::new();
     let mut cmd_pos = true;
     let mut heredocs: Vec<(String, bool, bool)> = Vec::new();
+    // Inside `[[ ... ]]`, and whether the next word is the regex after `=~` (round 38).
+    let mut dbracket = false;
+    let mut regex_next = false;
     let mut j = open + 1;
     while j < n {
         let ch = c[j];
+        if regex_next && !matches!(ch, ' ' | '\t') {
+            regex_next = false;
+            if ch != '\n' {
+                j = regex_word_end(c, j)?;
+                cmd_pos = false;
+                continue;
+            }
+        }
         match ch {
             ' ' | '\t' => j += 1,
             '\n' => {
                 j += 1;
                 for (delim, strip, quoted) in std::mem::take(&mut heredocs) {
-                    let (_, next, found) = heredoc_body(c, j, &delim, strip, !quoted);
+                    let (body, next, found) = heredoc_body(c, j, &delim, strip, !quoted);
                     if !found {
+                        return None;
+                    }
+                    // The thirty-eighth round: inside `$(...)` bash 5.2 also ends the document
+                    // at a line that starts with the delimiter and holds the `)` (`EOF)`,
+                    // `EOF )`, `EOFz)`), and runs what follows. A body line (joined or as
+                    // written) that starts with the delimiter and is not the delimiter is
+                    // denied: the common `EOF` alone on its line passes.
+                    let raw: String = c[j..next].iter().collect();
+                    let raw_lines: Vec<&str> =
+                        raw.strip_suffix('\n').unwrap_or(&raw).split('\n').collect();
+                    let written = &raw_lines[..raw_lines.len().saturating_sub(1)];
+                    if body.lines().chain(written.iter().copied()).any(|l| {
+                        let l = if strip { l.trim_start_matches('\t') } else { l };
+                        l.starts_with(delim.as_str())
+                    }) {
                         return None;
                     }
                     j = next;
@@ -2253,6 +2321,9 @@ fn close_group(c: &[char], open: usize, words: bool) -> Option<usize> {
                 }
             }
             '#' => {
+                if dbracket {
+                    return None;
+                }
                 while j < n && c[j] != '\n' {
                     j += 1;
                 }
@@ -2356,6 +2427,13 @@ fn close_group(c: &[char], open: usize, words: bool) -> Option<usize> {
                 let (end, w, quoted) = scan_word(c, j)?;
                 let plain = !quoted && end - j == w.chars().count();
                 j = end;
+                if plain && w == "[[" {
+                    dbracket = true;
+                } else if plain && w == "]]" {
+                    dbracket = false;
+                } else if plain && dbracket && w == "=~" {
+                    regex_next = true;
+                }
                 match stack.last_mut() {
                     Some(f @ Frame::Case(0, _)) => *f = Frame::Case(1, false),
                     Some(f @ Frame::Case(1, _)) => {
@@ -2398,6 +2476,36 @@ fn close_group(c: &[char], open: usize, words: bool) -> Option<usize> {
         }
     }
     None
+}
+
+/// The index after the regex word of `[[ ... =~ ... ]]` that starts at `j`, read as bash
+/// reads it (round 38): `(` and `|` belong to the word, parentheses nest and hold blanks,
+/// `;`, `&`, `<`, `>` and `#`; a blank or one of those outside them ends it. `None` (the
+/// caller denies) for a word starting with `#`, a line break inside parentheses, or an
+/// unbalanced group.
+fn regex_word_end(c: &[char], mut j: usize) -> Option<usize> {
+    let n = c.len();
+    if c.get(j) == Some(&'#') {
+        return None;
+    }
+    let mut depth = 0usize;
+    while j < n {
+        match c[j] {
+            '\n' if depth > 0 => return None,
+            ' ' | '\t' | '\n' | ';' | '&' | '<' | '>' | ')' if depth == 0 => break,
+            '(' => {
+                depth += 1;
+                j += 1;
+            }
+            ')' => {
+                depth -= 1;
+                j += 1;
+            }
+            '|' | ' ' | '\t' | ';' | '&' | '<' | '>' | '#' => j += 1,
+            _ => j = scan_word(c, j)?.0.max(j + 1),
+        }
+    }
+    (depth == 0).then_some(j)
 }
 
 /// Reads one shell word from `j` (quotes, escapes, `$'...'`, substitutions, `${...}`,
@@ -10210,6 +10318,61 @@ mod tests {
         assert!(denied(&"(".repeat(256 << 10)));
         assert!(denied(&"{".repeat(256 << 10)));
         assert!(t.elapsed() < std::time::Duration::from_secs(10));
+    }
+
+    #[test]
+    fn round_38a_a_hash_in_the_regex_of_a_conditional_is_no_comment() {
+        all_denied_built(&[
+            "[[ x =~ (a|b)# ]] ; …",
+            "[[ x =~ (a)#x ]] ; …",
+            "[[ x =~ a(b)# ]] ; …",
+            "[[ x =~ ( # ) ]] ; …",
+            "[[ x =~ (a)# ]];…",
+            "[[ x =~ (a)# ]] |…",
+            "if [[ x =~ (a)# ]] ; then :; fi; …",
+            "[[ y && x =~ (a)# ]] ; …",
+            "[[ ( x =~ (a)# ) ]] ; …",
+            "[[ x =~ ((a)|(b))# ]] ; …",
+            "[[ x =~ (a b)# ]] ; …",
+            "[[ x =~ (a;b)# ]] ; …",
+            "[[ x =~ (a\nb)# ]] ; …",
+            "[[ x == y # ]]\n]] ; …",
+            "echo $( [[ x =~ (a)# ]] ; … )",
+            "echo \"$( [[ x =~ (a|b)# ]] ; … )\"",
+            "cat <( [[ x =~ ( # ) ]] ; … )",
+        ]);
+        let lexed = lex("[[ x =~ (a|b)# ]] ; echo y");
+        assert_eq!(lexed.cmds.len(), 2);
+        assert_eq!(lexed.cmds[0].words[3].text, "(a|b)#");
+        all_allowed(&[
+            "[[ $x =~ ^[a-z]+$ ]] && echo ok",
+            "[[ x =~ (a|b) ]] && echo y",
+            "[[ x =~ ( a ) ]] && echo y",
+            "if [[ $v =~ ^v([0-9]+)\\.([0-9]+)$ ]]; then echo y; fi",
+            "echo $( [[ x =~ (a|b) ]] && echo y )",
+            "[[ -n x ]] # note",
+        ]);
+    }
+
+    #[test]
+    fn round_38a_here_documents_in_substitutions_end_at_the_delimiter_and_a_paren() {
+        all_denied_built(&[
+            "echo $(cat <<'EOF'\nx\nEOF)\n…\nEOF\n)",
+            "echo $(cat <<EOF\nx\nEOF)\n…\nEOF\n)",
+            "echo $(cat <<EOF\nx\nEOF )\n…\nEOF\n)",
+            "echo $(cat <<EOF\nx\nEOF\t)\n…\nEOF\n)",
+            "echo $(cat <<-EOF\nx\n\tEOF)\n…\nEOF\n)",
+            "echo $(cat <<EOF\nx\nEOFz)\n…\nEOF\n)",
+            "echo \"$(cat <<'EOF'\nx\nEOF)\n…\nEOF\n)\"",
+            "cat <(cat <<'EOF'\nx\nEOF)\n…\nEOF\n)",
+            "tee >(cat <<'EOF'\nx\nEOF)\n…\nEOF\n) < /dev/null",
+        ]);
+        all_allowed(&[
+            "git commit -m \"$(cat <<'EOF'\nmsg\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF'\nfix: a (b) c\n\nmore)\nEOF\n)\"",
+            "git commit -m \"$(cat <<-EOF\n\tmsg\n\tEOF\n)\"",
+            "cat <<EOF\nx\nEOF)\nEOF",
+        ]);
     }
 
     proptest! {

@@ -3499,3 +3499,48 @@ fn writes_to_kernel_control_files_are_denied() {
         ],
     );
 }
+
+/// Round 38A, class 1: after `=~` in `[[ ... ]]` bash reads the regex as one word in which
+/// parentheses nest (blanks inside them included) and `#` starts no comment, so what follows
+/// `;` ran while the guard read `#` as a comment.
+#[test]
+fn a_hash_in_the_regex_of_a_conditional_starts_no_comment() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &built(&[
+            "[[ x =~ (a|b)# ]] ; …",
+            "[[ x =~ (a)#x ]] ; …",
+            "[[ x =~ a(b)# ]] ; …",
+            "[[ x =~ ( # ) ]] ; …",
+            "if [[ x =~ (a)# ]] ; then :; fi; …",
+            "echo $( [[ x =~ (a)# ]] ; … )",
+        ]),
+    );
+    assert_all_allowed(
+        &sb,
+        &[
+            "[[ $x =~ ^[a-z]+$ ]] && echo ok",
+            "[[ x =~ (a|b) ]] && echo y",
+        ],
+    );
+}
+
+/// Round 38A, class 2: in bash 5.2 a here-document inside `$(...)` ends at a line that starts
+/// with its delimiter and holds the `)` (`EOF)`, `EOF )`, `⇥EOF)` after `<<-`), and the next
+/// line runs. Such a body line (the delimiter followed by anything) is denied.
+#[test]
+fn here_documents_in_substitutions_ending_at_the_delimiter_and_a_paren_are_denied() {
+    let sb = Sandbox::new();
+    assert_all_denied(
+        &sb,
+        &built(&[
+            "echo $(cat <<'EOF'\nx\nEOF)\n…\nEOF\n)",
+            "echo $(cat <<EOF\nx\nEOF )\n…\nEOF\n)",
+            "echo $(cat <<-EOF\nx\n\tEOF)\n…\nEOF\n)",
+            "echo \"$(cat <<'EOF'\nx\nEOF)\n…\nEOF\n)\"",
+            "cat <(cat <<'EOF'\nx\nEOF)\n…\nEOF\n)",
+        ]),
+    );
+    assert_all_allowed(&sb, &["git commit -m \"$(cat <<'EOF'\nmsg\nEOF\n)\""]);
+}
