@@ -416,6 +416,21 @@
 //!   A line naming `sysrq-trigger`, `cgroup.kill`, `cgroup.freeze`, `cgroup.procs`,
 //!   `cgroup.threads` or `freezer.state` anywhere is denied (inline code). Decided: `tee
 //!   "$f"`, `> "$OUT"` and `cp /proc/cpuinfo x` are denied; reads of /proc and /sys pass.
+//! - **The thirty-eighth round: the regex of `[[ =~ ]]`; here-documents ending at `)`.**
+//!   (1) After an unquoted `=~` inside `[[ ... ]]` (from any unquoted `[[` word to the next
+//!   `]]` word) the regex is read as bash reads it: one word in which `(` and `|` are word
+//!   characters, parentheses nest and hold blanks, `;`, `&`, `<`, `>` and `#`, and only a
+//!   blank outside them ends it (`[[ x =~ (a)# ]] ; cmd` runs `cmd`; the `#` was read as a
+//!   comment). Decided: tokenized like bash rather than failing closed on every `(`, since
+//!   `[[ $v =~ ^(a|b)$ ]]` is common agent code; what stays murky fails closed: a comment
+//!   inside `[[ ... ]]`, a line break inside the regex's parentheses, a regex word starting
+//!   with `#` inside `$(...)`. The same reading is in [`close_group`] ([`regex_word_end`]).
+//!   (2) Bash 5.2 ends a here-document inside `$(...)`, `<(...)` or `>(...)` at a line that
+//!   starts with the delimiter and holds the `)` (`EOF)`, `EOF )`, `EOFz)`, `⇥EOF)` after
+//!   `<<-`), warns, and runs the next line. Decided: fail closed rather than mirror that
+//!   rule ([`close_group`] denies a body line, joined or as written, that starts with the
+//!   delimiter and is not exactly it); the usual `git commit -m "$(cat <<'EOF' ... EOF⏎)"`
+//!   passes. A subshell `( ... )` and backquotes do not end a document so (checked).
 //! - **The thirty-third round: a run-time value can be an option.** `git grep "$(printf --
 //!   '-O...')"`, `git rebase "$(... --exec=...)"`, `sqlite3 db "$(... .shell ...)"` and words
 //!   `xargs` reads given to `git`, `find . -exec` or a runner ran tmux. Only curl, wget, jq and
