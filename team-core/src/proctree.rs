@@ -27,8 +27,12 @@
 //!
 //! - **Shared daemons are reported, never killed.** A worker's process that is *detached* (it
 //!   left the pane's session with `setsid`, or it is an orphan the supervisor adopted, i.e. a
-//!   direct child of the supervisor other than its first, the worker's script: a double fork
-//!   without `setsid`) and serves on a socket (a listening unix or TCP socket, a unix datagram socket bound to a
+//!   direct child of the supervisor other than the worker's main process: a double fork
+//!   without `setsid`). Which child is the main process, the supervisor says in the name of
+//!   one of its threads (`main <pid>`, then `main ended`; see
+//!   [`crate::supervisor::MainMark`]): the oldest child, which was used before, is an orphan
+//!   once the main process has gone, and an in-session listener was then taken for the main
+//!   process and hung up and serves on a socket (a listening unix or TCP socket, a unix datagram socket bound to a
 //!   name, or a UDP socket bound to a port, looked up in the process's *own* network namespace tables
 //!   `/proc/<pid>/net/*`, so `unshare -n` does not hide it, and matched to the process's socket
 //!   fds) may serve clients outside the worker — Codex's `app-server` serves every Codex of the
@@ -158,7 +162,8 @@ pub struct Skipped {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
     pub node: Node,
-    /// In another session than the supervisor's (it called `setsid`): it outlives the pane.
+    /// In another session than the supervisor's (it called `setsid`), or an orphan the
+    /// supervisor adopted (a double fork): it outlives the pane.
     pub detached: bool,
     /// Detached and holding a listening socket: it may serve clients outside the worker.
     pub shared: bool,
@@ -368,14 +373,20 @@ impl Tree {
     /// `/proc`.
     pub fn below(&self, root: &Node, incarnation: &str, inspect: &dyn Inspect) -> Below {
         let mut out = Below::default();
-        let first_child = self
-            .children
-            .get(&root.id.pid)
-            .into_iter()
-            .flatten()
-            .filter_map(|c| self.nodes.get(c))
-            .min_by_key(|n| (n.id.start_time, n.id.pid))
-            .map(|n| n.id.pid);
+        // The worker's main process, as the supervisor names it; without its word (an older
+        // supervisor), its oldest child, which is wrong once the main process has gone.
+        let first_child = match inspect.main_mark(root.id.pid) {
+            Some(crate::supervisor::MainMark::Running(p)) => Some(p),
+            Some(crate::supervisor::MainMark::Ended) => None,
+            None => self
+                .children
+                .get(&root.id.pid)
+                .into_iter()
+                .flatten()
+                .filter_map(|c| self.nodes.get(c))
+                .min_by_key(|n| (n.id.start_time, n.id.pid))
+                .map(|n| n.id.pid),
+        };
         let mut frontier = vec![root.id.pid];
         let mut seen: HashSet<u32> = HashSet::from([root.id.pid]);
         // The supervisor's own environment, read once, when a member is first judged.
@@ -608,6 +619,10 @@ pub trait Inspect {
     fn env(&self, pid: u32) -> ProcEnv;
     /// Whether the process holds a listening socket (unix, TCP or UDP-bound TCP6).
     fn listens(&self, pid: u32) -> bool;
+    /// Which child the supervisor `pid` says is its worker's main process
+    /// ([`crate::supervisor::MainMark`]); `None` when none of its threads says (a supervisor
+    /// of an older version, or one that has not started its main process yet).
+    fn main_mark(&self, pid: u32) -> Option<crate::supervisor::MainMark>;
 }
 
 /// The real `/proc`.
@@ -687,6 +702,19 @@ impl Inspect for Proc {
             None => true,
         }
     }
+
+    fn main_mark(&self, pid: u32) -> Option<crate::supervisor::MainMark> {
+        // A supervisor has a few threads: the main loop (named like the process), the signal
+        // forwarder, and the one named after the main process.
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .ok()?
+            .flatten()
+            .filter(|t| t.file_name().to_str() != Some(&pid.to_string()))
+            .find_map(|t| {
+                let comm = crate::process::read_procfs(t.path().join("comm")).ok()?;
+                crate::supervisor::MainMark::parse(&String::from_utf8_lossy(&comm))
+            })
+    }
 }
 
 /// The inodes of listening unix sockets in the text of `/proc/net/unix` (flag `__SO_ACCEPTCON`
@@ -761,6 +789,7 @@ mod tests {
         tmux: HashMap<u32, &'static str>,
         listen: HashSet<u32>,
         foreign: HashSet<u32>,
+        main: Option<crate::supervisor::MainMark>,
     }
 
     impl Inspect for Fake {
@@ -785,6 +814,9 @@ mod tests {
         }
         fn listens(&self, pid: u32) -> bool {
             self.listen.contains(&pid)
+        }
+        fn main_mark(&self, _pid: u32) -> Option<crate::supervisor::MainMark> {
+            self.main
         }
     }
 
@@ -856,6 +888,7 @@ mod tests {
             ]),
             listen: HashSet::from([19, 11, 24]),
             foreign: HashSet::from([20]),
+            main: None,
         };
         let b = t.below(t.node(10).unwrap(), "inc-a", &fake);
         let mut pids: Vec<u32> = b.members.iter().map(|m| m.node.id.pid).collect();
@@ -886,6 +919,69 @@ mod tests {
     }
 
     #[test]
+    fn the_main_process_is_the_one_the_supervisor_names_not_the_oldest_child() {
+        // 10 supervisor -> 24 double-forked listener in the pane's session (adopted), and
+        // 26 an attached process started after it; the main process (11) is gone.
+        let t = Tree::from_nodes([
+            node(10, 1, 10, crate::supervisor::COMM),
+            node(24, 10, 10, "fake-daemon"),
+            node(26, 10, 10, "sleep"),
+        ]);
+        let mut fake = Fake {
+            env: HashMap::new(),
+            tmux: HashMap::new(),
+            listen: HashSet::from([24]),
+            foreign: HashSet::new(),
+            main: Some(crate::supervisor::MainMark::Ended),
+        };
+        let shared = |fake: &Fake| -> Vec<u32> {
+            let b = t.below(t.node(10).unwrap(), "inc-a", fake);
+            let mut v: Vec<u32> = b
+                .members
+                .iter()
+                .filter(|m| m.shared)
+                .map(|m| m.node.id.pid)
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            shared(&fake),
+            vec![24],
+            "main ended: every child is an orphan"
+        );
+        fake.main = Some(crate::supervisor::MainMark::Running(11));
+        assert_eq!(shared(&fake), vec![24], "main exited, not yet reaped");
+        fake.main = Some(crate::supervisor::MainMark::Running(24));
+        assert_eq!(shared(&fake), Vec::<u32>::new(), "the main process itself");
+    }
+
+    #[test]
+    fn main_marks_round_trip_and_nothing_else_parses() {
+        use crate::supervisor::MainMark;
+        for m in [
+            MainMark::Running(4194304),
+            MainMark::Ended,
+            MainMark::Running(1),
+        ] {
+            assert!(m.thread_name().len() <= 15);
+            assert_eq!(MainMark::parse(&m.thread_name()), Some(m));
+        }
+        assert_eq!(MainMark::parse("main 12\n"), Some(MainMark::Running(12)));
+        for bad in [
+            "main ",
+            "main 0",
+            "main 1x",
+            "main -1",
+            "team-supervise",
+            "mainly 3",
+            "",
+        ] {
+            assert_eq!(MainMark::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
     fn with_a_tmux_server_below_no_detached_process_is_the_workers() {
         // 10 supervisor -> 11 agent -> 12 setsid child (detached) -> 30 its child (attached to 12)
         //               -> 13 tmux server (a team the worker started) -> 14 a pane's shell
@@ -907,6 +1003,7 @@ mod tests {
             tmux: HashMap::new(),
             listen: HashSet::new(),
             foreign: HashSet::new(),
+            main: None,
         };
         let b = t.below(t.node(10).unwrap(), "inc-a", &fake);
         let mut pids: Vec<u32> = b.members.iter().map(|m| m.node.id.pid).collect();

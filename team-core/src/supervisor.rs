@@ -50,6 +50,49 @@ use crate::paths::{TeamName, WorkerName};
 /// The process name (`/proc/<pid>/comm`, at most 15 bytes) a supervisor gives itself.
 pub const COMM: &str = "team-supervise";
 
+/// Which of a supervisor's children is the worker's main process, as the supervisor says it
+/// in the name of one of its threads (`/proc/<pid>/task/<tid>/comm`): `main <pid>` from the
+/// moment it has started it, [`MAIN_ENDED`] once it has reaped it. A thread's name can be set
+/// only from within its own process, so no other process can change it. Every other direct
+/// child of a supervisor is an orphan it adopted (see `proctree`); telling them apart by age
+/// fails once the main process is gone, when the oldest orphan looks like it.
+pub const MAIN_MARK: &str = "main ";
+
+/// The name of the main-process thread once the supervisor has reaped the main process.
+pub const MAIN_ENDED: &str = "main ended";
+
+/// What a supervisor's main-process thread says ([`MAIN_MARK`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MainMark {
+    /// The worker's main process has this pid (it may have exited since, not yet reaped).
+    Running(u32),
+    /// The supervisor has reaped its main process: every child it has is an adopted orphan.
+    Ended,
+}
+
+impl MainMark {
+    /// The thread name saying this (at most 15 bytes, as thread names are).
+    pub fn thread_name(self) -> String {
+        match self {
+            MainMark::Running(pid) => format!("{MAIN_MARK}{pid}"),
+            MainMark::Ended => MAIN_ENDED.to_string(),
+        }
+    }
+
+    /// Reads a thread name; `None` for any other name.
+    pub fn parse(comm: &str) -> Option<MainMark> {
+        let comm = comm.trim_end_matches('\n');
+        if comm == MAIN_ENDED {
+            return Some(MainMark::Ended);
+        }
+        let pid = comm.strip_prefix(MAIN_MARK)?;
+        if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        pid.parse().ok().filter(|p| *p > 0).map(MainMark::Running)
+    }
+}
+
 /// The subcommand word that starts a supervisor.
 /// The descriptor a supervisor gives `sh` the worker's startup script on (`/bin/sh
 /// /dev/fd/9`): the script is opened by the supervisor with no symlink on its way, and its

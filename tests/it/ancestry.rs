@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tests::*;
 
-fn read_pid(path: &Path) -> u32 {
+fn read_pid(path: &Path) -> Own {
     let mut pid = 0;
     wait_for(
         &format!("pid file {}", path.display()),
@@ -21,7 +21,7 @@ fn read_pid(path: &Path) -> u32 {
             pid != 0
         },
     );
-    pid
+    Own::now(pid)
 }
 
 /// `init <team> --private` with `cmd` as every worker's command, then `up <team> <n>`.
@@ -86,7 +86,7 @@ fn a_team_started_from_a_worker_survives_that_workers_removal_and_the_reaper() {
     let b_state = wsb.join(".team/teams/b/team.json");
     wait_for("team b", Duration::from_secs(15), || b_state.exists());
     let b_sock = team_core::paths::private_endpoint(&sb.tt, &wsb);
-    let b_server = server_pid(&b_sock).expect("b's server answers");
+    let b_server = Own::now(server_pid(&b_sock).expect("b's server answers"));
     let b_panes = pane_pids(&b_sock);
     assert_eq!(b_panes.len(), 1, "b has its leader pane");
     // The premise: b's leader inherited a's worker variables (nothing scrubbed them in the
@@ -104,7 +104,7 @@ fn a_team_started_from_a_worker_survives_that_workers_removal_and_the_reaper() {
     for r in &lines {
         let pid = r["pid"].as_u64().unwrap_or(0) as u32;
         assert!(
-            !(r["action"] == "killed" && (pid == b_server || b_panes.contains(&pid))),
+            !(r["action"] == "killed" && (pid == b_server.pid || b_panes.contains(&pid))),
             "the reaper killed b's {r}"
         );
     }
@@ -190,7 +190,7 @@ fn processes_that_leave_a_nested_servers_pane_are_not_the_workers() {
     };
     // The premise: both now hang directly below worker-2's supervisor.
     wait_for("the re-parenting", Duration::from_secs(5), || {
-        ppid(e1) == sup && ppid(e2) == sup && ppid(e3) == sup
+        ppid(e1.pid) == sup && ppid(e2.pid) == sup && ppid(e3.pid) == sup
     });
 
     let o = sb.run(
@@ -222,7 +222,7 @@ fn processes_that_leave_a_nested_servers_pane_are_not_the_workers() {
     for r in &lines {
         let pid = r["pid"].as_u64().unwrap_or(0) as u32;
         assert!(
-            !((pid == e1 || pid == e2 || pid == e3) && r["action"] == "killed"),
+            !((pid == e1.pid || pid == e2.pid || pid == e3.pid) && r["action"] == "killed"),
             "{r}"
         );
     }
@@ -285,7 +285,7 @@ fn a_shared_daemon_survives_the_removal_of_the_worker_that_started_it() {
     let lines: Vec<Value> = json_lines(&o.stdout);
     let rec = lines
         .iter()
-        .find(|r| r["type"] == "process" && r["pid"] == daemon)
+        .find(|r| r["type"] == "process" && r["pid"] == daemon.pid)
         .unwrap_or_else(|| panic!("the reaper reports the daemon: {lines:?}"));
     assert_eq!(rec["verdict"], "shared", "{rec}");
     assert!(alive(daemon));
@@ -320,7 +320,7 @@ fn detached_children_without_environment_are_found_and_ended() {
         let env = std::fs::read(format!("/proc/{p}/environ")).unwrap();
         assert!(env.is_empty(), "env -i: no variables at all");
     }
-    let w1 = worker_pane_pid(&sb, "a", "worker-1");
+    let w1 = Own::now(worker_pane_pid(&sb, "a", "worker-1"));
     let o = sb.run(
         "team-scale",
         &[
@@ -496,8 +496,8 @@ fn the_reaper_ends_the_residue_of_a_worker_that_is_no_longer_a_member() {
     team_with_workers(&sb, "a", &cmd, 2);
     let residue = read_pid(&p);
     let _cleanup = KillOnDrop(vec![residue]);
-    let w1 = worker_pane_pid(&sb, "a", "worker-1");
-    let w2 = worker_pane_pid(&sb, "a", "worker-2");
+    let w1 = Own::now(worker_pane_pid(&sb, "a", "worker-1"));
+    let w2 = Own::now(worker_pane_pid(&sb, "a", "worker-2"));
     let st = json_lines(&sb.run("team-scale", &["status", "a", "--json"]).stdout);
     let pane2 = st
         .iter()
@@ -526,15 +526,15 @@ fn the_reaper_ends_the_residue_of_a_worker_that_is_no_longer_a_member() {
     let lines = json_lines(&o.stdout);
     let rec = lines
         .iter()
-        .find(|r| r["type"] == "process" && r["pid"] == residue)
+        .find(|r| r["type"] == "process" && r["pid"] == residue.pid)
         .unwrap_or_else(|| {
             let stat =
                 |p: u32| std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
             panic!(
                 "{lines:?}\nstderr: {}\nsupervisor: {}\nresidue: {}",
                 String::from_utf8_lossy(&o.stderr),
-                stat(w2),
-                stat(residue)
+                stat(w2.pid),
+                stat(residue.pid)
             )
         });
     assert_eq!(
@@ -601,7 +601,7 @@ fn a_pane_killed_by_hand_hangs_up_its_processes() {
     team_with_workers(&sb, "a", &cmd, 1);
     let bg = read_pid(&p);
     let _cleanup = KillOnDrop(vec![bg]);
-    let sup = worker_pane_pid(&sb, "a", "worker-1");
+    let sup = Own::now(worker_pane_pid(&sb, "a", "worker-1"));
     let st = json_lines(&sb.run("team-scale", &["status", "a", "--json"]).stdout);
     let pane = st
         .iter()
@@ -646,7 +646,7 @@ fn what_a_shared_daemon_runs_and_other_servers_survive_the_workers_removal() {
         d = d.display(),
     );
     team_with_workers(&sb, "a", &cmd, 2);
-    let pids: Vec<u32> = ["kid", "p1", "p2", "p3", "p4"]
+    let pids: Vec<Own> = ["kid", "p1", "p2", "p3", "p4"]
         .iter()
         .map(|f| read_pid(&d.join(f)))
         .collect();
@@ -688,6 +688,68 @@ fn what_a_shared_daemon_runs_and_other_servers_survive_the_workers_removal() {
         mux_panes,
         "the renamed tmux's pane survived: {out}"
     );
+}
+
+/// Attack: the worker's only detached process is a double-forked listener that never called
+/// `setsid` (an orphan the supervisor adopted, still in the pane's session). Once the worker's
+/// main process has ended, that listener is the supervisor's oldest child: a walk that took
+/// the oldest child for the worker's main process (instead of the one the supervisor started)
+/// saw an attached, non-shared process, and the supervisor's hangup pass and `down` signalled
+/// it. Both ways to end the worker are tried: `down`, and the main process exiting first.
+#[test]
+fn a_double_forked_listener_outlives_the_main_process_it_came_from() {
+    let sb = Sandbox::new();
+    let fd = env!("CARGO_BIN_EXE_fake-daemon");
+    let d = sb.dir.path();
+    let cmd = format!(
+        "( ( exec {fd} serve {d}/s-$TEAM_WORKER {d}/p-$TEAM_WORKER & ) & ); \
+         if [ \"$TEAM_WORKER\" = worker-2 ]; then exec sleep 100000; fi; \
+         while [ ! -e {d}/go ]; do sleep 0.05; done",
+        d = d.display(),
+    );
+    team_with_workers(&sb, "a", &cmd, 2);
+    let (l1, l2) = (
+        read_pid(&d.join("p-worker-1")),
+        read_pid(&d.join("p-worker-2")),
+    );
+    let _cleanup = KillOnDrop(vec![l1, l2]);
+    // worker-1's main process ends by itself: its pane stays up, the listener stays below
+    // the supervisor, and nothing hung up.
+    std::fs::write(d.join("go"), "").unwrap();
+    let sup1 = Own::now(worker_pane_pid(&sb, "a", "worker-1"));
+    wait_for("worker-1's exit record", Duration::from_secs(10), || {
+        sb.root()
+            .path()
+            .join("teams/a/workers/worker-1/exit.json")
+            .exists()
+    });
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "a", "--worker", "worker-2", "--force", "--grace", "1s", "--json",
+        ],
+    );
+    assert_code(&o, 0);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    // The supervisor's second hangup pass runs 200 ms after the first.
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(
+        l2.alive(),
+        "worker-2's double-forked listener (pid {l2}) was killed: {out}"
+    );
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "a", "--worker", "worker-1", "--force", "--grace", "1s", "--json",
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(
+        l1.alive(),
+        "worker-1's double-forked listener (pid {l1}) was killed: {out}"
+    );
+    assert!(sup1.alive(), "the supervisor stays while its residue lives");
 }
 
 /// A reaper given another team's state dir (as a `TEAM_STATE_DIR` inherited from that team's
@@ -858,9 +920,9 @@ fn the_reaper_ignores_a_lookalike_supervisor() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let _early = KillOnDrop(vec![fake.id()]);
+    let _early = KillOnDrop::now([fake.id()]);
     let child = read_pid(&pidfile);
-    let _cleanup = KillOnDrop(vec![child, fake.id()]);
+    let _cleanup = KillOnDrop(vec![child, Own::now(fake.id())]);
     wait_for("the lookalike's name", Duration::from_secs(5), || {
         std::fs::read_to_string(format!("/proc/{}/comm", fake.id()))
             .is_ok_and(|c| c.trim() == "team-supervise")
@@ -870,7 +932,7 @@ fn the_reaper_ignores_a_lookalike_supervisor() {
     assert!(
         !lines
             .iter()
-            .any(|r| r["pid"] == child && r["action"] == "killed"),
+            .any(|r| r["pid"] == child.pid && r["action"] == "killed"),
         "the lookalike's child was killed: {lines:?}"
     );
     assert!(alive(child), "the lookalike's child survives the reaper");
@@ -969,7 +1031,7 @@ fn a_users_pane_with_a_workers_tags_and_environment_is_never_killed_through_a_fo
     args.extend(["sleep", "100000"]);
     let out = String::from_utf8_lossy(&tmux_at(&sock, &args).stdout).into_owned();
     let (user_pane, user_pid) = out.trim().split_once(' ').expect("new pane");
-    let user_pid: u32 = user_pid.parse().unwrap();
+    let user_pid = Own::now(user_pid.parse().unwrap());
     copy_tags(&sock, &wpane, user_pane);
     wait_for(
         "the user's process runs sleep",
@@ -987,7 +1049,7 @@ fn a_users_pane_with_a_workers_tags_and_environment_is_never_killed_through_a_fo
         })
         .expect("start time");
     // The forged record: worker-2's pane is the user's.
-    forge_worker_pane(&sb, "worker-2", user_pane, user_pid, Some(start));
+    forge_worker_pane(&sb, "worker-2", user_pane, user_pid.pid, Some(start));
 
     let o = sb.run(
         "team-scale",
@@ -1050,7 +1112,7 @@ fn a_users_dead_pane_with_a_workers_tags_is_never_killed_through_a_forged_record
     )
     .into_owned();
     let (user_pane, user_pid) = out.trim().split_once(' ').expect("new pane");
-    let user_pid: u32 = user_pid.parse().unwrap();
+    let user_pid = Own::now(user_pid.parse().unwrap());
     assert!(
         tmux_at(
             &sock,
@@ -1071,7 +1133,7 @@ fn a_users_dead_pane_with_a_workers_tags_is_never_killed_through_a_forged_record
         .trim()
             == "1"
     });
-    forge_worker_pane(&sb, "worker-2", user_pane, user_pid, None);
+    forge_worker_pane(&sb, "worker-2", user_pane, user_pid.pid, None);
 
     let o = sb.run(
         "team-scale",
@@ -1145,7 +1207,7 @@ fn forged_leader_record_kills_nothing(alias: bool) {
     let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let f: Vec<&str> = line.split(' ').collect();
     assert_eq!(f.len(), 6, "{line}");
-    let user_pid: u32 = f[1].parse().unwrap();
+    let user_pid = Own::now(f[1].parse().unwrap());
     let path = sb.ws.join(".team/teams/f/team.json");
     let mut team: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let owner = team["owner_id"].as_str().unwrap().to_string();
@@ -1163,7 +1225,7 @@ fn forged_leader_record_kills_nothing(alias: bool) {
     team["session"]["name"] = "user".into();
     let pane = &mut team["leader"]["pane"];
     pane["pane_id"] = f[0].into();
-    pane["pane_pid"] = user_pid.into();
+    pane["pane_pid"] = user_pid.pid.into();
     pane["session_id"] = f[2].into();
     pane["window_id"] = f[3].into();
     pane["server_pid"] = f[4].parse::<u64>().unwrap().into();
@@ -1255,7 +1317,7 @@ fn a_leader_whose_process_is_not_the_recorded_one_is_never_killed() {
         .as_str()
         .unwrap()
         .to_string();
-    let pid = team["leader"]["pane"]["pane_pid"].as_u64().unwrap() as u32;
+    let pid = Own::now(team["leader"]["pane"]["pane_pid"].as_u64().unwrap() as u32);
     let start = team["leader"]["pane"]["process_start"]
         .as_u64()
         .expect("init records the leader's process start");

@@ -76,7 +76,7 @@ fn down_of_a_supervised_worker_is_one_tmux_call() {
 }
 
 /// The worker's main process: the child of its pane's first process (the supervisor).
-fn worker_process(sock: &Path, pane: &str) -> u32 {
+fn worker_process(sock: &Path, pane: &str) -> Own {
     let o = tmux_at(sock, &["display-message", "-p", "-t", pane, "#{pane_pid}"]);
     let sup = String::from_utf8_lossy(&o.stdout).trim().to_string();
     let mut pid = 0;
@@ -89,7 +89,7 @@ fn worker_process(sock: &Path, pane: &str) -> u32 {
             .unwrap_or(0);
         pid != 0
     });
-    pid
+    Own::now(pid)
 }
 
 /// A pane's first process (its supervisor) and that process's children, by pid.
@@ -201,7 +201,7 @@ fn a_recycled_pane_id_on_a_new_server_is_not_killed() {
     // Both workers ignore the hangup of the server's end: theirs to end, after the test.
     let mut ours = pane_processes(&sock, &ws[0].1);
     ours.extend(pane_processes(&sock, pane));
-    let _cleanup = KillOnDrop(ours);
+    let _cleanup = KillOnDrop::now(ours);
     let _ = tmux_at(&sock, &["kill-server"]);
     wait_for("the old server to go", Duration::from_secs(5), || {
         !tmux_at(&sock, &["list-sessions"]).status.success()
@@ -264,8 +264,8 @@ fn a_record_pointing_at_a_lookalike_supervisor_signals_nothing() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut guard = KillOnDrop(vec![fake.id()]);
-    let mut child = 0;
+    let mut guard = KillOnDrop::now([fake.id()]);
+    let mut child = 0u32;
     wait_for("the lookalike's child", Duration::from_secs(10), || {
         child = std::fs::read_to_string(&pidfile)
             .ok()
@@ -273,6 +273,7 @@ fn a_record_pointing_at_a_lookalike_supervisor_signals_nothing() {
             .unwrap_or(0);
         child != 0
     });
+    let child = Own::now(child);
     guard.0.push(child);
     wait_for("the lookalike's name", Duration::from_secs(5), || {
         std::fs::read_to_string(format!("/proc/{}/comm", fake.id()))
@@ -439,7 +440,10 @@ fn an_empty_answer_on_the_socket_proves_no_pane_gone() {
         let sb = Sandbox::new();
         let ws = team(&sb, "exec sleep 100000");
         let sock = sb.private_sock();
-        let procs = pane_processes(&sock, &ws[1].1);
+        let procs: Vec<Own> = pane_processes(&sock, &ws[1].1)
+            .into_iter()
+            .map(Own::now)
+            .collect();
         let aside = sb.dir.path().join("real-server");
         std::fs::rename(&sock, &aside).unwrap();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -452,7 +456,7 @@ fn an_empty_answer_on_the_socket_proves_no_pane_gone() {
         );
         let reconcile = sb.run("team-scale", &["reconcile", "t", "--grace", "1s"]);
         let shutdown = sb.run("team-scale", &["shutdown", "t", "--grace", "1s"]);
-        let alive_after: Vec<u32> = procs.iter().copied().filter(|p| alive(*p)).collect();
+        let alive_after: Vec<Own> = procs.iter().copied().filter(|p| alive(*p)).collect();
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         std::thread::sleep(Duration::from_millis(50));
         let _ = std::fs::remove_file(&sock);
@@ -500,7 +504,12 @@ impl Drop for ForkersDown {
         for _ in 0..20 {
             let mut left = Vec::new();
             for &s in &self.0 {
-                left.extend(descendants(s).into_iter().filter(|p| alive(*p)));
+                left.extend(
+                    descendants(s)
+                        .into_iter()
+                        .map(Own::now)
+                        .filter(|p| alive(*p)),
+                );
             }
             if left.is_empty() {
                 return;
@@ -538,7 +547,11 @@ fn processes_started_during_the_grace_are_stopped_too() {
     // Give a supervisor with nothing left time to exit.
     let mut left = Vec::new();
     for _ in 0..40 {
-        left = descendants(sup).into_iter().filter(|p| alive(*p)).collect();
+        left = descendants(sup)
+            .into_iter()
+            .map(Own::now)
+            .filter(|p| alive(*p))
+            .collect();
         if left.is_empty() {
             break;
         }
@@ -549,7 +562,7 @@ fn processes_started_during_the_grace_are_stopped_too() {
     if o.status.code() == Some(0) {
         assert_eq!(
             left,
-            Vec::<u32>::new(),
+            Vec::<Own>::new(),
             "down said worker-2 was removed while processes of it still run: {}",
             String::from_utf8_lossy(&o.stdout)
         );
@@ -581,10 +594,7 @@ fn down_takes_a_worker_whose_process_exited_without_a_drain() {
     // Our own workers' processes end (by pid): worker-2's and worker-3's.
     for pane in [&ws[1].1, &third] {
         let pid = worker_process(&sock, pane);
-        let _ = rustix::process::kill_process(
-            rustix::process::Pid::from_raw(pid as i32).unwrap(),
-            rustix::process::Signal::TERM,
-        );
+        pid.signal(rustix::process::Signal::TERM);
         wait_for(
             "the worker's process to end",
             Duration::from_secs(10),

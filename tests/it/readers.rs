@@ -188,7 +188,7 @@ fn reader_policy(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> i32 {
         c.env(k, v);
     }
     let mut child = c.spawn().unwrap();
-    let _end = tests::KillOnDrop(vec![child.id()]);
+    let _end = tests::KillOnDrop::now([child.id()]);
     // The priority is set before anything else is done; give it that moment, and stop early
     // once it shows.
     let t0 = Instant::now();

@@ -449,11 +449,13 @@ fn one_run_reaps_a_lost_workers_pane_and_the_detached_child_it_left() {
         std::time::Duration::from_secs(10),
         || std::fs::read_to_string(&pidfile).is_ok_and(|s| s.trim().parse::<u32>().is_ok()),
     );
-    let child: u32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let child = tests::Own::now(
+        std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap(),
+    );
     let _end = tests::KillOnDrop(vec![child]);
     assert!(tests::alive(child));
     std::fs::remove_dir_all(sb.ws.join(".team/teams/demo")).unwrap();
@@ -474,7 +476,7 @@ fn one_run_reaps_a_lost_workers_pane_and_the_detached_child_it_left() {
     assert!(
         lines
             .iter()
-            .any(|l| l["type"] == "process" && l["pid"] == child && l["action"] == "killed"),
+            .any(|l| l["type"] == "process" && l["pid"] == child.pid && l["action"] == "killed"),
         "{lines:#?}"
     );
     tests::wait_for(
@@ -616,13 +618,11 @@ fn a_pane_of_yours_in_an_interrupted_inits_session_is_never_its_leader() {
 }
 
 /// Sends SIGCONT to a stopped process when dropped, however the test ends.
-struct Resume(u32);
+struct Resume(tests::Own);
 
 impl Drop for Resume {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("kill")
-            .args(["-CONT", &self.0.to_string()])
-            .status();
+        self.0.signal(rustix::process::Signal::CONT);
     }
 }
 
@@ -640,7 +640,7 @@ fn an_init_that_cannot_ask_the_server_keeps_the_interrupted_record() {
             .trim()
             .parse()
             .unwrap();
-    let resume = Resume(server);
+    let resume = Resume(tests::Own::now(server));
     assert_code(
         &std::process::Command::new("kill")
             .args(["-STOP", &server.to_string()])
@@ -832,16 +832,18 @@ fn panes_of_yours_tagged_as_an_abandoned_reservation_are_never_killed() {
     let live = String::from_utf8_lossy(&tmux_at(&sock, &args).stdout)
         .trim()
         .to_string();
-    let pid: u32 = String::from_utf8_lossy(
-        &tmux_at(
-            &sock,
-            &["display-message", "-p", "-t", &live, "#{pane_pid}"],
+    let pid = tests::Own::now(
+        String::from_utf8_lossy(
+            &tmux_at(
+                &sock,
+                &["display-message", "-p", "-t", &live, "#{pane_pid}"],
+            )
+            .stdout,
         )
-        .stdout,
-    )
-    .trim()
-    .parse()
-    .unwrap();
+        .trim()
+        .parse()
+        .unwrap(),
+    );
     tag_as(&sb, &sock, &live, &owner, &pending[0]);
     let dead = dead_pane_of_yours(&sock);
     tag_as(&sb, &sock, &dead, &owner, &pending[1]);
@@ -1079,12 +1081,14 @@ fn a_supervisor_started_by_hand_for_your_command_is_never_adopted() {
         std::time::Duration::from_secs(5),
         || !children().trim().is_empty(),
     );
-    let mine: u32 = children()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let mine = tests::Own::now(
+        children()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap(),
+    );
     let o = sb.run("team-scale", &["reconcile", "demo", "--json"]);
     assert_code(&o, 3);
     assert!(panes(&sock).contains(&pane), "{pane} was killed: {o:?}");

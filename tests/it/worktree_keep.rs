@@ -604,7 +604,7 @@ fn a_worktree_a_live_process_works_in_is_kept() {
         .current_dir(&wt)
         .spawn()
         .unwrap();
-    let _guard = tests::KillOnDrop(vec![p.id()]);
+    let _guard = tests::KillOnDrop::now([p.id()]);
     let (code, lines) = down_worker_2(&sb);
     assert_eq!(code, 3, "{lines:?}");
     let w = worker_2(&lines);
@@ -725,7 +725,7 @@ fn a_file_mapped_by_a_live_process_keeps_its_worktree() {
         .arg(&pidfile)
         .spawn()
         .unwrap();
-    let _guard = tests::KillOnDrop(vec![p.id()]);
+    let _guard = tests::KillOnDrop::now([p.id()]);
     tests::wait_for("the mapping", std::time::Duration::from_secs(10), || {
         pidfile.exists()
     });
@@ -1023,11 +1023,11 @@ fn a_process_in_another_mount_namespace_keeps_the_worktree() {
     let Some(mut in_dir) = spawn(&format!("cd '{mnt_s}/sub/dir'"), "cwd") else {
         return;
     };
-    let _g1 = tests::KillOnDrop(vec![in_dir.id()]);
+    let _g1 = tests::KillOnDrop::now([in_dir.id()]);
     let Some(mut holds) = spawn(&format!("exec 7<'{mnt_s}/README'; cd /"), "fd") else {
         return;
     };
-    let _g2 = tests::KillOnDrop(vec![holds.id()]);
+    let _g2 = tests::KillOnDrop::now([holds.id()]);
     let reconcile = || {
         let o = sb.run("team-scale", &["reconcile", "demo", "--json"]);
         (o.status.code().unwrap_or(-1), json_lines(&o.stdout))

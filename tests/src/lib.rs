@@ -433,26 +433,91 @@ pub fn wait_for(what: &str, timeout: std::time::Duration, mut ok: impl FnMut() -
     }
 }
 
-/// Whether `pid` runs and is not a zombie.
-pub fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        let after = &s[s.rfind(')').map_or(0, |i| i + 1)..];
-        !after.trim_start().starts_with('Z')
-    })
+/// One of the test's own processes, named by its pid *and* its start time. Pids are recycled
+/// (`pid_max` is 32768 on many machines, and a test run forks tens of thousands of processes),
+/// so a bare pid may name another test's process, or anyone's, by the time it is checked or
+/// signalled: a check by pid alone can pass for a process that was killed, and a kill by pid
+/// alone can end a stranger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Own {
+    pub pid: u32,
+    /// `None`: no process had this pid when it was taken (it is never alive).
+    start: Option<u64>,
 }
 
-/// Ends a test's own processes, by pid, when the test ends however it ends (a worker that
-/// ignores hangups outlives its tmux server; a lookalike lives until killed).
-pub struct KillOnDrop(pub Vec<u32>);
+impl Own {
+    /// The process that has pid `pid` now (take it while the process surely is the test's:
+    /// right after starting it or reading the pid it wrote).
+    pub fn now(pid: u32) -> Own {
+        Own {
+            pid,
+            start: stat_start(pid),
+        }
+    }
+
+    /// Whether this very process still runs (not a zombie, not a newer process on its pid).
+    pub fn alive(&self) -> bool {
+        self.start.is_some() && stat_start(self.pid) == self.start
+    }
+
+    /// Sends `sig` through a pidfd opened and then checked to be this process: never to a
+    /// pid recycled since.
+    pub fn signal(&self, sig: rustix::process::Signal) {
+        use rustix::process::{Pid, PidfdFlags, pidfd_open, pidfd_send_signal};
+        let Some(pid) = Pid::from_raw(self.pid as i32) else {
+            return;
+        };
+        let Ok(fd) = pidfd_open(pid, PidfdFlags::empty()) else {
+            return;
+        };
+        if self.alive() {
+            let _ = pidfd_send_signal(&fd, sig);
+        }
+    }
+
+    /// SIGKILL (see [`Own::signal`]).
+    pub fn kill(&self) {
+        self.signal(rustix::process::Signal::KILL);
+    }
+}
+
+impl std::fmt::Display for Own {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.pid)
+    }
+}
+
+/// The start time (field 22 of `/proc/<pid>/stat`) of `pid` when it runs and is no zombie.
+fn stat_start(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let f: Vec<&str> = s.get(s.rfind(')')? + 1..)?.split_whitespace().collect();
+    if f.first() == Some(&"Z") {
+        return None;
+    }
+    f.get(19)?.parse().ok()
+}
+
+/// Whether `p` still runs (see [`Own`]).
+pub fn alive(p: Own) -> bool {
+    p.alive()
+}
+
+/// Ends a test's own processes when the test ends however it ends (a worker that ignores
+/// hangups outlives its tmux server; a lookalike lives until killed): each only while it is
+/// the very process named ([`Own::kill`]).
+pub struct KillOnDrop(pub Vec<Own>);
+
+impl KillOnDrop {
+    /// The processes that have these pids now.
+    pub fn now(pids: impl IntoIterator<Item = u32>) -> KillOnDrop {
+        KillOnDrop(pids.into_iter().map(Own::now).collect())
+    }
+}
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
         for p in &self.0 {
-            if alive(*p) {
-                let _ = Command::new("kill")
-                    .args(["-KILL", &p.to_string()])
-                    .status();
-            }
+            p.kill();
         }
     }
 }

@@ -249,8 +249,11 @@ fn build_fake_daemon(root: &Path) -> anyhow::Result<PathBuf> {
 struct Bystanders {
     nested_sock: PathBuf,
     nested_server: u32,
+    /// The nested server's start time: a pid alone may be recycled.
+    nested_server_start: Option<u64>,
     nested_leader: u32,
     daemon: u32,
+    daemon_start: Option<u64>,
     client: Option<Child>,
     beat: PathBuf,
 }
@@ -278,15 +281,13 @@ impl Bystanders {
             let _ = c.kill();
             let _ = c.wait();
         }
-        if self.daemon != 0 && proc_alive(self.daemon) {
-            let _ = Command::new("kill")
-                .args(["-KILL", &self.daemon.to_string()])
-                .status();
+        if let Some(start) = self.daemon_start {
+            crate::util::signal_if_same(self.daemon, start, rustix::process::Signal::KILL);
         }
     }
 
     fn check(&self, w: &World, problems: &mut Vec<String>) {
-        if !proc_alive(self.daemon) {
+        if !proc_alive(self.daemon, self.daemon_start) {
             problems.push(format!(
                 "the shared daemon (pid {}) was killed",
                 self.daemon
@@ -309,7 +310,7 @@ impl Bystanders {
                 }
             }
         }
-        if !proc_alive(self.nested_server) {
+        if !proc_alive(self.nested_server, self.nested_server_start) {
             problems.push(format!(
                 "the nested team's tmux server (pid {}) was killed",
                 self.nested_server
@@ -327,12 +328,9 @@ impl Bystanders {
     }
 }
 
-fn proc_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s[s.rfind(')').map_or(0, |i| i + 1)..]
-            .trim_start()
-            .starts_with('Z')
-    })
+/// Whether the process `pid` that started at `start` still runs (not a newer one on its pid).
+fn proc_alive(pid: u32, start: Option<u64>) -> bool {
+    start.is_some() && crate::util::start_time(pid) == start
 }
 
 fn pane_pids(sock: &Path) -> Vec<u32> {
@@ -390,8 +388,10 @@ fn start_bystanders(w: &World, by: &mut Bystanders) -> anyhow::Result<()> {
             .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok());
         if let (true, [leader], Some(server)) = (daemon != 0, leaders.as_slice(), server) {
             by.daemon = daemon;
+            by.daemon_start = crate::util::start_time(daemon);
             by.nested_leader = *leader;
             by.nested_server = server;
+            by.nested_server_start = crate::util::start_time(server);
             break;
         }
         if Instant::now() > deadline {

@@ -104,6 +104,32 @@ pub fn kill_servers(tmux_tmpdir: &Path) {
     }
 }
 
+/// The start time (field 22 of `/proc/<pid>/stat`) of `pid` while it runs and is no zombie.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let f: Vec<&str> = s.get(s.rfind(')')? + 1..)?.split_whitespace().collect();
+    if f.first() == Some(&"Z") {
+        return None;
+    }
+    f.get(19)?.parse().ok()
+}
+
+/// Sends `sig` to the process `pid` only while it is the one that started at `start`: through
+/// a pidfd, checked after it is opened. Pids are recycled (`pid_max` may be 32768), so a pid
+/// read a moment ago may name someone else's process now.
+pub fn signal_if_same(pid: u32, start: u64, sig: rustix::process::Signal) {
+    use rustix::process::{Pid, PidfdFlags, pidfd_open, pidfd_send_signal};
+    let Some(p) = Pid::from_raw(pid as i32) else {
+        return;
+    };
+    let Ok(fd) = pidfd_open(p, PidfdFlags::empty()) else {
+        return;
+    };
+    if start_time(pid) == Some(start) {
+        let _ = pidfd_send_signal(&fd, sig);
+    }
+}
+
 /// Ends, by pid, every process below a worker supervisor whose state root lies under `base`
 /// (its `--root` argument), then the supervisors themselves once they have nothing left to
 /// wait for. A worker can leave detached daemons (Codex's `app-server`) that the tools report
@@ -142,8 +168,9 @@ pub fn end_residue_below(base: &Path) {
             w[0] == b"--root" && Path::new(std::ffi::OsStr::from_bytes(w[1])).starts_with(base)
         })
     };
+    use rustix::process::Signal;
     use std::os::unix::ffi::OsStrExt;
-    for signal in ["-TERM", "-KILL"] {
+    for signal in [Signal::TERM, Signal::KILL] {
         let parents = procs();
         let supervisors: Vec<u32> = parents.keys().copied().filter(|p| ours(*p)).collect();
         let below = |mut pid: u32| {
@@ -158,12 +185,16 @@ pub fn end_residue_below(base: &Path) {
             }
             false
         };
-        let victims: Vec<u32> = parents.keys().copied().filter(|p| below(*p)).collect();
-        for pid in &victims {
-            let _ = Command::new("kill")
-                .args([signal, &pid.to_string()])
-                .stderr(std::process::Stdio::null())
-                .status();
+        // Each victim's start time is taken right after the walk, and the signal goes only to
+        // the process that still has it.
+        let victims: Vec<(u32, u64)> = parents
+            .keys()
+            .copied()
+            .filter(|p| below(*p))
+            .filter_map(|p| Some((p, start_time(p)?)))
+            .collect();
+        for &(pid, start) in &victims {
+            signal_if_same(pid, start, signal);
         }
         if victims.is_empty() {
             break;

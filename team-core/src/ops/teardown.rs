@@ -660,7 +660,7 @@ fn prove_members(
                 m.node.id,
                 ProcOutcome::Shared,
                 Some(format!(
-                    "{:?} left the pane's session and listens on a socket: it may serve clients outside {}; left running",
+                    "{:?} left the pane's session (or its parent, for the supervisor to adopt) and listens on a socket: it may serve clients outside {}; left running",
                     m.node.comm, w.name
                 )),
             ));
@@ -671,7 +671,7 @@ fn prove_members(
                 m.node.id,
                 ProcOutcome::ResidueKept,
                 Some(format!(
-                    "{:?} left the pane's session; the team's residue policy is report",
+                    "{:?} left the pane's session (or its parent); the team's residue policy is report",
                     m.node.comm
                 )),
             ));

@@ -87,6 +87,7 @@ pub fn run(a: SuperviseArgs) -> CliResult<i32> {
         rustix::process::pidfd_open(child_pid, rustix::process::PidfdFlags::empty()).ok();
     drop(child); // never waited through std: the loop below reaps every child
     drop(script); // the child has its own copy
+    let main_ended = name_the_main_process(child_pid.as_raw_nonzero().get() as u32);
 
     if let Some(fd) = child_fd {
         forward_signals(fd, args.clone());
@@ -108,6 +109,8 @@ pub fn run(a: SuperviseArgs) -> CliResult<i32> {
                         args.worker,
                         exit.describe()
                     ));
+                    // Reaped: from now on every child of ours is an adopted orphan.
+                    let _ = main_ended.send(());
                     if let Err(e) = team_core::supervisor::write_exit(&args, &exit) {
                         note(&format!("cannot record the exit: {e}"));
                     }
@@ -128,6 +131,29 @@ pub fn run(a: SuperviseArgs) -> CliResult<i32> {
         }
     }
     Ok(status.unwrap_or(1))
+}
+
+/// Starts the thread whose name says which child is the worker's main process
+/// ([`team_core::supervisor::MainMark`]): `main <pid>` now, `main ended` once a message (or
+/// the sender's end) comes. Walks of this supervisor's children read it to tell the main
+/// process from adopted orphans, which age cannot do once the main process is gone.
+fn name_the_main_process(pid: u32) -> std::sync::mpsc::Sender<()> {
+    use team_core::supervisor::MainMark;
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let set = |m: MainMark| {
+        if let Ok(name) = CString::new(m.thread_name()) {
+            let _ = rustix::thread::set_name(&name);
+        }
+    };
+    let _ = std::thread::Builder::new().spawn(move || {
+        set(MainMark::Running(pid));
+        let _ = rx.recv();
+        set(MainMark::Ended);
+        loop {
+            std::thread::park();
+        }
+    });
+    tx
 }
 
 /// The descriptor `sh` reads the startup script from (`/bin/sh /dev/fd/9`); the script's first
