@@ -389,6 +389,9 @@ impl Tree {
         };
         let mut frontier = vec![root.id.pid];
         let mut seen: HashSet<u32> = HashSet::from([root.id.pid]);
+        // A tmux server (or another terminal host) below the worker: see
+        // `keep_detached_below_a_server`.
+        let mut server: Option<u32> = None;
         // The supervisor's own environment, read once, when a member is first judged.
         let mut root_env: Option<ProcEnv> = None;
         for _ in 0..MAX_DEPTH {
@@ -413,6 +416,12 @@ impl Tree {
                         reason,
                     };
                     if n.is_tmux() {
+                        // A server's name is `<name>: server`, or `<name>:` when that is longer
+                        // than a thread name holds (tmux cuts it at the last space); a client
+                        // says `: client`, a tmux command not yet started says its name only.
+                        if n.comm.contains(':') && !n.comm.ends_with(": client") {
+                            server.get_or_insert(n.id.pid);
+                        }
                         out.skipped.push(skip(
                             "a tmux server or client: never signalled, nor anything below it"
                                 .into(),
@@ -467,6 +476,17 @@ impl Tree {
                     // the supervisor but its first (the worker's script) was reparented to it.
                     let orphan = n.ppid == root.id.pid && Some(n.id.pid) != first_child;
                     let detached = n.sid != root.sid || orphan;
+                    if detached && inspect.hosts_terminals(n.id.pid) {
+                        // A tmux server under a name that does not say so (a copy named with
+                        // more than 15 bytes), `screen`, `script`: what runs in its terminals
+                        // may be anyone's.
+                        server.get_or_insert(n.id.pid);
+                        out.skipped.push(skip(
+                            "hosts terminals (a tmux server under another name, screen, ...): never signalled, nor anything below it"
+                                .into(),
+                        ));
+                        continue;
+                    }
                     let shared = detached && inspect.listens(n.id.pid);
                     out.members.push(Member {
                         node: n.clone(),
@@ -487,8 +507,76 @@ impl Tree {
             }
             frontier = next;
         }
-        self.keep_detached_below_a_server(root, &mut out);
+        if let Some(server) = server {
+            self.keep_detached_below_a_server(root, server, &mut out);
+        }
+        self.spare_namespace_inits(root, &mut out, inspect);
         out
+    }
+
+    /// A member that is the first process of a pid namespace takes everything in that
+    /// namespace with it when it ends (the kernel kills the rest). When anything below it is
+    /// spared (skipped, or a shared daemon), it is spared too: skipped, never signalled. What
+    /// else runs below it is still judged on its own.
+    fn spare_namespace_inits(&self, root: &Node, out: &mut Below, inspect: &dyn Inspect) {
+        let spared: Vec<u32> = out
+            .skipped
+            .iter()
+            .map(|s| s.id.pid)
+            .chain(
+                out.members
+                    .iter()
+                    .filter(|m| m.shared)
+                    .map(|m| m.node.id.pid),
+            )
+            .collect();
+        if spared.is_empty() {
+            return;
+        }
+        let candidates: HashSet<u32> = out
+            .members
+            .iter()
+            .filter(|m| !m.shared)
+            .map(|m| m.node.id.pid)
+            .collect();
+        // Each member above a spared process (up to the supervisor), with that process.
+        let mut above: HashMap<u32, u32> = HashMap::new();
+        for p in spared {
+            let mut cur = p;
+            for _ in 0..MAX_DEPTH {
+                let Some(n) = self.nodes.get(&cur) else {
+                    break;
+                };
+                if n.ppid == root.id.pid || n.ppid <= 1 {
+                    break;
+                }
+                if candidates.contains(&n.ppid) {
+                    above.entry(n.ppid).or_insert(p);
+                }
+                cur = n.ppid;
+            }
+        }
+        if above.is_empty() {
+            return;
+        }
+        let mut kept = Vec::new();
+        out.members.retain(|m| {
+            let Some(&spared) = above.get(&m.node.id.pid) else {
+                return true;
+            };
+            if !inspect.pid_ns_init(m.node.id.pid) {
+                return true;
+            }
+            kept.push(Skipped {
+                id: m.node.id,
+                comm: m.node.comm.clone(),
+                reason: format!(
+                    "the first process of a pid namespace in which pid {spared} runs, which is not to be signalled: ending it would end everything in the namespace"
+                ),
+            });
+            false
+        });
+        out.skipped.extend(kept);
     }
 
     /// With a tmux server below the worker (a team or session it started, re-parented to the
@@ -497,15 +585,7 @@ impl Tree {
     /// supervisor, it keeps no trace of that server, and nothing in its environment need say
     /// so (tmux sets none for `pipe-pane` jobs; `env -i` drops all). Every detached member, and
     /// everything below one, is then skipped: never signalled, reported.
-    fn keep_detached_below_a_server(&self, root: &Node, out: &mut Below) {
-        let Some(server) = out
-            .skipped
-            .iter()
-            .find(|s| s.comm.ends_with(": server"))
-            .map(|s| s.id.pid)
-        else {
-            return;
-        };
+    fn keep_detached_below_a_server(&self, root: &Node, server: u32, out: &mut Below) {
         let why = format!(
             "a tmux server runs below this worker (pid {server}): a detached process may have left one of its panes; never signalled, nor anything below it"
         );
@@ -617,8 +697,17 @@ pub trait Inspect {
     fn uid(&self, pid: u32) -> Option<u32>;
     /// `TEAM_INCARNATION`, `TMUX` and `TMUX_PANE`, from one read of its environment.
     fn env(&self, pid: u32) -> ProcEnv;
-    /// Whether the process holds a listening socket (unix, TCP or UDP-bound TCP6).
+    /// Whether the process may serve clients on a socket: in any of its threads' descriptor
+    /// tables, a listening unix or TCP socket, a bound unix datagram or UDP/UDP-Lite socket, or
+    /// a socket of a kind the kernel's tables do not show (vsock, SCTP, ...), looked up in each
+    /// thread's own network namespace. Unreadable: `true`.
     fn listens(&self, pid: u32) -> bool;
+    /// Whether the process holds a pseudo-terminal's master side (`/dev/ptmx`): it hosts
+    /// terminals, as a tmux server does under any name, or `screen`.
+    fn hosts_terminals(&self, pid: u32) -> bool;
+    /// Whether the process is the first process (pid 1) of a pid namespace other than ours:
+    /// when it ends, the kernel kills everything in that namespace. Unreadable: `true`.
+    fn pid_ns_init(&self, pid: u32) -> bool;
     /// Which child the supervisor `pid` says is its worker's main process
     /// ([`crate::supervisor::MainMark`]); `None` when none of its threads says (a supervisor
     /// of an older version, or one that has not started its main process yet).
@@ -639,30 +728,93 @@ impl Proc {
     }
 }
 
-/// The serving sockets visible from `pid`'s network namespace (`/proc/<pid>/net/...`: a
-/// process in another namespace, `unshare -n`, has tables of its own): listening unix and TCP
-/// sockets, and UDP sockets bound to a port. `None` when they cannot be read.
-fn serving_sockets(pid: u32) -> Option<HashSet<u64>> {
-    let read = |f: &str| crate::process::read_procfs(format!("/proc/{pid}/net/{f}")).ok();
-    let mut set = HashSet::new();
-    set.extend(listening_unix(&String::from_utf8_lossy(&read("unix")?)));
-    for f in ["tcp", "tcp6"] {
-        if let Some(b) = read(f) {
-            set.extend(listening_tcp(&String::from_utf8_lossy(&b)));
-        }
-    }
-    for f in ["udp", "udp6"] {
-        if let Some(b) = read(f) {
-            set.extend(bound_udp(&String::from_utf8_lossy(&b)));
-        }
-    }
-    Some(set)
+/// The sockets the kernel's tables show in the network namespace `/proc/<pid>/task/<tid>`
+/// sees (a process or thread in another namespace, `unshare -n`, has tables of its own).
+struct SocketTables {
+    /// Listening unix and TCP sockets, bound unix datagram sockets, and UDP and UDP-Lite
+    /// sockets bound to a port.
+    serving: HashSet<u64>,
+    /// Every socket in the tables read, serving or not.
+    known: HashSet<u64>,
 }
 
-impl Default for Proc {
-    fn default() -> Self {
-        Proc::new()
+/// `None` when the unix table cannot be read.
+fn socket_tables(pid: u32, tid: u32) -> Option<SocketTables> {
+    let read = |f: &str| {
+        crate::process::read_procfs(format!("/proc/{pid}/task/{tid}/net/{f}"))
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    };
+    let mut t = SocketTables {
+        serving: HashSet::new(),
+        known: HashSet::new(),
+    };
+    let unix = read("unix")?;
+    t.serving.extend(listening_unix(&unix));
+    t.known.extend(table_inodes(&unix, 6));
+    for (f, serving) in [
+        ("tcp", listening_tcp as fn(&str) -> Vec<u64>),
+        ("tcp6", listening_tcp),
+        ("udp", bound_udp),
+        ("udp6", bound_udp),
+        ("udplite", bound_udp),
+        ("udplite6", bound_udp),
+        ("raw", |_: &str| Vec::new()),
+        ("raw6", |_: &str| Vec::new()),
+        ("icmp", |_: &str| Vec::new()),
+        ("icmp6", |_: &str| Vec::new()),
+    ] {
+        if let Some(text) = read(f) {
+            t.serving.extend(serving(&text));
+            t.known.extend(table_inodes(&text, 9));
+        }
     }
+    // Kernel-facing sockets (routing, audit, uevents; packet capture) serve no clients.
+    if let Some(text) = read("netlink") {
+        t.known.extend(table_inodes(&text, 9));
+    }
+    if let Some(text) = read("packet") {
+        t.known.extend(table_inodes(&text, 8));
+    }
+    Some(t)
+}
+
+/// The inodes in column `col` of a `/proc/net` table (after its header line).
+fn table_inodes(text: &str, col: usize) -> Vec<u64> {
+    text.lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(col)?.parse().ok())
+        .collect()
+}
+
+/// The threads of `pid` (its tasks); `None` when they cannot be listed.
+fn tasks(pid: u32) -> Option<Vec<u32>> {
+    let dir = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    Some(
+        dir.flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect(),
+    )
+}
+
+/// The targets of the descriptors of thread `tid` of `pid` (a thread can have a table of its
+/// own, `unshare(CLONE_FILES)`); `None` when they cannot be read.
+fn fd_targets(pid: u32, tid: u32) -> Option<Vec<PathBuf>> {
+    let dir = std::fs::read_dir(format!("/proc/{pid}/task/{tid}/fd")).ok()?;
+    Some(
+        dir.flatten()
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .collect(),
+    )
+}
+
+fn socket_inode(target: &std::path::Path) -> Option<u64> {
+    target
+        .to_str()?
+        .strip_prefix("socket:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
 }
 
 impl Inspect for Proc {
@@ -680,27 +832,62 @@ impl Inspect for Proc {
 
     fn listens(&self, pid: u32) -> bool {
         // Unreadable: it may well serve. Shared is the safe answer for a detached process.
-        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        let Some(tids) = tasks(pid) else {
             return true;
         };
-        let sockets: Vec<u64> = fds
-            .flatten()
-            .filter_map(|e| {
-                let t = std::fs::read_link(e.path()).ok()?;
-                t.to_str()?
-                    .strip_prefix("socket:[")?
-                    .strip_suffix(']')?
-                    .parse::<u64>()
-                    .ok()
+        // The sockets of every thread, by the network namespace the thread is in.
+        let mut by_ns: HashMap<PathBuf, (u32, HashSet<u64>)> = HashMap::new();
+        for tid in tids {
+            let Some(targets) = fd_targets(pid, tid) else {
+                if std::path::Path::new(&format!("/proc/{pid}/task/{tid}")).exists() {
+                    return true;
+                }
+                continue; // the thread has exited
+            };
+            let sockets: HashSet<u64> = targets.iter().filter_map(|t| socket_inode(t)).collect();
+            if sockets.is_empty() {
+                continue;
+            }
+            let Ok(ns) = std::fs::read_link(format!("/proc/{pid}/task/{tid}/ns/net")) else {
+                return true;
+            };
+            by_ns
+                .entry(ns)
+                .or_insert((tid, HashSet::new()))
+                .1
+                .extend(sockets);
+        }
+        by_ns
+            .values()
+            .any(|(tid, sockets)| match socket_tables(pid, *tid) {
+                // A socket no table shows is of a kind that may serve (vsock, SCTP, ...), or
+                // comes from another namespace.
+                Some(t) => sockets
+                    .iter()
+                    .any(|i| t.serving.contains(i) || !t.known.contains(i)),
+                None => true,
             })
-            .collect();
-        if sockets.is_empty() {
-            return false;
-        }
-        match serving_sockets(pid) {
-            Some(serving) => sockets.iter().any(|i| serving.contains(i)),
-            None => true,
-        }
+    }
+
+    fn hosts_terminals(&self, pid: u32) -> bool {
+        tasks(pid).into_iter().flatten().any(|tid| {
+            fd_targets(pid, tid).into_iter().flatten().any(|t| {
+                t == std::path::Path::new("/dev/ptmx") || t == std::path::Path::new("/dev/pts/ptmx")
+            })
+        })
+    }
+
+    fn pid_ns_init(&self, pid: u32) -> bool {
+        let Ok(status) = crate::process::read_procfs(format!("/proc/{pid}/status")) else {
+            return true;
+        };
+        String::from_utf8_lossy(&status)
+            .lines()
+            .find_map(|l| l.strip_prefix("NSpid:"))
+            .is_none_or(|ids| {
+                let ids: Vec<&str> = ids.split_whitespace().collect();
+                ids.len() > 1 && ids.last() == Some(&"1")
+            })
     }
 
     fn main_mark(&self, pid: u32) -> Option<crate::supervisor::MainMark> {
@@ -790,6 +977,8 @@ mod tests {
         listen: HashSet<u32>,
         foreign: HashSet<u32>,
         main: Option<crate::supervisor::MainMark>,
+        terminals: HashSet<u32>,
+        ns_inits: HashSet<u32>,
     }
 
     impl Inspect for Fake {
@@ -814,6 +1003,12 @@ mod tests {
         }
         fn listens(&self, pid: u32) -> bool {
             self.listen.contains(&pid)
+        }
+        fn hosts_terminals(&self, pid: u32) -> bool {
+            self.terminals.contains(&pid)
+        }
+        fn pid_ns_init(&self, pid: u32) -> bool {
+            self.ns_inits.contains(&pid)
         }
         fn main_mark(&self, _pid: u32) -> Option<crate::supervisor::MainMark> {
             self.main
@@ -889,6 +1084,8 @@ mod tests {
             listen: HashSet::from([19, 11, 24]),
             foreign: HashSet::from([20]),
             main: None,
+            terminals: HashSet::new(),
+            ns_inits: HashSet::new(),
         };
         let b = t.below(t.node(10).unwrap(), "inc-a", &fake);
         let mut pids: Vec<u32> = b.members.iter().map(|m| m.node.id.pid).collect();
@@ -933,6 +1130,8 @@ mod tests {
             listen: HashSet::from([24]),
             foreign: HashSet::new(),
             main: Some(crate::supervisor::MainMark::Ended),
+            terminals: HashSet::new(),
+            ns_inits: HashSet::new(),
         };
         let shared = |fake: &Fake| -> Vec<u32> {
             let b = t.below(t.node(10).unwrap(), "inc-a", fake);
@@ -954,6 +1153,114 @@ mod tests {
         assert_eq!(shared(&fake), vec![24], "main exited, not yet reaped");
         fake.main = Some(crate::supervisor::MainMark::Running(24));
         assert_eq!(shared(&fake), Vec::<u32>::new(), "the main process itself");
+    }
+
+    fn fake() -> Fake {
+        Fake {
+            env: HashMap::new(),
+            tmux: HashMap::new(),
+            listen: HashSet::new(),
+            foreign: HashSet::new(),
+            main: None,
+            terminals: HashSet::new(),
+            ns_inits: HashSet::new(),
+        }
+    }
+
+    fn sorted(mut v: Vec<u32>) -> Vec<u32> {
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn the_first_process_of_a_pid_namespace_is_spared_with_what_it_holds() {
+        // 10 supervisor -> 11 agent -> 12 `unshare -pf` -> 13 the namespace's pid 1 ->
+        //   14 a shared daemon (detached, listening), 15 an ordinary child
+        let t = Tree::from_nodes([
+            node(10, 1, 10, crate::supervisor::COMM),
+            node(11, 10, 10, "sh"),
+            node(12, 11, 10, "unshare"),
+            node(13, 12, 10, "sleep"),
+            node(14, 13, 14, "daemon"),
+            node(15, 13, 10, "make"),
+        ]);
+        let mut f = fake();
+        f.listen.insert(14);
+        f.ns_inits.insert(13);
+        let b = t.below(t.node(10).unwrap(), "inc-a", &f);
+        let members = sorted(b.members.iter().map(|m| m.node.id.pid).collect());
+        assert_eq!(
+            members,
+            vec![11, 12, 14, 15],
+            "the init is spared, the rest judged"
+        );
+        let init = b
+            .skipped
+            .iter()
+            .find(|s| s.id.pid == 13)
+            .expect("13 skipped");
+        assert!(init.reason.contains("pid namespace"), "{}", init.reason);
+        // Not an init: judged like any process.
+        f.ns_inits.clear();
+        let b = t.below(t.node(10).unwrap(), "inc-a", &f);
+        assert!(b.members.iter().any(|m| m.node.id.pid == 13));
+        // An init with nothing spared below it ends with the rest.
+        f.ns_inits.insert(13);
+        f.listen.clear();
+        let b = t.below(t.node(10).unwrap(), "inc-a", &f);
+        assert!(b.members.iter().any(|m| m.node.id.pid == 13));
+    }
+
+    #[test]
+    fn a_terminal_host_under_any_name_keeps_the_detached_processes() {
+        // 10 supervisor -> 11 agent -> 12 detached leftover; 24 a tmux copy whose name says
+        // nothing (`abcdefghijklmno`), holding pty masters -> 25 its pane's shell
+        let t = Tree::from_nodes([
+            node(10, 1, 10, crate::supervisor::COMM),
+            node(11, 10, 10, "sh"),
+            node(12, 11, 12, "sleep"),
+            node(24, 10, 24, "abcdefghijklmno"),
+            node(25, 24, 25, "bash"),
+        ]);
+        let mut f = fake();
+        f.terminals.insert(24);
+        let b = t.below(t.node(10).unwrap(), "inc-a", &f);
+        let members: Vec<u32> = b.members.iter().map(|m| m.node.id.pid).collect();
+        assert_eq!(members, vec![11]);
+        assert_eq!(
+            sorted(b.skipped.iter().map(|s| s.id.pid).collect()),
+            vec![12, 24]
+        );
+        // Without its terminals it is a detached leftover like 12.
+        f.terminals.clear();
+        let b = t.below(t.node(10).unwrap(), "inc-a", &f);
+        assert_eq!(
+            sorted(b.members.iter().map(|m| m.node.id.pid).collect()),
+            vec![11, 12, 24, 25]
+        );
+    }
+
+    #[test]
+    fn a_tmux_server_named_with_a_cut_title_keeps_the_detached_processes() {
+        // tmux names its server `<name>: server`, cut at the last space when that is longer
+        // than 15 bytes: `tmux-next:`; a client says `: client`.
+        for (comm, keeps) in [
+            ("tmux-next:", true),
+            ("tmux3.5:", true),
+            ("mx: server", true),
+            ("tmux: client", false),
+            ("tmux", false),
+        ] {
+            let t = Tree::from_nodes([
+                node(10, 1, 10, crate::supervisor::COMM),
+                node(11, 10, 10, "sh"),
+                node(12, 11, 12, "sleep"),
+                node(24, 10, 24, comm),
+            ]);
+            let b = t.below(t.node(10).unwrap(), "inc-a", &fake());
+            let kept = b.skipped.iter().any(|s| s.id.pid == 12);
+            assert_eq!(kept, keeps, "{comm}");
+        }
     }
 
     #[test]
@@ -1004,6 +1311,8 @@ mod tests {
             listen: HashSet::new(),
             foreign: HashSet::new(),
             main: None,
+            terminals: HashSet::new(),
+            ns_inits: HashSet::new(),
         };
         let b = t.below(t.node(10).unwrap(), "inc-a", &fake);
         let mut pids: Vec<u32> = b.members.iter().map(|m| m.node.id.pid).collect();

@@ -752,6 +752,228 @@ fn a_double_forked_listener_outlives_the_main_process_it_came_from() {
     assert!(sup1.alive(), "the supervisor stays while its residue lives");
 }
 
+/// Our own processes with `needle` (a path in the test's own temp dir) as one of their
+/// arguments.
+fn procs_with_arg(needle: &str) -> Vec<Own> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == needle.as_bytes()))
+        })
+        .map(Own::now)
+        .filter(|p| p.alive())
+        .collect()
+}
+
+/// `unshare` arguments that make a pid namespace here (plain, or inside a user namespace),
+/// or `None` when this machine allows neither.
+fn pid_namespace() -> Option<&'static [&'static str]> {
+    for args in [&["-pf"][..], &["-Upfr"][..]] {
+        let ok = std::process::Command::new("unshare")
+            .args(args)
+            .arg("true")
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return Some(args);
+        }
+    }
+    None
+}
+
+/// Attack: the worker starts a pid namespace (as agent sandboxes do, `bwrap --unshare-pid`)
+/// whose first process holds a shared daemon. That first process is an ordinary attached
+/// process of the worker, but ending it makes the kernel kill everything in the namespace:
+/// `down` and the supervisor's hangup killed the daemon through it. It is now spared.
+#[test]
+fn the_first_process_of_a_pid_namespace_holding_a_shared_daemon_is_spared() {
+    let Some(unshare) = pid_namespace() else {
+        eprintln!("skipped: this machine allows no pid namespace (unshare -pf, -Upfr)");
+        return;
+    };
+    let sb = Sandbox::new();
+    let fd = env!("CARGO_BIN_EXE_fake-daemon");
+    let d = sb.dir.path().display().to_string();
+    let cmd = format!(
+        "if [ \"$TEAM_WORKER\" = worker-1 ]; then \
+         unshare {} sh -c 'setsid {fd} serve {d}/ns.sock {d}/p-ns & wait' {d}/nsinit & fi; \
+         exec sleep 100000",
+        unshare.join(" ")
+    );
+    team_with_workers(&sb, "a", &cmd, 2);
+    wait_for(
+        "the daemon in the namespace",
+        Duration::from_secs(10),
+        || std::path::Path::new(&format!("{d}/p-ns")).exists(),
+    );
+    let daemon = procs_with_arg(&format!("{d}/ns.sock"));
+    let init = procs_with_arg(&format!("{d}/nsinit"));
+    let mut all = daemon.clone();
+    all.extend(&init);
+    let _cleanup = KillOnDrop(all);
+    assert_eq!(daemon.len(), 1, "the daemon runs");
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "a", "--worker", "worker-1", "--force", "--grace", "1s", "--json",
+        ],
+    );
+    assert_code(&o, 0);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(
+        daemon[0].alive(),
+        "the shared daemon in the pid namespace was killed: {out}"
+    );
+    assert!(
+        out.contains("pid namespace"),
+        "the namespace's first process is reported: {out}"
+    );
+}
+
+/// Attack: listeners the process's own descriptor table does not show: one made in a thread
+/// with a descriptor table of its own (`unshare(CLONE_FILES)`), one in a thread with a
+/// network namespace of its own, and a vsock listener (no `/proc/net` table shows vsock).
+/// Each was taken for ordinary residue and sent SIGTERM.
+#[test]
+fn listeners_of_a_thread_or_of_a_kind_without_a_table_are_shared() {
+    let sb = Sandbox::new();
+    let fd = env!("CARGO_BIN_EXE_fake-daemon");
+    let d = sb.dir.path().display().to_string();
+    let vsock = "import socket,os,sys,time\n\
+                 try:\n s=socket.socket(socket.AF_VSOCK,socket.SOCK_STREAM); \
+                 s.bind((socket.VMADDR_CID_ANY,socket.VMADDR_PORT_ANY)); s.listen()\n\
+                 except OSError:\n open(sys.argv[1],'w').write('unsupported'); sys.exit(2)\n\
+                 open(sys.argv[1],'w').write(str(os.getpid())); time.sleep(100000)";
+    std::fs::write(format!("{d}/vsock.py"), vsock).unwrap();
+    let cmd = format!(
+        "if [ \"$TEAM_WORKER\" = worker-1 ]; then \
+         ( ( exec {fd} thread-files {d}/tf.sock {d}/p-tf & ) & ); \
+         setsid {fd} thread-net {d}/p-tn & \
+         setsid python3 {d}/vsock.py {d}/p-vs & fi; \
+         exec sleep 100000"
+    );
+    team_with_workers(&sb, "a", &cmd, 2);
+    let mut daemons = Vec::new();
+    for (what, f) in [
+        ("a thread's own descriptor table", "p-tf"),
+        ("a thread's own network namespace", "p-tn"),
+        ("vsock", "p-vs"),
+    ] {
+        let path = format!("{d}/{f}");
+        wait_for(what, Duration::from_secs(10), || {
+            std::fs::read_to_string(&path).is_ok_and(|s| !s.is_empty())
+        });
+        match std::fs::read_to_string(&path)
+            .unwrap()
+            .trim()
+            .parse::<u32>()
+        {
+            Ok(pid) => daemons.push((what, Own::now(pid))),
+            Err(_) => eprintln!("not on this machine: a listener with {what}"),
+        }
+    }
+    let _cleanup = KillOnDrop(daemons.iter().map(|(_, p)| *p).collect());
+    assert!(
+        daemons
+            .iter()
+            .any(|(w, _)| *w == "a thread's own descriptor table"),
+        "the descriptor-table listener runs everywhere"
+    );
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "a", "--worker", "worker-1", "--force", "--grace", "1s", "--json",
+        ],
+    );
+    assert_code(&o, 0);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    std::thread::sleep(Duration::from_millis(600));
+    for (what, p) in &daemons {
+        assert!(
+            p.alive(),
+            "the listener with {what} (pid {p}) was killed: {out}"
+        );
+    }
+}
+
+/// Attack: a copy of tmux named so that its server's thread name does not end in `: server`
+/// (`tmux-next` becomes `tmux-next:`, cut at the last space; a name of 16 bytes or more
+/// becomes its first 15). A process that left one of its panes (`env -i setsid`) was then
+/// ended as the worker's residue.
+#[test]
+fn what_left_a_pane_of_a_tmux_copy_under_any_name_is_not_signalled() {
+    let sb = Sandbox::new();
+    let fd = env!("CARGO_BIN_EXE_fake-daemon");
+    let d = sb.dir.path().display().to_string();
+    let tmux = which_tmux();
+    let cmd = format!(
+        "case $TEAM_WORKER in worker-1) n=tmux-next;; worker-2) n=abcdefghijklmnopq;; *) exec sleep 100000;; esac; \
+         cp {tmux} {d}/$n && {d}/$n -S {d}/$n.s -f /dev/null new-session -d \
+         \"env -i setsid -f {fd} map {d}/$n.map {d}/p-$n; exec sleep 100023\"; \
+         exec sleep 100000"
+    );
+    team_with_workers(&sb, "a", &cmd, 3);
+    let names = ["tmux-next", "abcdefghijklmnopq"];
+    let leavers: Vec<Own> = names
+        .iter()
+        .map(|n| read_pid(std::path::Path::new(&format!("{d}/p-{n}"))))
+        .collect();
+    let _cleanup = KillOnDrop(leavers.clone());
+    struct KillServers(Vec<std::path::PathBuf>);
+    impl Drop for KillServers {
+        fn drop(&mut self) {
+            for s in &self.0 {
+                kill_server(s);
+            }
+        }
+    }
+    let _servers = KillServers(
+        names
+            .iter()
+            .map(|n| std::path::PathBuf::from(format!("{d}/{n}.s")))
+            .collect(),
+    );
+    // The premise: each left its pane and now hangs below the worker's supervisor.
+    for (n, p) in names.iter().zip(&leavers) {
+        let sup = worker_pane_pid(
+            &sb,
+            "a",
+            if *n == "tmux-next" {
+                "worker-1"
+            } else {
+                "worker-2"
+            },
+        );
+        wait_for("the re-parenting", Duration::from_secs(5), || {
+            std::fs::read_to_string(format!("/proc/{}/stat", p.pid)).is_ok_and(|s| {
+                s.rsplit_once(')')
+                    .and_then(|(_, r)| r.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(sup)
+            })
+        });
+    }
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "a", "--worker", "worker-1", "--worker", "worker-2", "--force", "--grace",
+            "1s", "--json",
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    std::thread::sleep(Duration::from_millis(600));
+    for (n, p) in names.iter().zip(&leavers) {
+        assert!(
+            p.alive(),
+            "what left a pane of the tmux copy {n} (pid {p}) was signalled: {out}"
+        );
+    }
+}
+
 /// A reaper given another team's state dir (as a `TEAM_STATE_DIR` inherited from that team's
 /// panes) must not take a team whose own workspace holds its state for gone. A pane split into
 /// a team's session carries no `TEAM_*` variable (none is set at session scope).

@@ -8,6 +8,12 @@
 //! - `fake-daemon map FILE PIDFILE`: maps FILE into memory, closes it, leaves for `/`, writes
 //!   its pid to PIDFILE, and writes a counter into the mapping every 50 ms, forever: a process
 //!   working in a file with no descriptor open and its current directory elsewhere.
+//! - `fake-daemon thread-files SOCKET PIDFILE`: listens on a unix socket from a thread that
+//!   has a descriptor table of its own (`unshare(CLONE_FILES)`): the process's own
+//!   `/proc/<pid>/fd` does not show it.
+//! - `fake-daemon thread-net PIDFILE`: listens on TCP from a thread in a network namespace of
+//!   its own (`unshare(CLONE_NEWNET)`, needs the privilege); writes `unsupported` to PIDFILE
+//!   when it cannot.
 //! - `fake-daemon client SOCKET BEATFILE`: connects (retrying for 10 s), then every 50 ms sends
 //!   a line and waits for its echo, writing the count of round trips to BEATFILE. It exits 1
 //!   (writing `broken` to BEATFILE) as soon as the daemon is gone.
@@ -24,9 +30,11 @@ fn main() {
         Some("udp") if args.len() == 3 => udp(&args[2]),
         Some("dgram") if args.len() == 4 => dgram(&args[2], &args[3]),
         Some("map") if args.len() == 4 => map(&args[2], &args[3]),
+        Some("thread-files") if args.len() == 4 => thread_files(&args[2], &args[3]),
+        Some("thread-net") if args.len() == 3 => thread_net(&args[2]),
         _ => {
             eprintln!(
-                "usage: fake-daemon serve SOCKET PIDFILE | dgram SOCKET PIDFILE | udp PIDFILE | map FILE PIDFILE | client SOCKET BEATFILE"
+                "usage: fake-daemon serve SOCKET PIDFILE | dgram SOCKET PIDFILE | udp PIDFILE | map FILE PIDFILE | thread-files SOCKET PIDFILE | thread-net PIDFILE | client SOCKET BEATFILE"
             );
             std::process::exit(64);
         }
@@ -84,6 +92,48 @@ fn serve(sock: &str, pidfile: &str) {
                 }
             }
         });
+    }
+}
+
+// A test helper's own thread: `unshare` of its descriptor table or network namespace is what
+// is tested, and nothing else in this process depends on either.
+#[allow(unsafe_code)]
+fn thread_files(sock: &str, pidfile: &str) {
+    let (sock, pidfile) = (sock.to_string(), pidfile.to_string());
+    std::thread::spawn(move || {
+        // SAFETY: this thread only binds a socket after it; no other thread shares its files.
+        unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FILES) }
+            .expect("unshare");
+        let _ = std::fs::remove_file(&sock);
+        let l = UnixListener::bind(&sock).expect("bind");
+        std::fs::write(&pidfile, std::process::id().to_string()).expect("pid file");
+        for s in l.incoming() {
+            drop(s);
+        }
+    });
+    loop {
+        std::thread::park();
+    }
+}
+
+#[allow(unsafe_code)]
+fn thread_net(pidfile: &str) {
+    let pidfile = pidfile.to_string();
+    std::thread::spawn(move || {
+        // SAFETY: a network namespace of this thread's own; it holds no socket yet.
+        if unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }.is_err()
+        {
+            std::fs::write(&pidfile, "unsupported").expect("pid file");
+            std::process::exit(2);
+        }
+        let l = std::net::TcpListener::bind("0.0.0.0:0").expect("bind");
+        std::fs::write(&pidfile, std::process::id().to_string()).expect("pid file");
+        for s in l.incoming() {
+            drop(s);
+        }
+    });
+    loop {
+        std::thread::park();
     }
 }
 
