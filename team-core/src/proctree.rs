@@ -817,6 +817,12 @@ fn socket_inode(target: &std::path::Path) -> Option<u64> {
         .ok()
 }
 
+impl Default for Proc {
+    fn default() -> Self {
+        Proc::new()
+    }
+}
+
 impl Inspect for Proc {
     fn our_uid(&self) -> u32 {
         self.uid
