@@ -1804,6 +1804,11 @@ fn verify_member(pid: u32, start: u64, incarnation: &str, origin: &Origin<'_>) -
             "pid {pid} carries {ENV_INCARNATION}={v:?}, not this worker's {incarnation}"
         ));
     }
+    if origin.reprove
+        && let Some(why) = serves_now(&n, origin.sup)
+    {
+        return not_owned(format!("pid {pid} {why}"));
+    }
     let check = if origin.reprove {
         origin.root.get().is_some()
     } else {
@@ -1816,6 +1821,34 @@ fn verify_member(pid: u32, start: u64, incarnation: &str, origin: &Origin<'_>) -
         }
     }
     ProcVerdict::Owned
+}
+
+/// Why a detached process (out of the supervisor `sup`'s session, or adopted by it), proven
+/// at the walk, may now serve others: it began serving on a socket, or hosting terminals, since
+/// (a process that answers SIGTERM by listening). Such a process is a shared daemon now, as
+/// the walk would judge it, and never gets the SIGKILL that follows the grace.
+fn serves_now(n: &crate::proctree::Node, sup: u32) -> Option<&'static str> {
+    use crate::proctree::Inspect;
+    use crate::supervisor::MainMark;
+    let inspect = crate::proctree::Proc::new();
+    let adopted = n.ppid == sup
+        && match inspect.main_mark(sup) {
+            Some(MainMark::Running(main)) => main != n.id.pid,
+            Some(MainMark::Ended) => true,
+            None => false,
+        };
+    if n.sid == sup && !adopted {
+        return None;
+    }
+    if inspect.hosts_terminals(n.id.pid) {
+        return Some("began hosting terminals during the grace: never signalled again");
+    }
+    if inspect.listens(n.id.pid) {
+        return Some(
+            "began serving on a socket during the grace (it may serve clients outside the worker): not killed",
+        );
+    }
+    None
 }
 
 /// Whether `pid` is (still) below the supervisor `sup`, read afresh from `/proc`: the chain of

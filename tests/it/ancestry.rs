@@ -974,6 +974,46 @@ fn what_left_a_pane_of_a_tmux_copy_under_any_name_is_not_signalled() {
     }
 }
 
+/// Attack: a detached leftover that ignores SIGTERM and answers it by listening on a socket.
+/// It was residue when `down` looked, and a shared daemon when the grace ran out: it got the
+/// SIGKILL anyway. The re-proof before SIGKILL now judges it again.
+#[test]
+fn a_leftover_that_starts_serving_during_the_grace_is_not_killed() {
+    let sb = Sandbox::new();
+    let d = sb.dir.path().display().to_string();
+    let script = "import os,signal,socket,sys,time\n\
+                  held=[]\n\
+                  def on_term(*_):\n s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(); held.append(s)\n\
+                  signal.signal(signal.SIGTERM,on_term)\n\
+                  open(sys.argv[2],'w').write(str(os.getpid()))\n\
+                  while True: time.sleep(0.05)\n";
+    std::fs::write(format!("{d}/lot.py"), script).unwrap();
+    let cmd = format!(
+        "if [ \"$TEAM_WORKER\" = worker-1 ]; then setsid python3 {d}/lot.py {d}/lot.s {d}/p-lot & fi; \
+         exec sleep 100000"
+    );
+    team_with_workers(&sb, "a", &cmd, 2);
+    let lot = read_pid(std::path::Path::new(&format!("{d}/p-lot")));
+    let _cleanup = KillOnDrop(vec![lot]);
+    let o = sb.run(
+        "team-scale",
+        &[
+            "down", "a", "--worker", "worker-1", "--force", "--grace", "1s", "--json",
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        std::path::Path::new(&format!("{d}/lot.s")).exists(),
+        "the premise: it got SIGTERM and listens: {out}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        lot.alive(),
+        "the process serving since SIGTERM (pid {lot}) was killed: {out}"
+    );
+    assert!(out.contains("began serving on a socket"), "{out}");
+}
+
 /// A reaper given another team's state dir (as a `TEAM_STATE_DIR` inherited from that team's
 /// panes) must not take a team whose own workspace holds its state for gone. A pane split into
 /// a team's session carries no `TEAM_*` variable (none is set at session scope).
