@@ -13,12 +13,16 @@ use std::process::{Command, Output, Stdio};
 
 use crate::error::{Error, Result};
 
-/// Config given to every git call: no file system monitor (a command a repository's config
-/// names, run by `status`, `add`, `diff`...) and no recursion into submodules (each has a
-/// config of its own). The user's own hooks stay on (`git worktree add` runs
-/// `post-checkout`, which Git LFS needs): they live in the repository's common directory,
-/// which a worker's worktree does not reach.
-const HARDENED: [&str; 4] = [
+/// Options given to every git call: no file system monitor (a command a repository's config
+/// names, run by `status`, `add`, `diff`...), no recursion into submodules (each has a config
+/// of its own), and no replace objects (`refs/replace/*`, which anyone who can write a ref,
+/// a worker included, can add: `git replace main F` with F a child of a worker's commit made
+/// `main` look like it reached that commit, and the worker branch was deleted as merged;
+/// what is reachable is judged on the objects as they are). The user's own hooks stay on
+/// (`git worktree add` runs `post-checkout`, which Git LFS needs): they live in the
+/// repository's common directory, which a worker's worktree does not reach.
+const HARDENED: [&str; 5] = [
+    "--no-replace-objects",
     "-c",
     "core.fsmonitor=false",
     "-c",

@@ -45,3 +45,4 @@ mod tmux_timeout;
 mod unverifiable;
 mod worker_files;
 mod worktree_keep;
+mod worktree_replace;

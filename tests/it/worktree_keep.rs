@@ -9,7 +9,7 @@ use serde_json::Value;
 use tests::{Sandbox, assert_code, json_lines};
 
 /// Runs git in `dir` (tests only run git to set up and inspect fixtures).
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let o = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -1131,7 +1131,7 @@ fn the_executable_bit_is_saved_whatever_core_filemode_says() {
 }
 
 /// A repository with one commit and a team `demo` of two workers on branches `work/<worker>`.
-fn branch_team_of_two(sb: &Sandbox) {
+pub(crate) fn branch_team_of_two(sb: &Sandbox) {
     git(&sb.ws, &["init", "-q"]);
     std::fs::write(sb.ws.join("README"), "hello\n").unwrap();
     git(&sb.ws, &["add", "."]);
