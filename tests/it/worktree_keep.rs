@@ -1251,3 +1251,97 @@ fn an_amended_and_merged_worker_branch_still_goes() {
         "the amended-away commit is on no branch: {out}"
     );
 }
+
+// The forty-first black-box round: what only the repository's record of a worktree holds
+// (its HEAD, reflog, ORIG_HEAD and index live in `.git/worktrees/<id>`, not in the
+// directory), lost with that record.
+
+/// Whether git itself still keeps the object `id` (a commit or a blob): reachable from a ref,
+/// a reflog, a worktree's `HEAD` or a worktree's index, every worktree's included (what `git
+/// gc` keeps).
+fn kept_by_git(ws: &Path, id: &str) -> bool {
+    git(
+        ws,
+        &[
+            "rev-list",
+            "--objects",
+            "--all",
+            "--reflog",
+            "--indexed-objects",
+        ],
+    )
+    .lines()
+    .any(|l| l.split(' ').next() == Some(id))
+}
+
+/// Attack (F2): unmerged index entries (`git checkout -m` that cannot merge a binary file,
+/// or a hand-made index) hold the worker's own edit only as a stage-3 blob; `down` saved the
+/// file on disk and removed the worktree, so that blob became unreachable. Any unmerged entry
+/// keeps the worktree.
+#[test]
+fn unmerged_index_entries_keep_their_worktree() {
+    for case in ["checkout-m", "index-info"] {
+        let sb = Sandbox::new();
+        let wt = setup(&sb, false);
+        let (path, only) = match case {
+            "checkout-m" => {
+                std::fs::write(wt.join("b.bin"), b"a\0v1").unwrap();
+                git(&wt, &["add", "b.bin"]);
+                git(&wt, &["commit", "-qm", "bin v1"]);
+                git(&wt, &["branch", "other"]);
+                std::fs::write(wt.join("b.bin"), b"a\0v2").unwrap();
+                git(&wt, &["commit", "-qam", "bin v2"]);
+                std::fs::write(wt.join("b.bin"), b"a\0the worker's edit").unwrap();
+                let edit = git(&wt, &["hash-object", "b.bin"]);
+                let _ = Command::new("git")
+                    .arg("-C")
+                    .arg(&wt)
+                    .args(["checkout", "-q", "-m", "other"])
+                    .output()
+                    .unwrap();
+                ("b.bin", edit)
+            }
+            _ => {
+                let base = git(&wt, &["rev-parse", "HEAD:README"]);
+                let ours = git(&wt, &["hash-object", "-w", "README"]);
+                std::fs::write(wt.join("theirs"), "theirs only\n").unwrap();
+                let theirs = git(&wt, &["hash-object", "-w", "theirs"]);
+                std::fs::remove_file(wt.join("theirs")).unwrap();
+                let info = format!(
+                    "0 {z}\tREADME\n100644 {base} 1\tREADME\n100644 {ours} 2\tREADME\n100644 {theirs} 3\tREADME\n",
+                    z = "0".repeat(40)
+                );
+                let mut c = Command::new("git")
+                    .arg("-C")
+                    .arg(&wt)
+                    .args(["update-index", "--index-info"])
+                    .stdin(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                std::io::Write::write_all(&mut c.stdin.take().unwrap(), info.as_bytes()).unwrap();
+                assert!(c.wait().unwrap().success());
+                ("README", theirs)
+            }
+        };
+        let staged = git(&wt, &["ls-files", "-s", "--", path]);
+        assert!(
+            staged
+                .lines()
+                .any(|l| l.contains(&only) && !l.contains(&format!("{only} 0"))),
+            "{case}: the edit is an unmerged stage: {staged}"
+        );
+        let (code, lines) = down_worker_2(&sb);
+        assert!(
+            kept_by_git(&sb.ws, &only),
+            "{case}: the stage's blob {only} is lost: {lines:?}"
+        );
+        assert_eq!(code, 3, "{case}: {lines:?}");
+        let w = worker_2(&lines);
+        assert_eq!(w["worktree_kept"], wt.display().to_string(), "{case}: {w}");
+        assert_eq!(
+            w["unsavable"]["unmerged"],
+            serde_json::json!([path]),
+            "{case}: {w}"
+        );
+    }
+}

@@ -98,6 +98,14 @@
 //!   on btrfs, whose maps name the file system's device, not the subvolume's, is known by path
 //!   only.
 //!
+//! - **The forty-first round: what only a worktree's record holds.** A worktree's index,
+//!   `HEAD`, `HEAD` reflog and `ORIG_HEAD` live in the repository's record of it
+//!   (`.git/worktrees/<id>`), not in its directory, and go with that record. Unmerged index
+//!   entries (any stage above 0) keep the worktree ([`Unsavable::unmerged`]): after a `git
+//!   checkout -m` that cannot merge a binary file, the worker's own version is only a stage-3
+//!   blob, and the save commits the file on disk. *Rejected*: saving every stage's blob (in a
+//!   tree of its own, say): nothing would bring a conflict back as the worker left it.
+//!
 //! - **Only the worker's own branch is ever deleted, after its intent.** [`validate`] refuses
 //!   (exit 65, before any effect) a record whose branch the tools made (`branch_created`) but
 //!   that is not `<prefix>/<worker>` of the team's branch mode; a branch checked out in any
@@ -316,6 +324,10 @@ pub struct Unsavable {
     /// Files whose staged content differs from both HEAD and the file on disk: the save
     /// commits the file on disk, so the staged version would be lost.
     pub staged_differs: Vec<String>,
+    /// Paths with unmerged index entries (stages 1 to 3: a conflict, or a `git checkout -m`
+    /// that could not merge): a stage can hold the only copy of an edit (the worker's own
+    /// version of a binary file), and the save commits the file on disk alone.
+    pub unmerged: Vec<String>,
     /// Refs that live only in this worktree (`refs/worktree/*`, `refs/bisect/*`,
     /// `refs/rewritten/*`): removing
     /// the worktree drops them and the commits only they hold.
@@ -341,6 +353,7 @@ impl Unsavable {
             && self.empty_dirs.is_empty()
             && self.git_entries.is_empty()
             && self.staged_differs.is_empty()
+            && self.unmerged.is_empty()
             && self.worktree_refs.is_empty()
             && self.history.is_empty()
             && self.attributes.is_empty()
@@ -382,6 +395,12 @@ impl Unsavable {
             parts.push(format!(
                 "staged changes that differ from the files: {}",
                 list(&self.staged_differs)
+            ));
+        }
+        if !self.unmerged.is_empty() {
+            parts.push(format!(
+                "unmerged index entries, whose stages a save cannot carry: {}",
+                list(&self.unmerged)
             ));
         }
         if !self.worktree_refs.is_empty() {
@@ -445,6 +464,7 @@ pub fn unsavable(g: &Worktree) -> Result<Unsavable> {
             String::from_utf8_lossy(&staged.stderr).trim()
         )));
     }
+    u.unmerged = unmerged(&staged.stdout);
     u.submodules = gitlinks(&staged.stdout)
         .into_iter()
         .filter(|p| holds_anything(&g.path.join(p)))
@@ -816,6 +836,21 @@ pub fn gitlinks(out: &[u8]) -> Vec<String> {
             meta.starts_with("160000 ").then(|| path.to_string())
         })
         .collect()
+}
+
+/// The paths of `git ls-files -s -z` output that have an entry at a stage other than 0 (each
+/// named once).
+pub fn unmerged(out: &[u8]) -> Vec<String> {
+    let mut v: Vec<String> = out
+        .split(|b| *b == 0)
+        .filter_map(|rec| {
+            let rec = String::from_utf8_lossy(rec);
+            let (meta, path) = rec.split_once('\t')?;
+            (meta.rsplit(' ').next()? != "0").then(|| path.to_string())
+        })
+        .collect();
+    v.dedup();
+    v
 }
 
 /// Whether `p` is anything but absent or an empty directory (a symlink counts: it is not
@@ -2244,6 +2279,22 @@ mod tests {
         assert_eq!(u.submodules, vec!["sub one", "sub two"]);
         assert!(u.describe().contains("nested repositories: nested repo/"));
         assert!(parse_status_v2(b"1 .M N... 100644 100644 100644 a b f\0? x\0").is_empty());
+    }
+
+    #[test]
+    fn ls_files_s_finds_unmerged_paths() {
+        let out = [
+            "100644 aaaa 0\tplain",
+            "100644 bbbb 1\tb.bin",
+            "100644 cccc 2\tb.bin",
+            "100644 dddd 3\tb.bin",
+            "100644 eeee 3\tonly theirs",
+            "160000 ffff 0\tsub",
+            "",
+        ]
+        .join("\0");
+        assert_eq!(unmerged(out.as_bytes()), vec!["b.bin", "only theirs"]);
+        assert!(unmerged(b"100644 aaaa 0\tx\0").is_empty());
     }
 
     #[test]

@@ -81,6 +81,7 @@ pub fn print_settle(out: &mut Out, r: &SettleReport) -> CliResult<()> {
                 "empty_dirs": r.unsavable.empty_dirs,
                 "git_entries": r.unsavable.git_entries,
                 "staged_differs": r.unsavable.staged_differs,
+                "unmerged": r.unsavable.unmerged,
                 "worktree_refs": r.unsavable.worktree_refs,
                 "history": r.unsavable.history,
                 "attributes": r.unsavable.attributes,
