@@ -122,6 +122,8 @@ pub struct Worktree {
     pub common: PathBuf,
     /// Where git starts, with `GIT_WORK_TREE=.`, when set ([`Worktree::pinned`]).
     pub pin: Option<PathBuf>,
+    /// The repository's ref storage, once asked ([`Worktree::ref_format`]).
+    ref_format: std::sync::OnceLock<String>,
 }
 
 impl Worktree {
@@ -164,6 +166,7 @@ impl Worktree {
                 admin: found.remove(0),
                 common,
                 pin: None,
+                ref_format: std::sync::OnceLock::new(),
             }),
             n => Err(Error::Refused(format!(
                 "the repository at {} records {n} worktrees at {} (one expected)",
@@ -204,6 +207,22 @@ impl Worktree {
             .map(str::to_ascii_lowercase)
             .filter(|k| !SPARSE.contains(&k.as_str()))
             .collect())
+    }
+
+    /// How the repository stores its refs: `files`, or `reftable` (git 2.45 and later), as
+    /// `git rev-parse --show-ref-format` says in its common directory. A git older than 2.45
+    /// knows only `files` (it cannot open a repository that stores them otherwise: every git
+    /// call on one fails).
+    pub fn ref_format(&self) -> Result<&str> {
+        if let Some(f) = self.ref_format.get() {
+            return Ok(f);
+        }
+        let f = if at_least(2, 45) {
+            run_ok(&self.common, &["rev-parse", "--show-ref-format"], &[])?
+        } else {
+            "files".to_string()
+        };
+        Ok(self.ref_format.get_or_init(|| f))
     }
 
     /// This worktree, with git started in `pin` (a path that reaches the very directory the

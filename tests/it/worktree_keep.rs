@@ -1345,3 +1345,106 @@ fn unmerged_index_entries_keep_their_worktree() {
         );
     }
 }
+
+/// A repository whose refs live in a reftable (`git init --ref-format=reftable`, git 2.45 or
+/// later), with the team of [`setup`] (two detached workers); worker-2's worktree, or `None`
+/// where this git makes no such repository.
+fn reftable_team(sb: &Sandbox) -> Option<PathBuf> {
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(&sb.ws)
+        .args(["init", "-q", "--ref-format=reftable"])
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        eprintln!(
+            "skipped: this git makes no reftable repository: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+        return None;
+    }
+    Some(setup(sb, false))
+}
+
+/// Attack (F3): in a reftable repository a worktree's `HEAD` reflog and `ORIG_HEAD` are no
+/// files (`logs/HEAD`, `ORIG_HEAD`), so reading them as files found nothing, and the commits
+/// only they reach went with the worktree. They are read through git. So is
+/// `CHERRY_PICK_HEAD`, which says a cherry-pick is under way, as it keeps the worktree in a
+/// repository of files.
+#[test]
+fn commits_only_a_reftable_worktrees_history_holds_are_saved() {
+    {
+        let sb = Sandbox::new();
+        let Some(wt) = reftable_team(&sb) else {
+            return;
+        };
+        git(&wt, &["commit", "-qam", "picked"]);
+        let pick = git(&wt, &["rev-parse", "HEAD"]);
+        git(&wt, &["checkout", "-q", "--detach", "HEAD~1"]);
+        std::fs::write(wt.join("README"), "theirs\n").unwrap();
+        git(&wt, &["commit", "-qam", "theirs"]);
+        let o = Command::new("git")
+            .arg("-C")
+            .arg(&wt)
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "cherry-pick",
+                &pick,
+            ])
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "the cherry-pick stops on its conflict");
+        std::fs::write(wt.join("README"), "resolved\n").unwrap();
+        git(&wt, &["add", "README"]);
+        assert!(!wt.join(".git").is_dir() && git(&wt, &["rev-parse", "CHERRY_PICK_HEAD"]) == pick);
+        let (code, lines) = down_worker_2(&sb);
+        assert_eq!(code, 3, "{lines:?}");
+        let w = worker_2(&lines);
+        assert!(
+            w["unsavable"]["history"]
+                .to_string()
+                .contains("CHERRY_PICK_HEAD"),
+            "{w}"
+        );
+        assert!(wt.join("README").exists());
+    }
+    for case in ["reflog", "orig-head"] {
+        let sb = Sandbox::new();
+        let Some(wt) = reftable_team(&sb) else {
+            return;
+        };
+        assert_eq!(git(&sb.ws, &["rev-parse", "--show-ref-format"]), "reftable");
+        git(&wt, &["commit", "-qam", "reset away"]);
+        let lost = git(&wt, &["rev-parse", "HEAD"]);
+        git(&wt, &["reset", "-q", "--hard", "HEAD~1"]);
+        if case == "reflog" {
+            // ORIG_HEAD moves on: only the reflog holds it.
+            git(&wt, &["reset", "-q", "--hard", "HEAD"]);
+            assert_ne!(git(&wt, &["rev-parse", "ORIG_HEAD"]), lost);
+        }
+        if case == "orig-head" {
+            git(&wt, &["reflog", "expire", "--expire=now", "--all"]);
+            assert_eq!(git(&wt, &["rev-parse", "ORIG_HEAD"]), lost);
+        }
+        let (code, lines) = down_worker_2(&sb);
+        assert!(
+            kept_by_git(&sb.ws, &lost),
+            "{case}: {lost} is lost: {lines:?}"
+        );
+        assert_eq!(code, 0, "{case}: {lines:?}");
+        let saved = worker_2(&lines)["saved_branch"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{case}: nothing saved: {lines:?}"))
+            .to_string();
+        let o = Command::new("git")
+            .arg("-C")
+            .arg(&sb.ws)
+            .args(["merge-base", "--is-ancestor", &lost, &saved])
+            .status()
+            .unwrap();
+        assert!(o.success(), "{case}: {lost} is not on {saved}");
+    }
+}

@@ -105,6 +105,15 @@
 //!   checkout -m` that cannot merge a binary file, the worker's own version is only a stage-3
 //!   blob, and the save commits the file on disk. *Rejected*: saving every stage's blob (in a
 //!   tree of its own, say): nothing would bring a conflict back as the worker left it.
+//!   In a repository whose refs are not stored as files (reftable, `git init
+//!   --ref-format=reftable`, git 2.45 and later; [`crate::git::Worktree::ref_format`]) the
+//!   worktree's `HEAD` reflog, `ORIG_HEAD` and `CHERRY_PICK_HEAD` (`REVERT_HEAD`, `REBASE_HEAD`,
+//!   ...) are kept in that storage: reading `logs/HEAD` and `ORIG_HEAD` as files found nothing,
+//!   and `down` removed worktrees whose reset-away commits only they reached. There they are
+//!   read through git (`git log -g HEAD`, `git rev-parse --verify ORIG_HEAD`, `git
+//!   for-each-ref --include-root-refs`), run as every other git call on the worktree, and
+//!   what git cannot read keeps the worktree. The files backend still reads them as data (each
+//!   reflog entry's old commit too, and no FIFO there is waited on, as git would).
 //!
 //! - **Only the worker's own branch is ever deleted, after its intent.** [`validate`] refuses
 //!   (exit 65, before any effect) a record whose branch the tools made (`branch_created`) but
@@ -537,35 +546,121 @@ fn history_only(g: &Worktree) -> Result<Vec<String>> {
     .filter(|n| std::fs::symlink_metadata(g.admin.join(n)).is_ok())
     .map(|n| format!("an unfinished operation ({n})"))
     .collect();
+    // Another ref storage (reftable) keeps these refs in itself, not as files in the record.
+    if g.ref_format()? != "files" {
+        match root_refs(g)? {
+            Ok(refs) => out.extend(
+                refs.into_iter()
+                    .filter(|r| UNFINISHED_REFS.contains(&r.as_str()))
+                    .map(|r| format!("an unfinished operation ({r})")),
+            ),
+            Err(why) => out.push(why),
+        }
+    }
     if let Err(why) = orphan_tips(g)? {
         out.push(why);
     }
     Ok(out)
 }
 
+/// The refs that say an operation is under way in a worktree, where a ref storage other than
+/// files keeps them (the files backend keeps them as files, found as such).
+const UNFINISHED_REFS: [&str; 5] = [
+    "MERGE_HEAD",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "REBASE_HEAD",
+    "BISECT_HEAD",
+];
+
+/// The root refs (`HEAD`, `ORIG_HEAD`, `CHERRY_PICK_HEAD`...) the worktree `g` has, from its
+/// ref storage, when that is not the files backend (reftable; git 2.45 or later, which
+/// `--include-root-refs` needs too). `Err` says why they cannot be read.
+fn root_refs(g: &Worktree) -> Result<std::result::Result<Vec<String>, String>> {
+    let o = g.run(
+        &["for-each-ref", "--include-root-refs", "--format=%(refname)"],
+        &[],
+    )?;
+    if !o.status.success() {
+        return Ok(Err(format!(
+            "its root refs cannot be read: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )));
+    }
+    Ok(Ok(String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.starts_with("refs/"))
+        .map(str::to_string)
+        .collect()))
+}
+
 /// The most commits a save carries as extra parents.
 const MAX_ORPHANS: usize = 100;
+
+/// The most entries of a worktree's `HEAD` history that are checked.
+const MAX_HISTORY: usize = 20_000;
 
 /// The commits that only the worktree `g`'s own history reaches (its `HEAD` reflog and
 /// `ORIG_HEAD`, which go with its administrative directory: an amended or reset-away commit,
 /// a detached commit left behind), as the independent tips a save adds as parents so its
 /// branch keeps them. `Err` says why they cannot be told (the worktree is then kept).
+///
+/// In the files backend both are files in the record, read as data (bounded, no FIFO waited
+/// on; each reflog entry's old and new commit). Another ref storage (reftable) keeps them in
+/// itself, where only git reads them: `git log -g HEAD` and `git rev-parse ORIG_HEAD`, run as
+/// every other git call on the worktree; what cannot be read that way keeps it too.
 fn orphan_tips(g: &Worktree) -> Result<std::result::Result<Vec<String>, String>> {
-    // Read as data, bounded: the object names in its reflog and ORIG_HEAD.
     let mut ids = std::collections::BTreeSet::new();
+    let mut add = |text: &[u8]| {
+        for w in String::from_utf8_lossy(text).split(|c: char| !c.is_ascii_hexdigit()) {
+            if (w.len() == 40 || w.len() == 64) && w.bytes().any(|b| b != b'0') {
+                ids.insert(w.to_ascii_lowercase());
+            }
+        }
+    };
     for f in ["logs/HEAD", "ORIG_HEAD"] {
         let text = match read_small(&g.admin.join(f), 8 << 20) {
             Ok(Some(t)) => t,
             Ok(None) => continue,
             Err(why) => return Ok(Err(format!("its {f} {why}"))),
         };
-        for w in String::from_utf8_lossy(&text).split(|c: char| !c.is_ascii_hexdigit()) {
-            if (w.len() == 40 || w.len() == 64) && w.bytes().any(|b| b != b'0') {
-                ids.insert(w.to_ascii_lowercase());
+        add(&text);
+    }
+    if g.ref_format()? != "files" {
+        let limit = format!("-n{}", MAX_HISTORY + 1);
+        let log = g.run(&["log", "-g", "--format=%H", &limit, "HEAD", "--"], &[])?;
+        if !log.status.success() {
+            return Ok(Err(format!(
+                "its HEAD reflog cannot be read: {}",
+                String::from_utf8_lossy(&log.stderr).trim()
+            )));
+        }
+        if log
+            .stdout
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count()
+            > MAX_HISTORY
+        {
+            return Ok(Err(format!(
+                "more than {MAX_HISTORY} entries in its HEAD reflog, too many to check"
+            )));
+        }
+        add(&log.stdout);
+        let orig = g.run(&["rev-parse", "--verify", "-q", "ORIG_HEAD"], &[])?;
+        match orig.status.code() {
+            Some(0) => add(&orig.stdout),
+            // No ORIG_HEAD.
+            Some(1) if orig.stdout.is_empty() => {}
+            _ => {
+                return Ok(Err(format!(
+                    "its ORIG_HEAD cannot be read: {}",
+                    String::from_utf8_lossy(&orig.stderr).trim()
+                )));
             }
         }
     }
-    if ids.len() > 20_000 {
+    if ids.len() > MAX_HISTORY {
         return Ok(Err(format!(
             "{} commits in its HEAD history, too many to check",
             ids.len()
