@@ -259,4 +259,26 @@ impl Worktree {
         let o = self.run(args, env)?;
         checked(&self.path, args, o)
     }
+
+    /// Runs `git <args>` on this worktree's record alone, for a worktree whose directory is
+    /// away: started in the record (`<common dir>/worktrees/<id>`), which is given to git as
+    /// `GIT_DIR` (with `GIT_COMMON_DIR`), with `core.bare=true` on the command line, so git
+    /// has no work tree (a command that needs one fails) and reads only the record and the
+    /// repository: its `HEAD`, reflog, index and refs.
+    pub fn run_record(&self, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
+        let admin = self.admin.to_string_lossy();
+        let common = self.common.to_string_lossy();
+        let mut all: Vec<(&str, &str)> = vec![("GIT_DIR", &admin), ("GIT_COMMON_DIR", &common)];
+        all.extend_from_slice(env);
+        let mut a = vec!["-c", "core.bare=true"];
+        a.extend_from_slice(args);
+        run(&self.admin, &a, &all)
+    }
+
+    /// Like [`Worktree::run_record`], but a failure is an error naming the command; returns
+    /// trimmed stdout.
+    pub fn run_record_ok(&self, args: &[&str], env: &[(&str, &str)]) -> Result<String> {
+        let o = self.run_record(args, env)?;
+        checked(&self.admin, args, o)
+    }
 }

@@ -1274,6 +1274,105 @@ fn kept_by_git(ws: &Path, id: &str) -> bool {
     .any(|l| l.split(' ').next() == Some(id))
 }
 
+/// Attack (F1): a worker's worktree directory moved away (`mv`) or deleted (`rm -rf`) while
+/// the repository's record of it (`.git/worktrees/<id>`) remained; `down` deleted that record,
+/// and with it the only thing that reached a commit made on a detached `HEAD`, one left only
+/// in the worktree's `HEAD` reflog, or a change only staged. Such a record is kept, and the
+/// worktree reported kept; a record that holds nothing of its own still goes. Moving the
+/// directory back lets a `reconcile` save and remove it; `git worktree remove` lets it go.
+#[test]
+fn a_worktree_whose_directory_is_away_keeps_the_record_of_what_only_it_holds() {
+    for case in ["moved", "deleted", "reflog", "staged", "clean"] {
+        let sb = Sandbox::new();
+        let wt = setup(&sb, false);
+        let admin = sb.ws.join(".git/worktrees/worker-2");
+        assert!(admin.is_dir(), "{case}: the record is where git keeps it");
+        let lost = match case {
+            "moved" | "deleted" => {
+                git(&wt, &["commit", "-qam", "only the record's HEAD"]);
+                Some(git(&wt, &["rev-parse", "HEAD"]))
+            }
+            "reflog" => {
+                git(&wt, &["commit", "-qam", "only the record's reflog"]);
+                let c = git(&wt, &["rev-parse", "HEAD"]);
+                git(&wt, &["checkout", "-q", "--detach", "HEAD~1"]);
+                Some(c)
+            }
+            "staged" => {
+                std::fs::write(wt.join("README"), "only in the record's index\n").unwrap();
+                git(&wt, &["add", "README"]);
+                Some(git(&wt, &["rev-parse", ":README"]))
+            }
+            _ => None,
+        };
+        let away = sb.dir.path().join("away");
+        if case == "moved" {
+            std::fs::rename(&wt, &away).unwrap();
+        } else {
+            std::fs::remove_dir_all(&wt).unwrap();
+        }
+        let (code, lines) = down_worker_2(&sb);
+        let w = worker_2(&lines);
+        let Some(lost) = lost else {
+            assert_eq!(code, 0, "{case}: {lines:?}");
+            assert!(!admin.exists(), "{case}: a record that holds nothing goes");
+            continue;
+        };
+        assert!(
+            kept_by_git(&sb.ws, &lost),
+            "{case}: {lost} is lost: {lines:?}"
+        );
+        assert_eq!(code, 3, "{case}: cleanup debt remains: {lines:?}");
+        assert!(admin.is_dir(), "{case}: the record went: {lines:?}");
+        assert_eq!(w["worktree_kept"], wt.display().to_string(), "{case}: {w}");
+        assert!(
+            !w["unsavable"]["away_record"].as_array().unwrap().is_empty(),
+            "{case}: {w}"
+        );
+        assert!(w["blocked"].to_string().contains("is away"), "{case}: {w}");
+        match case {
+            "moved" => {
+                // Put back, it is saved and removed as any other.
+                std::fs::rename(&away, &wt).unwrap();
+                let o = sb.run("team-scale", &["reconcile", "demo", "--json"]);
+                assert_code(&o, 0);
+                assert!(!wt.exists() && !admin.exists(), "{case}: removed at last");
+                let saved = git(
+                    &sb.ws,
+                    &["for-each-ref", "--format=%(refname)", "refs/heads/team/"],
+                );
+                assert!(
+                    git(&sb.ws, &["branch", "--contains", &lost]).contains("team/demo/saved/"),
+                    "{case}: {lost} is not on a saved branch ({saved})"
+                );
+            }
+            "deleted" => {
+                // The user says it is not needed: git drops the record, the tools the worker.
+                git(&sb.ws, &["worktree", "remove", &wt.display().to_string()]);
+                assert_code(&sb.run("team-scale", &["reconcile", "demo"]), 0);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The same through `shutdown`, in branch mode: a commit made on a detached `HEAD`, then back
+/// on the worker's branch, so only the worktree's `HEAD` reflog reaches it.
+#[test]
+fn a_worktree_away_at_shutdown_keeps_its_record_in_branch_mode() {
+    let (sb, wt) = branch_team("2");
+    git(&wt, &["checkout", "-q", "--detach"]);
+    let lost = commit_in(&wt, "experiment.rs");
+    git(&wt, &["checkout", "-q", "work/worker-1"]);
+    std::fs::rename(&wt, sb.dir.path().join("away")).unwrap();
+    let o = sb.run("team-scale", &["shutdown", "demo", "--json"]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(kept_by_git(&sb.ws, &lost), "{lost} is lost: {out}");
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    assert!(sb.ws.join(".git/worktrees/worker-1").is_dir(), "{out}");
+    assert!(out.contains("away_record"), "{out}");
+}
+
 /// Attack (F2): unmerged index entries (`git checkout -m` that cannot merge a binary file,
 /// or a hand-made index) hold the worker's own edit only as a stage-3 blob; `down` saved the
 /// file on disk and removed the worktree, so that blob became unreachable. Any unmerged entry

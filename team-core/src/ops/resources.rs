@@ -114,6 +114,23 @@
 //!   for-each-ref --include-root-refs`), run as every other git call on the worktree, and
 //!   what git cannot read keeps the worktree. The files backend still reads them as data (each
 //!   reflog entry's old commit too, and no FIFO there is waited on, as git would).
+//!   And a worktree whose directory is away (moved with `mv`, deleted, or moved during
+//!   `--grace`) had its record deleted outright, with the commits only that record's `HEAD`,
+//!   `HEAD` reflog or `ORIG_HEAD` reached (`down`, `reconcile` and `shutdown` alike). Now
+//!   [`away_record`] reads the record alone through git ([`crate::git::Worktree::run_record`]:
+//!   `GIT_DIR` the record, `core.bare=true`) and the record goes only when it holds nothing
+//!   of its own: no commit only it reaches (its `HEAD` counts), no unmerged entry and no
+//!   staged content that is neither `HEAD`'s nor a save's of this worker, no ref of its own,
+//!   no unfinished operation, no lock, no config of its own beyond the sparse keys and no file
+//!   git keeps there beyond the usual ones; what cannot be read counts as held. Else the
+//!   record is kept and the worktree reported kept (`worktree_kept`,
+//!   [`Unsavable::away_record`]), the worker stays `removing` (exit 3), and the reason says
+//!   how to finish: put the directory back (a `reconcile` then saves and removes it as any
+//!   other), `git worktree repair` it where it is now (it is the user's from then on), or
+//!   `git worktree remove` it. *Why keep rather than save*: the record is what a moved
+//!   directory's `.git` file names (deleting it breaks that checkout), and its index and an
+//!   unfinished operation have no place in a saved commit; git itself keeps such a record
+//!   for three months (`gc.worktreePruneExpire`).
 //!
 //! - **Only the worker's own branch is ever deleted, after its intent.** [`validate`] refuses
 //!   (exit 65, before any effect) a record whose branch the tools made (`branch_created`) but
@@ -351,6 +368,11 @@ pub struct Unsavable {
     /// Sockets, FIFOs and device nodes: git records none, and the socket of a live server (a
     /// tmux server of yours) or a FIFO a program waits on is gone with its directory.
     pub special_files: Vec<String>,
+    /// For a worktree whose directory is away (moved or deleted): what the repository's
+    /// record of it (`.git/worktrees/<id>`) holds that would be lost with it (commits only
+    /// its `HEAD`, reflog or `ORIG_HEAD` reach, staged changes, refs of its own...), so the
+    /// record is kept ([`away_record`]).
+    pub away_record: Vec<String>,
 }
 
 impl Unsavable {
@@ -367,6 +389,7 @@ impl Unsavable {
             && self.history.is_empty()
             && self.attributes.is_empty()
             && self.special_files.is_empty()
+            && self.away_record.is_empty()
     }
 
     /// A short description naming the first few paths of each kind.
@@ -436,6 +459,12 @@ impl Unsavable {
                 list(&self.special_files)
             ));
         }
+        if !self.away_record.is_empty() {
+            parts.push(format!(
+                "its directory is away, and the repository's record of it holds {}",
+                self.away_record.join("; ")
+            ));
+        }
         parts.join("; ")
     }
 }
@@ -490,7 +519,7 @@ pub fn unsavable(g: &Worktree) -> Result<Unsavable> {
     if !crate::git::at_least(2, 40) {
         u.attributes = attributes;
     }
-    u.history = history_only(g)?;
+    u.history = history_only(g, Via::Dir)?;
     // A `.git` of a repository already named (nested, or a submodule) is not named twice.
     u.git_entries = gits
         .into_iter()
@@ -502,7 +531,14 @@ pub fn unsavable(g: &Worktree) -> Result<Unsavable> {
                 .any(|r| r == parent)
         })
         .collect();
-    let refs = g.run(
+    u.worktree_refs = worktree_refs(g, Via::Dir)?;
+    Ok(u)
+}
+
+/// The refs of the worktree `g`'s own (see [`Unsavable::worktree_refs`]).
+fn worktree_refs(g: &Worktree, via: Via) -> Result<Vec<String>> {
+    let refs = via.run_ok(
+        g,
         &[
             "for-each-ref",
             "--format=%(refname)",
@@ -512,43 +548,174 @@ pub fn unsavable(g: &Worktree) -> Result<Unsavable> {
             // worktree (gitrepository-layout), so a commit only it holds goes with the record.
             "refs/rewritten/",
         ],
-        &[],
     )?;
-    if !refs.status.success() {
-        return Err(Error::Refused(format!(
-            "git for-each-ref in {} failed: {}",
-            g.path.display(),
-            String::from_utf8_lossy(&refs.stderr).trim()
-        )));
-    }
-    u.worktree_refs = String::from_utf8_lossy(&refs.stdout)
+    Ok(refs
         .lines()
         .filter(|l| !l.is_empty())
         .map(str::to_string)
-        .collect();
-    Ok(u)
+        .collect())
+}
+
+/// What git keeps in a worktree's record (`.git/worktrees/<id>`) that [`away_record`] reads
+/// through git or knows to hold nothing of the worker's: anything else there keeps a record
+/// whose directory is away. `team-save-*.index` are the save's own temporary indexes.
+const RECORD_ENTRIES: [&str; 11] = [
+    "gitdir",
+    "commondir",
+    "HEAD",
+    "ORIG_HEAD",
+    "index",
+    "logs",
+    "refs",
+    "reftable",
+    "COMMIT_EDITMSG",
+    "config.worktree",
+    "info",
+];
+
+/// What the repository's record of the worktree `g` (`.git/worktrees/<id>`) holds that would
+/// be lost with it, when the worktree's directory is away (moved or deleted): empty when the
+/// record holds nothing of its own and may go. Its `HEAD`, `HEAD` reflog and `ORIG_HEAD`
+/// (commits no branch or tag reaches), its index (unmerged entries, or staged content that
+/// is neither `HEAD`'s nor a save's of this worker, `team/<team>/saved/<worker>-*`), refs of
+/// its own, an unfinished operation, a lock, a config of its own that git is not run under,
+/// and any other file there. Read as every git call reads a record alone
+/// ([`Worktree::run_record`]); what cannot be read is named too.
+fn away_record(g: &Worktree, repo: &Path, team: &str, worker: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    if std::fs::symlink_metadata(g.admin.join("locked")).is_ok() {
+        out.push("a lock (`git worktree lock`, which git's own pruning honours)".to_string());
+    }
+    let foreign = g.foreign_config()?;
+    if !foreign.is_empty() {
+        // Git is not run under it.
+        out.push(format!(
+            "its own git config (config.worktree) sets {}",
+            foreign.join(", ")
+        ));
+        return Ok(out);
+    }
+    let mut other = Vec::new();
+    for e in std::fs::read_dir(&g.admin).map_err(|e| Error::io("read", &g.admin, e))? {
+        let e = e.map_err(|e| Error::io("read", &g.admin, e))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let kind = e
+            .file_type()
+            .map_err(|err| Error::io("inspect", e.path(), err))?;
+        let known = RECORD_ENTRIES.contains(&name.as_str())
+            || (name.starts_with("team-save-") && name.ends_with(".index"));
+        let dir = matches!(name.as_str(), "logs" | "refs" | "reftable" | "info");
+        if name == "locked" {
+            continue;
+        }
+        if !known {
+            other.push(name);
+        } else if (dir && !kind.is_dir()) || (!dir && !kind.is_file()) {
+            // A FIFO git would wait on, a symlink it would follow.
+            other.push(format!(
+                "{name} (not a plain {})",
+                if dir { "directory" } else { "file" }
+            ));
+        }
+    }
+    // An unfinished operation's files are named as such below.
+    other.retain(|n| !UNFINISHED_FILES.contains(&n.as_str()));
+    if !other.is_empty() {
+        other.sort();
+        out.push(format!("files of its own: {}", other.join(", ")));
+        return Ok(out);
+    }
+    out.extend(history_only(g, Via::Record)?);
+    let refs = worktree_refs(g, Via::Record)?;
+    if !refs.is_empty() {
+        out.push(format!("refs of its own: {}", refs.join(", ")));
+    }
+    if std::fs::symlink_metadata(g.admin.join("index")).is_ok() {
+        let staged = Via::Record.run_ok(g, &["ls-files", "-s", "-z"])?;
+        let unmerged = unmerged(staged.as_bytes());
+        if !unmerged.is_empty() {
+            out.push(format!("unmerged index entries: {}", unmerged.join(", ")));
+        } else if !index_matches(g, repo, team, worker)? {
+            out.push("staged changes no commit holds".to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Whether the index of the worktree record `g` holds what `HEAD` holds, or what a save of
+/// this worker holds (`team/<team>/saved/<worker>-*`: a removal that saved, moved the
+/// directory away and was stopped before the record went).
+fn index_matches(g: &Worktree, repo: &Path, team: &str, worker: &str) -> Result<bool> {
+    let mine = format!("refs/heads/team/{team}/saved/{worker}-");
+    let saved = git_ok(
+        repo,
+        &[
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+            &format!("refs/heads/team/{team}/saved/"),
+        ],
+        &[],
+    )?;
+    let mut against = vec!["HEAD".to_string()];
+    against.extend(saved.lines().filter_map(|l| {
+        let (name, c) = l.split_once(' ')?;
+        name.starts_with(&mine).then(|| c.to_string())
+    }));
+    for c in &against {
+        let o = Via::Record.run(g, &["diff-index", "--cached", "--quiet", c, "--"])?;
+        match o.status.code() {
+            Some(0) => return Ok(true),
+            Some(1) => {}
+            _ => {
+                return Err(Error::Refused(format!(
+                    "git diff-index --cached {c} on {} failed: {}",
+                    g.admin.display(),
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )));
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// How git reaches a worktree: in its directory, or, when that is away, on the repository's
+/// record of it alone ([`Worktree::run_record`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Via {
+    Dir,
+    Record,
+}
+
+impl Via {
+    fn run(self, g: &Worktree, args: &[&str]) -> Result<std::process::Output> {
+        match self {
+            Via::Dir => g.run(args, &[]),
+            Via::Record => g.run_record(args, &[]),
+        }
+    }
+
+    fn run_ok(self, g: &Worktree, args: &[&str]) -> Result<String> {
+        match self {
+            Via::Dir => g.run_ok(args, &[]),
+            Via::Record => g.run_record_ok(args, &[]),
+        }
+    }
 }
 
 /// What only the worktree `g`'s own history holds that a save cannot carry (see
 /// [`Unsavable::history`]): an unfinished operation, or a history it cannot read or check.
-/// The commits it holds are carried by the save ([`orphan_tips`]).
-fn history_only(g: &Worktree) -> Result<Vec<String>> {
-    let mut out: Vec<String> = [
-        "rebase-merge",
-        "rebase-apply",
-        "MERGE_HEAD",
-        "CHERRY_PICK_HEAD",
-        "REVERT_HEAD",
-        "BISECT_LOG",
-        "sequencer",
-    ]
-    .into_iter()
-    .filter(|n| std::fs::symlink_metadata(g.admin.join(n)).is_ok())
-    .map(|n| format!("an unfinished operation ({n})"))
-    .collect();
+/// The commits it holds are carried by the save ([`orphan_tips`]); on the record of a
+/// worktree whose directory is away (`via` [`Via::Record`]), where nothing is saved, they
+/// are named too.
+fn history_only(g: &Worktree, via: Via) -> Result<Vec<String>> {
+    let mut out: Vec<String> = UNFINISHED_FILES
+        .into_iter()
+        .filter(|n| std::fs::symlink_metadata(g.admin.join(n)).is_ok())
+        .map(|n| format!("an unfinished operation ({n})"))
+        .collect();
     // Another ref storage (reftable) keeps these refs in itself, not as files in the record.
     if g.ref_format()? != "files" {
-        match root_refs(g)? {
+        match root_refs(g, via)? {
             Ok(refs) => out.extend(
                 refs.into_iter()
                     .filter(|r| UNFINISHED_REFS.contains(&r.as_str()))
@@ -557,11 +724,30 @@ fn history_only(g: &Worktree) -> Result<Vec<String>> {
             Err(why) => out.push(why),
         }
     }
-    if let Err(why) = orphan_tips(g)? {
-        out.push(why);
+    match orphan_tips(g, via)? {
+        Err(why) => out.push(why),
+        Ok(tips) if via == Via::Record && !tips.is_empty() => out.push(format!(
+            "commits only it reaches: {}",
+            tips.iter()
+                .map(|t| &t[..12.min(t.len())])
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        Ok(_) => {}
     }
     Ok(out)
 }
+
+/// The files that say an operation is under way in a worktree's record.
+const UNFINISHED_FILES: [&str; 7] = [
+    "rebase-merge",
+    "rebase-apply",
+    "MERGE_HEAD",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "BISECT_LOG",
+    "sequencer",
+];
 
 /// The refs that say an operation is under way in a worktree, where a ref storage other than
 /// files keeps them (the files backend keeps them as files, found as such).
@@ -576,10 +762,10 @@ const UNFINISHED_REFS: [&str; 5] = [
 /// The root refs (`HEAD`, `ORIG_HEAD`, `CHERRY_PICK_HEAD`...) the worktree `g` has, from its
 /// ref storage, when that is not the files backend (reftable; git 2.45 or later, which
 /// `--include-root-refs` needs too). `Err` says why they cannot be read.
-fn root_refs(g: &Worktree) -> Result<std::result::Result<Vec<String>, String>> {
-    let o = g.run(
+fn root_refs(g: &Worktree, via: Via) -> Result<std::result::Result<Vec<String>, String>> {
+    let o = via.run(
+        g,
         &["for-each-ref", "--include-root-refs", "--format=%(refname)"],
-        &[],
     )?;
     if !o.status.success() {
         return Ok(Err(format!(
@@ -603,13 +789,15 @@ const MAX_HISTORY: usize = 20_000;
 /// The commits that only the worktree `g`'s own history reaches (its `HEAD` reflog and
 /// `ORIG_HEAD`, which go with its administrative directory: an amended or reset-away commit,
 /// a detached commit left behind), as the independent tips a save adds as parents so its
-/// branch keeps them. `Err` says why they cannot be told (the worktree is then kept).
+/// branch keeps them. `Err` says why they cannot be told (the worktree is then kept). On
+/// the record of a worktree whose directory is away (`via` [`Via::Record`]) its `HEAD` is
+/// one of them too: no save has it as its first parent.
 ///
 /// In the files backend both are files in the record, read as data (bounded, no FIFO waited
 /// on; each reflog entry's old and new commit). Another ref storage (reftable) keeps them in
 /// itself, where only git reads them: `git log -g HEAD` and `git rev-parse ORIG_HEAD`, run as
 /// every other git call on the worktree; what cannot be read that way keeps it too.
-fn orphan_tips(g: &Worktree) -> Result<std::result::Result<Vec<String>, String>> {
+fn orphan_tips(g: &Worktree, via: Via) -> Result<std::result::Result<Vec<String>, String>> {
     let mut ids = std::collections::BTreeSet::new();
     let mut add = |text: &[u8]| {
         for w in String::from_utf8_lossy(text).split(|c: char| !c.is_ascii_hexdigit()) {
@@ -628,7 +816,7 @@ fn orphan_tips(g: &Worktree) -> Result<std::result::Result<Vec<String>, String>>
     }
     if g.ref_format()? != "files" {
         let limit = format!("-n{}", MAX_HISTORY + 1);
-        let log = g.run(&["log", "-g", "--format=%H", &limit, "HEAD", "--"], &[])?;
+        let log = via.run(g, &["log", "-g", "--format=%H", &limit, "HEAD", "--"])?;
         if !log.status.success() {
             return Ok(Err(format!(
                 "its HEAD reflog cannot be read: {}",
@@ -647,7 +835,7 @@ fn orphan_tips(g: &Worktree) -> Result<std::result::Result<Vec<String>, String>>
             )));
         }
         add(&log.stdout);
-        let orig = g.run(&["rev-parse", "--verify", "-q", "ORIG_HEAD"], &[])?;
+        let orig = via.run(g, &["rev-parse", "--verify", "-q", "ORIG_HEAD"])?;
         match orig.status.code() {
             Some(0) => add(&orig.stdout),
             // No ORIG_HEAD.
@@ -660,20 +848,37 @@ fn orphan_tips(g: &Worktree) -> Result<std::result::Result<Vec<String>, String>>
             }
         }
     }
+    if via == Via::Record {
+        let head = via.run(g, &["rev-parse", "--verify", "-q", "HEAD"])?;
+        match head.status.code() {
+            Some(0) => add(&head.stdout),
+            // An unborn HEAD: no commit.
+            Some(1) if head.stdout.is_empty() => {}
+            _ => {
+                return Ok(Err(format!(
+                    "its HEAD cannot be read: {}",
+                    String::from_utf8_lossy(&head.stderr).trim()
+                )));
+            }
+        }
+    }
     if ids.len() > MAX_HISTORY {
         return Ok(Err(format!(
             "{} commits in its HEAD history, too many to check",
             ids.len()
         )));
     }
-    // Every commit the candidates reach that no branch, tag or HEAD does; its tips are
-    // candidates themselves.
+    // Every commit the candidates reach that no branch, tag or HEAD (the save's first
+    // parent; on a record alone, a candidate) does; its tips are candidates themselves.
     let mut lost = std::collections::BTreeSet::new();
     for chunk in ids.iter().cloned().collect::<Vec<_>>().chunks(2000) {
         let mut args = vec!["rev-list", "--ignore-missing"];
         args.extend(chunk.iter().map(String::as_str));
-        args.extend(["--not", "--branches", "--tags", "HEAD"]);
-        lost.extend(g.run_ok(&args, &[])?.lines().map(str::to_string));
+        args.extend(["--not", "--branches", "--tags"]);
+        if via == Via::Dir {
+            args.push("HEAD");
+        }
+        lost.extend(via.run_ok(g, &args)?.lines().map(str::to_string));
     }
     let tips: Vec<String> = lost.into_iter().filter(|c| ids.contains(c)).collect();
     if tips.len() <= 1 {
@@ -681,7 +886,7 @@ fn orphan_tips(g: &Worktree) -> Result<std::result::Result<Vec<String>, String>>
     }
     let mut args = vec!["merge-base", "--independent"];
     args.extend(tips.iter().map(String::as_str));
-    let tips: Vec<String> = g.run_ok(&args, &[])?.lines().map(str::to_string).collect();
+    let tips: Vec<String> = via.run_ok(g, &args)?.lines().map(str::to_string).collect();
     if tips.len() > MAX_ORPHANS {
         return Ok(Err(format!(
             "{} lines of history only its reflog holds, more than a save carries ({MAX_ORPHANS})",
@@ -1257,7 +1462,7 @@ pub fn save_worktree(
     };
     // Commits only the worktree's reflog holds ride along as further parents of the save
     // (a history that cannot be told keeps the worktree: see `unsavable`).
-    let orphans = orphan_tips(g)?.unwrap_or_default();
+    let orphans = orphan_tips(g, Via::Dir)?.unwrap_or_default();
     if !dirty && !unreachable && orphans.is_empty() {
         return Ok(None);
     }
@@ -1915,9 +2120,23 @@ fn remove_worktree(
             return Ok(());
         }
     } else if let Ok(g) = Worktree::find(repo, &wt.path) {
-        // Its directory is gone: its record in the repository goes too, and no other
-        // (`git worktree prune` would drop every worktree whose directory is away, the
-        // user's unmounted ones included).
+        // Its directory is away (moved, deleted): its record in the repository goes too, and
+        // no other (`git worktree prune` would drop every worktree whose directory is away,
+        // the user's unmounted ones included); but only when it holds nothing of its own.
+        let holds = away_record(&g, repo, team.name.as_str(), w.name.as_str())
+            .unwrap_or_else(|e| vec![format!("what cannot be read: {e}")]);
+        if !holds.is_empty() {
+            rep.blocked.push(format!(
+                "worktree_kept: {path} is away (moved or deleted), and the repository's record of it ({admin}) is kept: it holds {what}; put the directory back and run `team-scale reconcile {t}` (it is then saved and removed), or run `git worktree repair <where it is now>` to keep it as a worktree of yours, or `git worktree remove {path}` if you need none of it, then `team-scale reconcile {t}`",
+                path = wt.path.display(),
+                admin = g.admin.display(),
+                what = holds.join("; "),
+                t = team.name
+            ));
+            rep.kept_worktree = Some(wt.path.clone());
+            rep.unsavable.away_record = holds;
+            return Ok(());
+        }
         if let Err(e) = std::fs::remove_dir_all(&g.admin) {
             rep.blocked
                 .push(format!("worktree record {} kept: {e}", g.admin.display()));
@@ -2502,6 +2721,57 @@ mod trash_tests {
                 .unwrap()
                 .contains(&"empty/ctl (a socket, FIFO or device node)".to_string())
         );
+    }
+
+    /// A record whose worktree directory is away goes only when it holds nothing of its own,
+    /// read through git on the record alone, in either ref storage.
+    #[test]
+    fn an_away_worktrees_record_is_read_through_git() {
+        for format in ["files", "reftable"] {
+            let t = tempfile::tempdir().unwrap();
+            let base = t.path().canonicalize().unwrap();
+            let repo = base.join("repo");
+            std::fs::create_dir_all(&repo).unwrap();
+            let g = |dir: &Path, args: &[&str]| {
+                crate::git::run_ok(
+                    dir,
+                    &[&["-c", "user.name=t", "-c", "user.email=t@t"], args].concat(),
+                    &[],
+                )
+                .unwrap()
+            };
+            let fmt = format!("--ref-format={format}");
+            if !crate::git::run(&repo, &["init", "-q", &fmt], &[])
+                .unwrap()
+                .status
+                .success()
+            {
+                continue; // a git older than 2.45 makes no reftable
+            }
+            g(&repo, &["commit", "-q", "--allow-empty", "-m", "base"]);
+            let wt = base.join("wt");
+            g(
+                &repo,
+                &["worktree", "add", "-q", "--detach", &wt.to_string_lossy()],
+            );
+            let rec = crate::git::Worktree::find(&repo, &wt).unwrap();
+            assert_eq!(rec.ref_format().unwrap(), format);
+            let holds = |w: &crate::git::Worktree| away_record(w, &repo, "t", "worker-1").unwrap();
+            std::fs::rename(&wt, base.join("away")).unwrap();
+            assert_eq!(holds(&rec), Vec::<String>::new(), "{format}");
+            std::fs::rename(base.join("away"), &wt).unwrap();
+            g(&wt, &["commit", "-q", "--allow-empty", "-m", "reset away"]);
+            g(&wt, &["reset", "-q", "--hard", "HEAD~1"]);
+            g(&wt, &["reset", "-q", "--hard", "HEAD"]);
+            std::fs::remove_dir_all(&wt).unwrap();
+            let h = holds(&rec);
+            assert!(
+                h.len() == 1 && h[0].starts_with("commits only it reaches: "),
+                "{format}: {h:?}"
+            );
+            std::fs::write(rec.admin.join("WIP_HEAD"), "x\n").unwrap();
+            assert_eq!(holds(&rec), vec!["files of its own: WIP_HEAD"], "{format}");
+        }
     }
 
     /// `status` shows what stays in the trash: entries older than the age asked, not through

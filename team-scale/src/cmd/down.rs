@@ -86,6 +86,7 @@ pub fn print_settle(out: &mut Out, r: &SettleReport) -> CliResult<()> {
                 "history": r.unsavable.history,
                 "attributes": r.unsavable.attributes,
                 "special_files": r.unsavable.special_files,
+                "away_record": r.unsavable.away_record,
             })),
             "tasks_returned": w.tasks_returned,
         }))?;
@@ -116,11 +117,19 @@ pub fn print_settle(out: &mut Out, r: &SettleReport) -> CliResult<()> {
                 ))?;
             }
             if let Some(p) = &r.kept_worktree {
-                out.line(&format!(
-                    "  worktree {} kept: it holds what git cannot save ({})",
-                    p.display(),
-                    r.unsavable.describe()
-                ))?;
+                if r.unsavable.away_record.is_empty() {
+                    out.line(&format!(
+                        "  worktree {} kept: it holds what git cannot save ({})",
+                        p.display(),
+                        r.unsavable.describe()
+                    ))?;
+                } else {
+                    out.line(&format!(
+                        "  worktree {} kept: {}",
+                        p.display(),
+                        r.unsavable.describe()
+                    ))?;
+                }
             }
             if let Some(b) = &r.kept_branch {
                 out.line(&format!(
