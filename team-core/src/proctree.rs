@@ -1093,7 +1093,7 @@ mod tests {
             terminals: HashSet::new(),
             ns_inits: HashSet::new(),
         };
-        let b = t.below(t.node(10).unwrap(), "inc-a", &fake);
+        let b = below10(&t, &fake);
         let mut pids: Vec<u32> = b.members.iter().map(|m| m.node.id.pid).collect();
         pids.sort();
         assert_eq!(
@@ -1131,16 +1131,12 @@ mod tests {
             node(26, 10, 10, "sleep"),
         ]);
         let mut fake = Fake {
-            env: HashMap::new(),
-            tmux: HashMap::new(),
             listen: HashSet::from([24]),
-            foreign: HashSet::new(),
             main: Some(crate::supervisor::MainMark::Ended),
-            terminals: HashSet::new(),
-            ns_inits: HashSet::new(),
+            ..fake()
         };
         let shared = |fake: &Fake| -> Vec<u32> {
-            let b = t.below(t.node(10).unwrap(), "inc-a", fake);
+            let b = below10(&t, fake);
             let mut v: Vec<u32> = b
                 .members
                 .iter()
@@ -1178,6 +1174,21 @@ mod tests {
         v
     }
 
+    /// The walk below supervisor 10 with worker token `inc-a`.
+    fn below10(t: &Tree, f: &Fake) -> Below {
+        t.below(t.node(10).unwrap(), "inc-a", f)
+    }
+
+    /// The members' pids, sorted.
+    fn member_pids(b: &Below) -> Vec<u32> {
+        sorted(b.members.iter().map(|m| m.node.id.pid).collect())
+    }
+
+    /// The skipped pids, sorted.
+    fn skipped_pids(b: &Below) -> Vec<u32> {
+        sorted(b.skipped.iter().map(|s| s.id.pid).collect())
+    }
+
     #[test]
     fn the_first_process_of_a_pid_namespace_is_spared_with_what_it_holds() {
         // 10 supervisor -> 11 agent -> 12 `unshare -pf` -> 13 the namespace's pid 1 ->
@@ -1193,8 +1204,8 @@ mod tests {
         let mut f = fake();
         f.listen.insert(14);
         f.ns_inits.insert(13);
-        let b = t.below(t.node(10).unwrap(), "inc-a", &f);
-        let members = sorted(b.members.iter().map(|m| m.node.id.pid).collect());
+        let b = below10(&t, &f);
+        let members = member_pids(&b);
         assert_eq!(
             members,
             vec![11, 12, 14, 15],
@@ -1208,12 +1219,12 @@ mod tests {
         assert!(init.reason.contains("pid namespace"), "{}", init.reason);
         // Not an init: judged like any process.
         f.ns_inits.clear();
-        let b = t.below(t.node(10).unwrap(), "inc-a", &f);
+        let b = below10(&t, &f);
         assert!(b.members.iter().any(|m| m.node.id.pid == 13));
         // An init with nothing spared below it ends with the rest.
         f.ns_inits.insert(13);
         f.listen.clear();
-        let b = t.below(t.node(10).unwrap(), "inc-a", &f);
+        let b = below10(&t, &f);
         assert!(b.members.iter().any(|m| m.node.id.pid == 13));
     }
 
@@ -1230,20 +1241,14 @@ mod tests {
         ]);
         let mut f = fake();
         f.terminals.insert(24);
-        let b = t.below(t.node(10).unwrap(), "inc-a", &f);
+        let b = below10(&t, &f);
         let members: Vec<u32> = b.members.iter().map(|m| m.node.id.pid).collect();
         assert_eq!(members, vec![11]);
-        assert_eq!(
-            sorted(b.skipped.iter().map(|s| s.id.pid).collect()),
-            vec![12, 24]
-        );
+        assert_eq!(skipped_pids(&b), vec![12, 24]);
         // Without its terminals it is a detached leftover like 12.
         f.terminals.clear();
-        let b = t.below(t.node(10).unwrap(), "inc-a", &f);
-        assert_eq!(
-            sorted(b.members.iter().map(|m| m.node.id.pid).collect()),
-            vec![11, 12, 24, 25]
-        );
+        let b = below10(&t, &f);
+        assert_eq!(member_pids(&b), vec![11, 12, 24, 25]);
     }
 
     #[test]
@@ -1263,7 +1268,7 @@ mod tests {
                 node(12, 11, 12, "sleep"),
                 node(24, 10, 24, comm),
             ]);
-            let b = t.below(t.node(10).unwrap(), "inc-a", &fake());
+            let b = below10(&t, &fake());
             let kept = b.skipped.iter().any(|s| s.id.pid == 12);
             assert_eq!(kept, keeps, "{comm}");
         }
@@ -1311,26 +1316,14 @@ mod tests {
             node(31, 11, 10, "make"),
             node(32, 31, 10, "cc"),
         ]);
-        let fake = Fake {
-            env: HashMap::new(),
-            tmux: HashMap::new(),
-            listen: HashSet::new(),
-            foreign: HashSet::new(),
-            main: None,
-            terminals: HashSet::new(),
-            ns_inits: HashSet::new(),
-        };
-        let b = t.below(t.node(10).unwrap(), "inc-a", &fake);
-        let mut pids: Vec<u32> = b.members.iter().map(|m| m.node.id.pid).collect();
-        pids.sort();
+        let fake = fake();
+        let b = below10(&t, &fake);
         assert_eq!(
-            pids,
+            member_pids(&b),
             vec![11, 31, 32],
             "only what stays in the pane's session"
         );
-        let mut skipped: Vec<u32> = b.skipped.iter().map(|s| s.id.pid).collect();
-        skipped.sort();
-        assert_eq!(skipped, vec![12, 13, 24, 30]);
+        assert_eq!(skipped_pids(&b), vec![12, 13, 24, 30]);
         // Without the server, the detached ones are the worker's again.
         let t = Tree::from_nodes([
             node(10, 1, 10, crate::supervisor::COMM),
@@ -1339,10 +1332,8 @@ mod tests {
             node(30, 12, 12, "sleep"),
             node(24, 10, 24, "sleep"),
         ]);
-        let b = t.below(t.node(10).unwrap(), "inc-a", &fake);
-        let mut pids: Vec<u32> = b.members.iter().map(|m| m.node.id.pid).collect();
-        pids.sort();
-        assert_eq!(pids, vec![11, 12, 24, 30]);
+        let b = below10(&t, &fake);
+        assert_eq!(member_pids(&b), vec![11, 12, 24, 30]);
     }
 
     #[test]
